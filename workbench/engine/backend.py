@@ -1,0 +1,87 @@
+"""The interface the panes talk to, whatever runs the model: the local engine now, a server later.
+
+Everything that crosses it is an immutable value: requests in, stream events and KV snapshots out.
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Callable
+
+from workbench.engine.kv_snapshot import KVSnapshot
+from workbench.engine.metrics import RequestFigures
+from workbench.engine.start_phases import StartProgress
+
+
+class PromptTooLongError(ValueError):
+    """The rendered prompt does not fit max_model_len; the message says by how much and what to do."""
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # "system", "user" or "assistant"
+    content: str
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    temperature: float = 0.7
+    top_p: float = 0.95
+    top_k: int = 0  # 0: off
+    max_tokens: int = 256
+    seed: int | None = None
+    ignore_eos: bool = False
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    request_id: str
+    messages: tuple[Message, ...]
+    sampling: SamplingSettings = SamplingSettings()
+    prompt_token_ids: tuple[int, ...] | None = None  # benchmarks send token ids directly
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    request_id: str
+    text: str  # new text since the previous event (DELTA streaming)
+    finished: bool = False
+    finish_reason: str | None = None  # "stop", "length", "aborted", ...
+    figures: RequestFigures | None = None  # set on the final event
+
+
+class Backend(abc.ABC):
+    """What runs the model. Methods are called from one thread only: the one that steps it."""
+
+    @abc.abstractmethod
+    def start(self, report: Callable[[StartProgress], None]) -> None:
+        """Starts the engine, reporting its phases; raises EngineStartError with a clear message."""
+
+    @abc.abstractmethod
+    def shutdown(self) -> None:
+        """Stops the engine and returns its memory; safe to call twice or after a crash."""
+
+    @abc.abstractmethod
+    def submit(self, request: ChatRequest) -> None:
+        """Queues a request; raises PromptTooLongError when the prompt does not fit."""
+
+    @abc.abstractmethod
+    def abort(self, request_id: str) -> StreamEvent | None:
+        """Stops a request; returns its final event (vLLM sends none for aborts)."""
+
+    @abc.abstractmethod
+    def has_work(self) -> bool:
+        """True while requests are running or waiting."""
+
+    @abc.abstractmethod
+    def step(self) -> list[StreamEvent]:
+        """Runs one engine step and returns the new text of every request that produced some."""
+
+    @abc.abstractmethod
+    def kv_snapshot(self, check_with_scan: bool = False) -> KVSnapshot:
+        """The block pool now; with ``check_with_scan``, also compared against a full scan."""
+
+    @property
+    @abc.abstractmethod
+    def running(self) -> bool:
+        """True while an engine is up."""

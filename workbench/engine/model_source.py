@@ -1,0 +1,89 @@
+"""Where models come from: the demo model, local folders and the Hugging Face cache.
+
+Every model, the demo one included, is checked and loaded through :func:`resolve_model`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.gguf")
+HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+
+
+class ModelNotFoundError(ValueError):
+    """The chosen model cannot be loaded; the message names the cause and the fix."""
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    name: str  # what the picker shows
+    path: str  # a local folder, or a hub id found in the Hugging Face cache
+    origin: str  # "demo", "local" or "hf-cache"
+
+
+def resolve_model(spec: str) -> str:
+    """Returns a loadable model folder for ``spec`` (a folder or a cached hub id), or raises."""
+    spec = spec.strip()
+    if not spec:
+        raise ModelNotFoundError("No model chosen. Pick one with Model > Choose model…, or use the demo model.")
+    path = Path(spec).expanduser()
+    if path.exists():
+        return str(check_model_folder(path))
+    if HUB_ID.match(spec) and not spec.startswith((".", "/", "~")):
+        cached = cached_snapshot(spec)
+        if cached is not None:
+            return str(check_model_folder(cached))
+        raise ModelNotFoundError(
+            f"Model '{spec}' is not in the Hugging Face cache and no model hub can be reached from here. "
+            "Download it on a connected machine (huggingface-cli download) or choose a local folder.")
+    raise ModelNotFoundError(
+        f"Model folder '{spec}' does not exist. Check the path, or choose a folder with Model > Choose model….")
+
+
+def check_model_folder(path: Path) -> Path:
+    if not path.is_dir():
+        raise ModelNotFoundError(f"'{path}' is a file, not a model folder. Choose the folder that holds config.json.")
+    if not (path / "config.json").exists():
+        raise ModelNotFoundError(
+            f"'{path}' holds no model: config.json is missing. Choose the folder that holds config.json "
+            "and the weights (*.safetensors).")
+    if not any(any(path.glob(p)) for p in WEIGHT_PATTERNS):
+        raise ModelNotFoundError(
+            f"'{path}' has a config.json but no weights (*.safetensors or *.bin). Copy the weights into it "
+            "or choose another folder.")
+    return path
+
+
+def cached_snapshot(repo_id: str) -> Path | None:
+    try:
+        from huggingface_hub import scan_cache_dir
+        for repo in scan_cache_dir().repos:
+            if repo.repo_id == repo_id and repo.repo_type == "model":
+                revisions = sorted(repo.revisions, key=lambda r: r.last_modified, reverse=True)
+                return Path(revisions[0].snapshot_path) if revisions else None
+    except Exception:  # no cache folder yet, or an unreadable one: nothing cached
+        return None
+    return None
+
+
+def list_models(extra_folders: list[str] = ()) -> list[ModelChoice]:
+    """The demo model, the model folders under the data directory and ``extra_folders``, and the HF cache."""
+    from workbench.engine.demo_model import demo_model_dir
+    from workbench.paths import data_dir
+
+    choices = [ModelChoice("Demo model (built on this machine)", str(demo_model_dir()), "demo")]
+    models_root = data_dir() / "models"
+    folders = [p for p in sorted(models_root.glob("*")) if p != demo_model_dir()] + [Path(f) for f in extra_folders]
+    for folder in folders:
+        if (folder / "config.json").exists():
+            choices.append(ModelChoice(folder.name, str(folder), "local"))
+    try:
+        from huggingface_hub import scan_cache_dir
+        for repo in sorted(scan_cache_dir().repos, key=lambda r: r.repo_id):
+            if repo.repo_type == "model":
+                choices.append(ModelChoice(repo.repo_id, repo.repo_id, "hf-cache"))
+    except Exception:  # no Hugging Face cache on this machine
+        pass
+    return choices

@@ -1,0 +1,226 @@
+"""The local engine session: one vLLM ``LLMEngine`` whose EngineCore runs in its own process.
+
+No Qt here: the same session runs under the GUI's worker thread, in the benchmarks and on a GPU
+machine without PySide6. It renders chat prompts, streams DELTA outputs, aborts, pulls KV deltas
+and shuts the engine down so that every byte of its memory comes back.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from workbench.engine.backend import Backend, ChatRequest, PromptTooLongError, StreamEvent
+from workbench.engine.kv_plugin import PHASE_FILE_ENV
+from workbench.engine.kv_snapshot import KVPoolMirror, KVSnapshot, scan_matches
+from workbench.engine.metrics import figures_from_output
+from workbench.engine.model_source import resolve_model
+from workbench.engine.process_guard import child_pids, kill_processes, mark_owner
+from workbench.engine.start_phases import (
+    EngineStartError,
+    PhaseWatcher,
+    StartProgress,
+    explain_start_failure,
+    progress_for,
+)
+
+SUPPORTED_VLLM = ((0, 26), (0, 33))
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """The engine arguments the workbench sets; anything else stays at vLLM's default."""
+
+    model: str
+    max_model_len: int = 2048
+    max_num_seqs: int = 64
+    block_size: int | None = None  # CPU attention needs a multiple of 32; GPU default is 16
+    num_gpu_blocks_override: int | None = None
+    kv_cache_memory_bytes: int | None = None
+    gpu_memory_utilization: float | None = None
+    enable_prefix_caching: bool = True
+    enforce_eager: bool | None = None  # default: eager on CPU, CUDA graphs on GPU
+    extra: tuple[tuple[str, object], ...] = field(default=())
+
+    def engine_kwargs(self, on_cpu: bool) -> dict:
+        kwargs = dict(
+            model=self.model,
+            max_model_len=self.max_model_len,
+            max_num_seqs=self.max_num_seqs,
+            enable_prefix_caching=self.enable_prefix_caching,
+            enforce_eager=on_cpu if self.enforce_eager is None else self.enforce_eager,
+            block_size=self.block_size or (32 if on_cpu else 16),
+            disable_log_stats=False,  # vLLM fills RequestOutput.metrics only with stats on
+        )
+        for name in ("num_gpu_blocks_override", "kv_cache_memory_bytes", "gpu_memory_utilization"):
+            if getattr(self, name) is not None:
+                kwargs[name] = getattr(self, name)
+        if on_cpu and self.kv_cache_memory_bytes is None and "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
+            kwargs["kv_cache_memory_bytes"] = 1 << 30
+        kwargs.update(dict(self.extra))
+        return kwargs
+
+
+def check_vllm_version() -> str:
+    import vllm
+
+    parts = tuple(int(p) for p in vllm.__version__.split(".")[:2] if p.isdigit())
+    if not SUPPORTED_VLLM[0] <= parts <= SUPPORTED_VLLM[1]:
+        raise EngineStartError(
+            f"vLLM {vllm.__version__} is installed; the workbench supports 0.26 to 0.33. "
+            "Run the installer again (python3 packaging/install.py --reinstall).")
+    return vllm.__version__
+
+
+@dataclass
+class _Live:
+    """Book-keeping for one running request."""
+
+    internal_id: str
+    submitted: float
+    first: float = 0.0
+    last: float = 0.0
+    num_tokens: int = 0
+
+
+class EngineSession(Backend):
+    def __init__(self, config: EngineConfig):
+        self.config = config
+        self.engine = None
+        self.tokenizer = None
+        self.engine_pids: list[int] = []
+        self.mirror = KVPoolMirror()
+        self.live: dict[str, _Live] = {}
+        self.id_map: dict[str, str] = {}  # engine-internal id -> the caller's id
+        self.vllm_version = ""
+        self.on_cpu = True
+
+    # -------------------------------------------------------------- life cycle
+    def start(self, report: Callable[[StartProgress], None]) -> None:
+        mark_owner()
+        report(progress_for("import"))
+        self.vllm_version = check_vllm_version()
+        from vllm.engine.arg_utils import EngineArgs
+        from vllm.platforms import current_platform
+        from vllm.v1.engine.llm_engine import LLMEngine
+
+        self.on_cpu = current_platform.is_cpu()
+        model_path = resolve_model(self.config.model)
+        args = EngineArgs(**{**self.config.engine_kwargs(self.on_cpu), "model": model_path})
+        phase_file = Path(tempfile.gettempdir()) / f"workbench-phases-{os.getpid()}.log"
+        os.environ[PHASE_FILE_ENV] = str(phase_file)
+        before = child_pids()
+        report(progress_for("process"))
+        with PhaseWatcher(phase_file, report) as watcher:
+            try:
+                self.engine = LLMEngine.from_engine_args(args)
+            except Exception as exc:
+                self.engine_pids = sorted(child_pids() - before)
+                self.shutdown()
+                raise EngineStartError(explain_start_failure(exc, watcher.error, self.config)) from exc
+        self.engine_pids = sorted(child_pids() - before)
+        self.tokenizer = self.engine.get_tokenizer()
+        self.mirror.reset()
+        report(progress_for("ready"))
+
+    def shutdown(self) -> None:
+        engine, self.engine = self.engine, None
+        if engine is not None:
+            try:
+                engine.engine_core.shutdown()
+            except Exception:  # a dead engine core cannot be shut down politely
+                pass
+            del engine
+        gc.collect()
+        kill_processes(self.engine_pids)
+        self.engine_pids = []
+        self.live.clear()
+        self.id_map.clear()
+        self.mirror.reset()
+
+    @property
+    def running(self) -> bool:
+        return self.engine is not None
+
+    # -------------------------------------------------------------- requests
+    def chat_template(self) -> str | None:
+        return getattr(self.tokenizer, "chat_template", None)
+
+    def render_prompt(self, request: ChatRequest) -> list[int]:
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        if self.chat_template():
+            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+            if isinstance(ids, dict) or hasattr(ids, "input_ids"):
+                ids = ids["input_ids"]
+        else:  # a base model without a template: a plain transcript
+            text = "".join(f"{m['role'].capitalize()}: {m['content']}\n" for m in messages) + "Assistant:"
+            ids = self.tokenizer.encode(text)
+        return list(ids)
+
+    def submit(self, request: ChatRequest) -> None:
+        from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind
+
+        prompt_ids = request.prompt_token_ids or self.render_prompt(request)
+        limit = self.config.max_model_len
+        if len(prompt_ids) >= limit:
+            raise PromptTooLongError(
+                f"The prompt is {len(prompt_ids)} tokens (system prompt and conversation), but the engine's "
+                f"max_model_len is {limit}. Shorten the system prompt or the message, start a new chat, "
+                f"or raise max_model_len in the engine settings.")
+        s = request.sampling
+        params = SamplingParams(
+            temperature=s.temperature, top_p=s.top_p, top_k=s.top_k if s.top_k > 0 else -1,
+            max_tokens=min(s.max_tokens, limit - len(prompt_ids)), seed=s.seed,
+            ignore_eos=s.ignore_eos, output_kind=RequestOutputKind.DELTA,
+        )
+        internal = self.engine.add_request(request.request_id, {"prompt_token_ids": prompt_ids}, params)
+        internal = internal if isinstance(internal, str) else request.request_id
+        self.live[request.request_id] = _Live(internal, time.monotonic())
+        self.id_map[internal] = request.request_id
+
+    def abort(self, request_id: str) -> StreamEvent | None:
+        live = self.live.pop(request_id, None)
+        if live is None:
+            return None
+        self.engine.abort_request([request_id])
+        return StreamEvent(request_id, "", finished=True, finish_reason="aborted")
+
+    def has_work(self) -> bool:
+        return bool(self.live)
+
+    def step(self) -> list[StreamEvent]:
+        events = []
+        now = time.monotonic()
+        for out in self.engine.step():
+            live = self.live.get(out.request_id)
+            if live is None:
+                continue  # aborted between steps
+            completion = out.outputs[0] if out.outputs else None
+            text = completion.text if completion else ""
+            num_new = len(completion.token_ids) if completion else 0
+            if num_new:
+                live.first = live.first or now
+                live.last = now
+                live.num_tokens += num_new
+            figures = None
+            if out.finished:
+                self.live.pop(out.request_id, None)
+                figures = figures_from_output(out, live.num_tokens, (live.submitted, live.first, live.last))
+            events.append(StreamEvent(out.request_id, text, out.finished,
+                                      completion.finish_reason if (completion and out.finished) else None,
+                                      figures))
+        return events
+
+    # -------------------------------------------------------------- KV cache
+    def kv_snapshot(self, check_with_scan: bool = False) -> KVSnapshot:
+        started = time.perf_counter()
+        delta = self.engine.engine_core.call_utility("workbench_kv_delta", self.mirror.version, check_with_scan)
+        round_trip_ms = (time.perf_counter() - started) * 1e3
+        self.mirror.apply(delta)
+        problems = tuple(scan_matches(self.mirror, delta["scan"])) if check_with_scan else None
+        return self.mirror.snapshot(self.id_map, round_trip_ms, scan_problems=problems)

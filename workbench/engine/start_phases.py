@@ -1,0 +1,95 @@
+"""Engine start, phase by phase, and start failures explained in words a user can act on.
+
+The plugin writes each phase (weights, memory profiling, KV allocation) to a file as the engine-core
+process reaches it; :class:`PhaseWatcher` follows the file and reports :class:`StartProgress`.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class StartProgress:
+    phase: str  # "model", "import", "process", "weights", "profiling", "kv_alloc", "ready"
+    label: str
+    fraction: float  # 0..1 of the whole start
+
+
+PHASES = {
+    "model": ("Preparing the model", 0.0),
+    "import": ("Loading vLLM", 0.05),
+    "process": ("Starting the engine process", 0.15),
+    "weights": ("Loading weights", 0.35),
+    "profiling": ("Profiling memory", 0.65),
+    "kv_alloc": ("Allocating the KV cache", 0.8),
+    "ready": ("Engine ready", 1.0),
+}
+
+
+def progress_for(phase: str, label: str | None = None, fraction: float | None = None) -> StartProgress:
+    default_label, default_fraction = PHASES[phase]
+    return StartProgress(phase, label or default_label, default_fraction if fraction is None else fraction)
+
+
+class EngineStartError(RuntimeError):
+    """The engine did not start; the message names the cause and what to change."""
+
+
+class PhaseWatcher:
+    """Follows the phase file written by the engine-core process, on a thread of its own."""
+
+    def __init__(self, path: Path, report: Callable[[StartProgress], None]):
+        self.path, self.report = path, report
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._seen = 0
+        self._thread = threading.Thread(target=self._follow, name="engine-phase-watcher", daemon=True)
+
+    def __enter__(self) -> "PhaseWatcher":
+        self.path.write_text("")
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self._read_new()
+
+    def _follow(self) -> None:
+        while not self._stop.wait(0.05):
+            self._read_new()
+
+    def _read_new(self) -> None:
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return
+        for line in lines[self._seen:]:
+            phase, _, detail = (line.split("\t") + ["", ""])[:3]
+            if phase == "error":
+                self.error = self.error or detail
+            elif phase in PHASES:
+                self.report(progress_for(phase))
+        self._seen = len(lines)
+
+
+_KV_TOO_SMALL = re.compile(r"max seq len \((\d+)\).*?estimated maximum model length is (\d+)", re.S)
+
+
+def explain_start_failure(exc: BaseException, engine_error: str | None, config) -> str:
+    """One message: what went wrong (vLLM's own words kept) and what to change."""
+    cause = engine_error or f"{type(exc).__name__}: {exc}"
+    match = _KV_TOO_SMALL.search(cause)
+    if match or "KV cache is needed" in cause or "No available memory for the cache blocks" in cause:
+        need, fits = (match.group(1), match.group(2)) if match else (config.max_model_len, "fewer")
+        return (f"The engine did not start: the KV cache is too small for max_model_len={need} "
+                f"(it fits about {fits} tokens). Lower max_model_len, or give the KV cache more memory "
+                f"(KV cache size on CPU, gpu_memory_utilization on a GPU).\n\nvLLM said: {cause}")
+    if "out of memory" in cause.lower():
+        return (f"The engine did not start: out of memory. Lower gpu_memory_utilization, max_model_len or "
+                f"max_num_seqs, or choose a smaller model.\n\nvLLM said: {cause}")
+    return f"The engine did not start. Check the model and the engine settings.\n\nvLLM said: {cause}"
