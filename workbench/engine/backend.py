@@ -50,6 +50,18 @@ class StreamEvent:
     figures: RequestFigures | None = None  # set on the final event
 
 
+@dataclass(frozen=True)
+class EngineInfo:
+    """What the window shows about a running engine."""
+
+    model: str
+    vllm_version: str
+    device: str  # "cpu" or "cuda"
+    max_model_len: int
+    chat_template: str | None
+    engine_pids: tuple[int, ...]
+
+
 class Backend(abc.ABC):
     """What runs the model. Methods are called from one thread only: the one that steps it."""
 
@@ -80,6 +92,10 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def kv_snapshot(self, check_with_scan: bool = False) -> KVSnapshot:
         """The block pool now; with ``check_with_scan``, also compared against a full scan."""
+
+    @abc.abstractmethod
+    def info(self) -> EngineInfo:
+        """Facts about the running engine."""
 
     @property
     @abc.abstractmethod

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from workbench.engine.backend import Backend, ChatRequest, PromptTooLongError, StreamEvent
+from workbench.engine.backend import Backend, ChatRequest, EngineInfo, PromptTooLongError, StreamEvent
 from workbench.engine.kv_plugin import PHASE_FILE_ENV
 from workbench.engine.kv_snapshot import KVPoolMirror, KVSnapshot, scan_matches
 from workbench.engine.metrics import figures_from_output
@@ -97,6 +97,7 @@ class EngineSession(Backend):
         self.live: dict[str, _Live] = {}
         self.id_map: dict[str, str] = {}  # engine-internal id -> the caller's id
         self.vllm_version = ""
+        self.model_path = config.model
         self.on_cpu = True
 
     # -------------------------------------------------------------- life cycle
@@ -109,8 +110,8 @@ class EngineSession(Backend):
         from vllm.v1.engine.llm_engine import LLMEngine
 
         self.on_cpu = current_platform.is_cpu()
-        model_path = resolve_model(self.config.model)
-        args = EngineArgs(**{**self.config.engine_kwargs(self.on_cpu), "model": model_path})
+        self.model_path = resolve_model(self.config.model)
+        args = EngineArgs(**{**self.config.engine_kwargs(self.on_cpu), "model": self.model_path})
         phase_file = Path(tempfile.gettempdir()) / f"workbench-phases-{os.getpid()}.log"
         os.environ[PHASE_FILE_ENV] = str(phase_file)
         before = child_pids()
@@ -145,6 +146,13 @@ class EngineSession(Backend):
     @property
     def running(self) -> bool:
         return self.engine is not None
+
+    def info(self) -> EngineInfo:
+        return EngineInfo(
+            model=self.model_path, vllm_version=self.vllm_version, device="cpu" if self.on_cpu else "cuda",
+            max_model_len=self.config.max_model_len, chat_template=self.chat_template(),
+            engine_pids=tuple(self.engine_pids),
+        )
 
     # -------------------------------------------------------------- requests
     def chat_template(self) -> str | None:

@@ -1,0 +1,44 @@
+"""The composition root: reaps leftovers, starts the engine thread, opens the window."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from workbench.engine.loop import DEMO_MODEL
+from workbench.engine.session import EngineConfig
+
+
+def demo_engine_config(model: str = DEMO_MODEL) -> EngineConfig:
+    """The demo's engine: a small pool (1,024 blocks) so a conversation is visible on the heatmap."""
+    return EngineConfig(model=model, max_model_len=2048, max_num_seqs=64,
+                        num_gpu_blocks_override=1024 if model == DEMO_MODEL else None)
+
+
+def build_window(config: EngineConfig, check_with_scan: bool = False):
+    """Creates the engine thread and the window, and starts the engine; returns (window, engine)."""
+    from workbench.bridge.worker import EngineThread
+    from workbench.engine.demo_model import default_system_prompt
+    from workbench.engine.loop import StartEngine
+    from workbench.engine.process_guard import mark_owner, reap_orphans
+    from workbench.ui.main_window import MainWindow
+
+    reap_orphans()
+    mark_owner()
+    engine = EngineThread(check_with_scan=check_with_scan)
+    window = MainWindow(engine, config, default_system_prompt())
+    engine.start()
+    engine.worker.post(StartEngine(config))
+    return window, engine
+
+
+def run_gui(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="vllm-workbench", description="Run vLLM and watch its KV cache.")
+    parser.add_argument("--model", default=DEMO_MODEL, help="model folder or cached hub id (default: the demo model)")
+    args = parser.parse_args(argv)
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    window, _ = build_window(demo_engine_config(args.model))
+    window.resize(1400, 860)
+    window.show()
+    return app.exec()

@@ -1,0 +1,233 @@
+"""The engine loop: commands in between steps, text flushed every ~50 ms, KV snapshots at ~10 Hz.
+
+Qt-free, so the GUI's worker thread, the benchmarks and a headless GPU machine run the same loop.
+Commands are small frozen values put on a thread-safe queue; results leave through a listener.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+from workbench.engine.backend import Backend, ChatRequest, EngineInfo, PromptTooLongError, StreamEvent
+from workbench.engine.kv_snapshot import KVSnapshot
+from workbench.engine.process_guard import describe_exit
+from workbench.engine.session import EngineConfig, EngineSession
+from workbench.engine.start_phases import EngineStartError, StartProgress
+from workbench.engine.model_source import ModelNotFoundError
+
+DEMO_MODEL = "demo"  # EngineConfig.model value meaning "the demo model, built on first use"
+
+
+@dataclass(frozen=True)
+class StartEngine:
+    config: EngineConfig
+
+
+@dataclass(frozen=True)
+class StopEngine:
+    pass
+
+
+@dataclass(frozen=True)
+class Submit:
+    request: ChatRequest
+
+
+@dataclass(frozen=True)
+class Abort:
+    request_id: str
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    pass
+
+
+class LoopListener(Protocol):
+    """Receives the loop's results on the loop's own thread."""
+
+    def engine_state_changed(self, state: str, message: str) -> None: ...
+    def start_progressed(self, progress: StartProgress) -> None: ...
+    def engine_ready(self, info: EngineInfo) -> None: ...
+    def text_flushed(self, chunks: dict[str, str]) -> None: ...
+    def request_finished(self, event: StreamEvent) -> None: ...
+    def request_failed(self, request_id: str, message: str) -> None: ...
+    def snapshot_published(self, snapshot: KVSnapshot) -> None: ...
+
+
+class EngineLoop:
+    """Owns the backend; every backend call happens on the thread that runs :meth:`run`."""
+
+    def __init__(self, listener: LoopListener, backend_factory: Callable[[EngineConfig], Backend] = EngineSession,
+                 snapshot_interval_s: float = 0.1, flush_interval_s: float = 0.05, check_with_scan: bool = False):
+        self.listener = listener
+        self.backend_factory = backend_factory
+        self.snapshot_interval_s = snapshot_interval_s
+        self.flush_interval_s = flush_interval_s
+        self.check_with_scan = check_with_scan
+        self.commands: queue.Queue = queue.Queue()
+        self.backend: Backend | None = None
+        self.state = "stopped"
+        self._pending_text: dict[str, list[str]] = {}
+        self._last_flush = self._last_snapshot = 0.0
+        self._snapshot_due = False
+        self._running = threading.Event()
+
+    def post(self, command) -> None:
+        """Thread-safe: queue a command for the loop."""
+        self.commands.put(command)
+
+    # -------------------------------------------------------------- the loop
+    def run(self) -> None:
+        self._running.set()
+        try:
+            while self._handle_commands():
+                if self.backend is not None and self.backend.has_work():
+                    self._guarded(self._step)
+                now = time.monotonic()
+                if now - self._last_flush >= self.flush_interval_s:
+                    self._flush_text()
+                if self._snapshot_due and now - self._last_snapshot >= self.snapshot_interval_s:
+                    self._guarded(self._publish_snapshot)
+        finally:
+            self._stop_engine()
+            self._running.clear()
+
+    def _handle_commands(self) -> bool:
+        """Runs queued commands; waits for one only when the engine is idle. False on Shutdown."""
+        busy = self.backend is not None and self.backend.has_work()
+        wait_s = 0.0 if busy else (self.snapshot_interval_s if self._snapshot_due else 0.25)
+        try:
+            command = self.commands.get(timeout=wait_s) if wait_s else self.commands.get_nowait()
+        except queue.Empty:
+            return True
+        while True:
+            if isinstance(command, Shutdown):
+                return False
+            self._dispatch(command)
+            try:
+                command = self.commands.get_nowait()
+            except queue.Empty:
+                return True
+
+    def _dispatch(self, command) -> None:
+        if isinstance(command, StartEngine):
+            self._start_engine(command.config)
+        elif isinstance(command, StopEngine):
+            self._stop_engine()
+            self._set_state("stopped", "Engine stopped.")
+        elif isinstance(command, Submit):
+            self._submit(command.request)
+        elif isinstance(command, Abort):
+            self._abort(command.request_id)
+
+    # -------------------------------------------------------------- commands
+    def _start_engine(self, config: EngineConfig) -> None:
+        self._stop_engine()
+        self._set_state("starting", f"Starting the engine on {config.model}…")
+        try:
+            if config.model == DEMO_MODEL:
+                config = self._with_demo_model(config)
+            self.backend = self.backend_factory(config)
+            self.backend.start(self.listener.start_progressed)
+        except (EngineStartError, ModelNotFoundError) as exc:
+            self.backend = None
+            self._set_state("failed", str(exc))
+            return
+        except Exception as exc:  # anything else that stops a start still leaves a usable window
+            self.backend = None
+            self._set_state("failed", f"The engine did not start: {type(exc).__name__}: {exc}")
+            return
+        self.listener.engine_ready(self.backend.info())
+        self._set_state("ready", f"Engine ready: {config.model}")
+        self._snapshot_due = True
+
+    def _with_demo_model(self, config: EngineConfig) -> EngineConfig:
+        from dataclasses import replace
+
+        from workbench.engine.demo_model import ensure_demo_model
+
+        def report(label: str, fraction: float) -> None:
+            self.listener.start_progressed(StartProgress("model", label, fraction))
+
+        path = ensure_demo_model(report)
+        return replace(config, model=str(path))
+
+    def _stop_engine(self) -> None:
+        backend, self.backend = self.backend, None
+        if backend is not None:
+            backend.shutdown()
+        self._pending_text.clear()
+        self._snapshot_due = False
+
+    def _submit(self, request: ChatRequest) -> None:
+        if self.backend is None or not self.backend.running:
+            self.listener.request_failed(request.request_id,
+                                         "The engine is not running. Start it (Engine > Restart engine) and send again.")
+            return
+        try:
+            self.backend.submit(request)
+        except PromptTooLongError as exc:
+            self.listener.request_failed(request.request_id, str(exc))
+        except Exception as exc:  # vLLM's own validation of a request
+            self.listener.request_failed(request.request_id, f"vLLM refused the request: {exc}")
+        else:
+            self._snapshot_due = True
+
+    def _abort(self, request_id: str) -> None:
+        if self.backend is None:
+            return
+        event = self.backend.abort(request_id)
+        if event is not None:
+            self._flush_text()
+            self.listener.request_finished(event)
+            self._snapshot_due = True
+
+    # -------------------------------------------------------------- stepping and publishing
+    def _step(self) -> None:
+        for event in self.backend.step():
+            if event.text:
+                self._pending_text.setdefault(event.request_id, []).append(event.text)
+            if event.finished:
+                self._flush_text()
+                self.listener.request_finished(event)
+        self._snapshot_due = True
+
+    def _flush_text(self) -> None:
+        self._last_flush = time.monotonic()
+        if self._pending_text:
+            chunks = {rid: "".join(parts) for rid, parts in self._pending_text.items()}
+            self._pending_text.clear()
+            self.listener.text_flushed(chunks)
+
+    def _publish_snapshot(self) -> None:
+        self._last_snapshot = time.monotonic()
+        self._snapshot_due = self.backend.has_work()
+        self.listener.snapshot_published(self.backend.kv_snapshot(self.check_with_scan))
+
+    def _guarded(self, action: Callable[[], None]) -> None:
+        """Runs a backend action; an engine that died is reported, and the loop carries on."""
+        try:
+            action()
+        except Exception as exc:
+            self._engine_died(exc)
+
+    def _engine_died(self, exc: Exception) -> None:
+        backend = self.backend
+        pids = list(getattr(backend, "engine_pids", []))
+        live = list(getattr(backend, "live", {}))
+        self._flush_text()
+        message = (f"The engine stopped during a reply: {describe_exit(pids)} ({type(exc).__name__}: {exc}). "
+                   "What was streamed so far is kept. Restart the engine (Engine > Restart engine); if it "
+                   "happens again, lower max_num_seqs or max_model_len, or choose a smaller model.")
+        self._stop_engine()
+        for request_id in live:
+            self.listener.request_failed(request_id, message)
+        self._set_state("died", message)
+
+    def _set_state(self, state: str, message: str) -> None:
+        self.state = state
+        self.listener.engine_state_changed(state, message)
