@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from PySide6.QtWidgets import (
-    QDoubleSpinBox, QFormLayout, QLabel, QPlainTextEdit, QSpinBox, QVBoxLayout, QWidget,
+    QCheckBox, QDoubleSpinBox, QFormLayout, QLabel, QPlainTextEdit, QSpinBox, QVBoxLayout, QWidget,
 )
 
 from workbench.engine.backend import SamplingSettings
@@ -19,6 +19,7 @@ class SamplingPanel(QWidget):
         self.max_tokens = QSpinBox(objectName="maxTokens", minimum=1, maximum=32768, value=256)
         self.seed = QSpinBox(objectName="seed", minimum=-1, maximum=2**31 - 1, value=-1)
         self.seed.setSpecialValueText("random")
+        self.ignore_eos = QCheckBox("Run to max_tokens (ignore end of turn)", objectName="ignoreEos")
         self.template = QPlainTextEdit(objectName="chatTemplate")
         self.template.setReadOnly(True)
         self.template.setPlaceholderText("The model's chat template appears here once the engine is up.")
@@ -28,6 +29,7 @@ class SamplingPanel(QWidget):
         form.addRow("top_k", self.top_k)
         form.addRow("max_tokens", self.max_tokens)
         form.addRow("Seed", self.seed)
+        form.addRow(self.ignore_eos)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(QLabel("System prompt"))
@@ -52,6 +54,7 @@ class SamplingPanel(QWidget):
             top_k=self.top_k.value(),
             max_tokens=self.max_tokens.value(),
             seed=None if self.seed.value() < 0 else self.seed.value(),
+            ignore_eos=self.ignore_eos.isChecked(),
         )
 
     def show_chat_template(self, template: str | None) -> None:

@@ -1,0 +1,39 @@
+"""Drives the window as a person would: types, clicks, waits; collects the snapshots the GUI sees."""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QPlainTextEdit, QPushButton
+
+REPLY_TIMEOUT_MS = 120_000
+
+
+def type_and_send(window, qtbot, text: str):
+    """Types into chatInput, clicks sendButton; returns the conversation and its streaming reply."""
+    chat_input = window.findChild(QPlainTextEdit, "chatInput")
+    chat_input.setPlainText(text)
+    qtbot.mouseClick(window.findChild(QPushButton, "sendButton"), Qt.LeftButton)
+    conversation = window.chat.current
+    return conversation, conversation.turns[-1]
+
+
+def wait_finished(qtbot, turn, timeout=REPLY_TIMEOUT_MS):
+    qtbot.waitUntil(lambda: turn.status != "streaming", timeout=timeout)
+
+
+class SnapshotRecorder:
+    """Keeps every distinct snapshot the worker publishes while a condition is awaited."""
+
+    def __init__(self, window):
+        self.window = window
+        self.snapshots = []
+
+    def poll(self) -> None:
+        snapshot = self.window.engine.worker.latest_snapshot()
+        if snapshot is not None and (not self.snapshots or snapshot.version != self.snapshots[-1].version):
+            self.snapshots.append(snapshot)
+
+    def wait_until(self, qtbot, condition, timeout=REPLY_TIMEOUT_MS) -> None:
+        def check():
+            self.poll()
+            assert condition()
+        qtbot.waitUntil(check, timeout=timeout)

@@ -1,0 +1,96 @@
+"""The core slice through the real window and the real vLLM CPU engine."""
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QPushButton, QStackedWidget
+
+from chat_driver import SnapshotRecorder, type_and_send, wait_finished
+from workbench.engine.kv_snapshot import BLOCK_STATE_CACHED, BLOCK_STATE_IN_USE, BLOCK_STATE_SHARED
+from workbench.ui.kv_heatmap import heatmap_image
+
+
+def test_chat_round_trip_through_widgets(window, qtbot):
+    conversation, reply = type_and_send(window, qtbot, "What is a KV cache?")
+    assert window.findChild(QPushButton, "stopButton").isEnabled()
+    wait_finished(qtbot, reply)
+    assert reply.status == "done", reply.error
+    assert len(reply.text.split()) >= 3, reply.text
+    transcript = window.findChild(QStackedWidget, "chatTranscript").currentWidget()
+    shown = [label.text() for label in transcript.findChildren(QLabel)]
+    assert "What is a KV cache?" in shown and reply.text in shown
+    assert reply.figures.prompt_tokens > 64 and reply.figures.output_tokens > 0
+    assert reply.figures.ttft_s is not None and reply.figures.ttft_s > 0
+    stats = [t for t in shown if t.startswith("TTFT")]
+    assert stats and "prompt" in stats[-1] and "cached" in stats[-1]
+    assert reply.figures.output_tokens < 256, "the demo model should end its turn, not run to max_tokens"
+
+
+def test_heatmap_from_deltas_equals_full_scan_during_and_after(window, qtbot):
+    window.chat.sampling.ignore_eos.setChecked(True)
+    window.chat.sampling.max_tokens.setValue(600)
+    recorder = SnapshotRecorder(window)
+    _, reply = type_and_send(window, qtbot, "Tell me about continuous batching.")
+    recorder.wait_until(qtbot, lambda: reply.status != "streaming")
+    recorder.wait_until(qtbot, lambda: recorder.snapshots and recorder.snapshots[-1].num_in_use == 0)
+    during = [s for s in recorder.snapshots if s.tables.get(reply.request_id) is not None]
+    assert len(during) >= 2, "no snapshot caught the reply running"
+    for snapshot in recorder.snapshots:
+        assert snapshot.scan_problems == (), snapshot.scan_problems
+    mid = during[len(during) // 2]
+    own_blocks = mid.tables[reply.request_id]
+    assert np.all(np.isin(mid.states[own_blocks], [BLOCK_STATE_IN_USE, BLOCK_STATE_SHARED]))
+    after = recorder.snapshots[-1]
+    assert reply.request_id not in after.tables
+    full_blocks = own_blocks[: len(own_blocks) - 1]
+    assert np.all(after.states[full_blocks] == BLOCK_STATE_CACHED), "finished blocks should turn cached"
+    qtbot.waitUntil(lambda: window.heatmap.snapshot is not None and window.heatmap.snapshot.version == after.version,
+                    timeout=5000)
+    shown = window.heatmap.image.image
+    assert np.array_equal(shown % 5, heatmap_image(after, after.version) % 5)
+
+
+def test_prefix_reuse_and_shared_blocks_across_two_conversations(window, qtbot):
+    window.chat.sampling.ignore_eos.setChecked(True)
+    window.chat.sampling.max_tokens.setValue(500)
+    recorder = SnapshotRecorder(window)
+    first_conv, first = type_and_send(window, qtbot, "What is prefix caching?")
+    window.chat.new_conversation()
+    second_conv, second = type_and_send(window, qtbot, "Why do two chats share blocks?")
+    recorder.wait_until(qtbot, lambda: first.status != "streaming" and second.status != "streaming")
+    both = [s for s in recorder.snapshots if first.request_id in s.tables and second.request_id in s.tables]
+    assert both, "no snapshot caught both replies running"
+    snapshot = both[-1]
+    shared = np.flatnonzero(snapshot.ref_cnts > 1)
+    assert len(shared) >= 2, "the system prompt's blocks should be shared while both run"
+    assert np.all(snapshot.states[shared] == BLOCK_STATE_SHARED)
+    assert set(shared) <= set(snapshot.tables[first.request_id]) & set(snapshot.tables[second.request_id])
+    owners = window.heatmap.owner_name
+    assert {owners(r) for r in snapshot.owners_of(int(shared[0]))} == {first_conv.title, second_conv.title}
+    block_size = snapshot.block_size
+    assert max(first.figures.cached_prompt_tokens, second.figures.cached_prompt_tokens) >= 2 * block_size
+    window.chat.sampling.ignore_eos.setChecked(False)
+    window.chat.new_conversation()
+    _, third = type_and_send(window, qtbot, "Hello!")
+    wait_finished(qtbot, third)
+    assert third.figures.cached_prompt_tokens >= 2 * block_size, "a later chat should hit the prefix cache"
+    assert f"cached {third.figures.cached_prompt_tokens} tok" in window.chat.transcripts[
+        window.chat.current.conversation_id].views[id(third)].stats.text()
+
+
+def test_stop_frees_the_requests_blocks(window, qtbot):
+    window.chat.sampling.ignore_eos.setChecked(True)
+    window.chat.sampling.max_tokens.setValue(1800)
+    recorder = SnapshotRecorder(window)
+    conversation, reply = type_and_send(window, qtbot, "Count to five.")
+    recorder.wait_until(qtbot, lambda: recorder.snapshots and reply.request_id in recorder.snapshots[-1].tables
+                        and len(reply.text) > 0)
+    own_blocks = recorder.snapshots[-1].tables[reply.request_id]
+    qtbot.mouseClick(window.findChild(QPushButton, "stopButton"), Qt.LeftButton)
+    qtbot.waitUntil(lambda: reply.status == "stopped", timeout=10_000)
+    recorder.wait_until(qtbot, lambda: reply.request_id not in recorder.snapshots[-1].tables, timeout=10_000)
+    after = recorder.snapshots[-1]
+    assert after.scan_problems == ()
+    assert np.all(after.ref_cnts[own_blocks] == 0), "a stopped request must hold no block"
+    assert reply.text, "what streamed before Stop stays in the transcript"
+    assert reply.figures is None or reply.status == "stopped"
