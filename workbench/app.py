@@ -18,7 +18,6 @@ def build_window(config: EngineConfig, check_with_scan: bool = False):
     """Creates the engine thread and the window, and starts the engine; returns (window, engine)."""
     from workbench.bridge.worker import EngineThread
     from workbench.engine.demo_model import default_system_prompt
-    from workbench.engine.loop import StartEngine
     from workbench.engine.process_guard import mark_owner, reap_orphans
     from workbench.ui.main_window import MainWindow
 
@@ -27,7 +26,7 @@ def build_window(config: EngineConfig, check_with_scan: bool = False):
     engine = EngineThread(check_with_scan=check_with_scan)
     window = MainWindow(engine, config, default_system_prompt())
     engine.start()
-    engine.worker.post(StartEngine(config))
+    window.restart_engine()
     return window, engine
 
 

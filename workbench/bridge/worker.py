@@ -12,6 +12,7 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from workbench.engine.kv_snapshot import KVSnapshot
 from workbench.engine.loop import EngineLoop, Shutdown
+from workbench.engine.process_guard import child_pids, kill_processes
 
 
 class EngineWorker(QObject):
@@ -90,4 +91,7 @@ class EngineThread:
             return True
         self.worker.post(Shutdown())
         self.thread.quit()
-        return self.thread.wait(timeout_ms)
+        if self.thread.wait(timeout_ms):
+            return True
+        kill_processes(sorted(child_pids()))  # a hung engine must not outlive the app
+        return self.thread.wait(5_000)

@@ -5,6 +5,11 @@ Supported vLLM versions: 0.26 to 0.33 (checked on 0.26.0 CUDA and 0.32.0 CPU). T
 ``coordinator.single_type_managers[0].req_to_blocks``, ``KVCacheBlock.ref_cnt`` / ``_block_hash`` /
 ``is_null`` and ``scheduler.requests[...].num_computed_tokens``, are the same across that range.
 
+It also holds the one client-side workaround, :func:`wake_blocked_step`: vLLM's synchronous
+client (0.26 to 0.33) marks the engine dead when its process exits but leaves a ``step()`` that is
+already waiting for output blocked forever; the workbench's watchdog wakes it with vLLM's own
+``EngineDeadError``.
+
 vLLM calls :func:`register` in every one of its processes (entry point group
 ``vllm.general_plugins``). It adds methods to ``EngineCore`` that the client calls with
 ``engine_core.call_utility(...)``; they run inside the engine-core process, between steps, so
@@ -51,6 +56,16 @@ def register() -> None:
         _report_phase_on(Executor, "__init__", "weights")
         _report_phase_on(EngineCore, "_initialize_kv_caches", "profiling")
         _report_phase_on(Executor, "initialize_from_config", "kv_alloc")
+
+
+def wake_blocked_step(engine) -> None:
+    """Makes a ``step()`` blocked on a dead engine core raise ``EngineDeadError``."""
+    from vllm.v1.engine.exceptions import EngineDeadError
+
+    client = engine.engine_core
+    outputs_queue = getattr(client, "outputs_queue", None)
+    if outputs_queue is not None:
+        outputs_queue.put_nowait(EngineDeadError())
 
 
 # ---------------------------------------------------------------- engine start phases, process life

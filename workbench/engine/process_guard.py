@@ -7,6 +7,8 @@ worker processes inherit it. The plugin makes them die with their parent (Linux 
 from __future__ import annotations
 
 import os
+import threading
+from typing import Callable
 
 import psutil
 
@@ -59,11 +61,19 @@ def reap_orphans() -> list[int]:
     return reaped
 
 
-def child_pids() -> set[int]:
+def child_pids(vllm_only: bool = False) -> set[int]:
+    """This process's descendants; with ``vllm_only``, just vLLM's (named ``VLLM::...``)."""
+    pids = set()
     try:
-        return {p.pid for p in psutil.Process().children(recursive=True)}
+        for process in psutil.Process().children(recursive=True):
+            try:
+                if not vllm_only or process.name().startswith(VLLM_PROCESS_PREFIX):
+                    pids.add(process.pid)
+            except psutil.Error:
+                continue
     except psutil.Error:
-        return set()
+        pass
+    return pids
 
 
 def describe_exit(pids: list[int]) -> str:
@@ -93,3 +103,39 @@ def kill_processes(pids: list[int], timeout_s: float = 5.0) -> None:
         except psutil.Error:
             pass
     psutil.wait_procs(alive, timeout=timeout_s)
+
+
+class EngineWatchdog:
+    """Calls ``on_death`` once if the engine-core process exits while the engine is in use."""
+
+    def __init__(self, pids: list[int], on_death: Callable[[], None], interval_s: float = 0.25):
+        self._processes = []
+        for pid in pids:
+            try:
+                process = psutil.Process(pid)
+                if "EngineCore" in process.name() or not self._processes:
+                    self._processes.append(process)
+            except psutil.Error:
+                pass
+        self._on_death, self._interval_s = on_death, interval_s
+        self._stopped = threading.Event()
+        threading.Thread(target=self._watch, name="engine-watchdog", daemon=True).start()
+
+    def _dead(self) -> bool:
+        for process in self._processes:
+            try:
+                if not process.is_running() or process.status() == psutil.STATUS_ZOMBIE:
+                    return True
+            except psutil.Error:
+                return True
+        return False
+
+    def _watch(self) -> None:
+        while not self._stopped.wait(self._interval_s):
+            if self._dead():
+                if not self._stopped.is_set():
+                    self._on_death()
+                return
+
+    def stop(self) -> None:
+        self._stopped.set()

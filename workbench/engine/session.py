@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Callable
 
 from workbench.engine.backend import Backend, ChatRequest, EngineInfo, PromptTooLongError, StreamEvent
-from workbench.engine.kv_plugin import PHASE_FILE_ENV
+from workbench.engine.kv_plugin import PHASE_FILE_ENV, wake_blocked_step
 from workbench.engine.kv_snapshot import KVPoolMirror, KVSnapshot, scan_matches
 from workbench.engine.metrics import figures_from_output
 from workbench.engine.model_source import resolve_model
-from workbench.engine.process_guard import child_pids, kill_processes, mark_owner
+from workbench.engine.process_guard import EngineWatchdog, child_pids, kill_processes, mark_owner
 from workbench.engine.start_phases import (
     EngineStartError,
     PhaseWatcher,
@@ -98,6 +98,7 @@ class EngineSession(Backend):
         self.id_map: dict[str, str] = {}  # engine-internal id -> the caller's id
         self.vllm_version = ""
         self.model_path = config.model
+        self.watchdog: EngineWatchdog | None = None
         self.on_cpu = True
 
     # -------------------------------------------------------------- life cycle
@@ -120,15 +121,20 @@ class EngineSession(Backend):
             try:
                 self.engine = LLMEngine.from_engine_args(args)
             except Exception as exc:
-                self.engine_pids = sorted(child_pids() - before)
+                self.engine_pids = sorted(child_pids(vllm_only=True) - before)
                 self.shutdown()
                 raise EngineStartError(explain_start_failure(exc, watcher.error, self.config)) from exc
-        self.engine_pids = sorted(child_pids() - before)
+        self.engine_pids = sorted(child_pids(vllm_only=True) - before)
+        engine = self.engine
+        self.watchdog = EngineWatchdog(self.engine_pids, lambda: wake_blocked_step(engine))
         self.tokenizer = self.engine.get_tokenizer()
         self.mirror.reset()
         report(progress_for("ready"))
 
     def shutdown(self) -> None:
+        if self.watchdog is not None:
+            self.watchdog.stop()
+            self.watchdog = None
         engine, self.engine = self.engine, None
         if engine is not None:
             try:

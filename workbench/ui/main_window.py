@@ -68,6 +68,7 @@ class MainWindow(QMainWindow):
     # -------------------------------------------------------------- commands to the engine
     @Slot()
     def restart_engine(self) -> None:
+        self.status.on_worker_state_changed("starting", f"Starting the engine on {self.config.model}…")
         self.engine.worker.post(StartEngine(self.config))
 
     @Slot()

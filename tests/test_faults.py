@@ -1,0 +1,99 @@
+"""Bad input and faults: each gives a message naming the cause and the fix; nothing typed is lost."""
+from __future__ import annotations
+
+import os
+import signal
+
+import psutil
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QPushButton
+
+from chat_driver import type_and_send, wait_finished
+
+START_TIMEOUT_MS = 180_000
+
+
+def engine_message(window) -> str:
+    return window.findChild(QLabel, "engineMessage").text()
+
+
+def test_model_path_that_does_not_exist(window, qtbot):
+    window.start_with_model("/no/such/model/folder")
+    qtbot.waitUntil(lambda: window.status.state == "failed", timeout=START_TIMEOUT_MS)
+    assert "/no/such/model/folder" in engine_message(window)
+    assert "does not exist" in engine_message(window)
+    assert window.findChild(QPushButton, "restartButton").isEnabled()
+
+
+def test_folder_that_holds_no_model(window, qtbot, tmp_path):
+    (tmp_path / "notes.txt").write_text("not a model")
+    window.start_with_model(str(tmp_path))
+    qtbot.waitUntil(lambda: window.status.state == "failed", timeout=START_TIMEOUT_MS)
+    assert "holds no model: config.json is missing" in engine_message(window)
+    _, reply = type_and_send(window, qtbot, "Is anyone there?")
+    qtbot.waitUntil(lambda: reply.status == "error", timeout=10_000)
+    assert "engine is not running" in reply.error and "Restart" in reply.error
+    assert window.chat.current.turns[0].text == "Is anyone there?", "the user's text stays in the transcript"
+
+
+def test_prompt_longer_than_max_model_len(window, qtbot):
+    long_system_prompt = "The cache keeps every block it can. " * 400
+    window.chat.sampling.system.setPlainText(long_system_prompt)
+    conversation, reply = type_and_send(window, qtbot, "Does this fit?")
+    qtbot.waitUntil(lambda: reply.status == "error", timeout=30_000)
+    assert "max_model_len is 2048" in reply.error and "Shorten the system prompt" in reply.error
+    assert conversation.turns[0].text == "Does this fit?"
+    assert window.chat.sampling.system_prompt() == long_system_prompt
+    assert window.status.state == "ready", "a refused prompt leaves the engine running"
+    shown = [label.text() for label in window.chat.stack.currentWidget().findChildren(QLabel)]
+    assert any("max_model_len is 2048" in text for text in shown)
+
+
+def test_engine_that_fails_to_start_kv_cache_too_small(window, qtbot, demo_model_path):
+    from dataclasses import replace
+
+    window.config = replace(window.config, num_gpu_blocks_override=None, kv_cache_memory_bytes=64 * 1024)
+    with qtbot.waitSignal(window.engine.worker.state_changed, timeout=START_TIMEOUT_MS,
+                          check_params_cb=lambda state, message: state in ("failed", "ready")) as outcome:
+        window.restart_engine()
+    assert outcome.args[0] == "failed"
+    assert window.status.state == "failed"
+    message = engine_message(window)
+    assert "KV cache is too small for max_model_len=2048" in message
+    assert "Lower max_model_len" in message
+
+
+def _engine_core_pids(window) -> list[int]:
+    pids = []
+    for process in psutil.Process().children(recursive=True):
+        try:
+            if "EngineCore" in " ".join(process.cmdline()) + process.name():
+                pids.append(process.pid)
+        except psutil.Error:
+            pass
+    return pids
+
+
+def test_engine_core_killed_mid_stream(window, qtbot):
+    window.chat.sampling.ignore_eos.setChecked(True)
+    window.chat.sampling.max_tokens.setValue(1800)
+    engine_pids = list(window.engine.worker.loop.backend.engine_pids)
+    conversation, reply = type_and_send(window, qtbot, "What is a block?")
+    qtbot.waitUntil(lambda: len(reply.text) > 20, timeout=60_000)
+    cores = _engine_core_pids(window)
+    assert cores, "no engine-core process found"
+    os.kill(cores[0], signal.SIGKILL)
+    qtbot.waitUntil(lambda: window.status.state == "died", timeout=60_000)
+    assert window.isVisible()
+    assert "engine stopped during a reply" in engine_message(window)
+    assert "Restart the engine" in engine_message(window)
+    assert reply.status == "error" and len(reply.text) > 20, "what streamed stays in the transcript"
+    assert conversation.turns[0].text == "What is a block?"
+    qtbot.waitUntil(lambda: not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+                                    for p in engine_pids), timeout=30_000)
+    qtbot.mouseClick(window.findChild(QPushButton, "restartButton"), Qt.LeftButton)
+    qtbot.waitUntil(lambda: window.status.state == "ready", timeout=START_TIMEOUT_MS)
+    window.chat.sampling.ignore_eos.setChecked(False)
+    _, again = type_and_send(window, qtbot, "Hello!")
+    wait_finished(qtbot, again)
+    assert again.status == "done" and again.text
