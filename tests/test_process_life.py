@@ -1,0 +1,75 @@
+"""No vLLM process outlives the app, even when the app is killed; leftovers are reaped at start."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from workbench.engine.kv_plugin import OWNER_ENV
+from workbench.engine.process_guard import owner_tag, reap_orphans
+
+HEADLESS_APP = '''
+import sys, time
+if __name__ == "__main__":
+    from workbench.engine.session import EngineConfig, EngineSession
+    session = EngineSession(EngineConfig(model=sys.argv[1], num_gpu_blocks_override=256))
+    session.start(lambda progress: None)
+    print("READY", *session.engine_pids, flush=True)
+    time.sleep(600)
+'''
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def test_engine_processes_die_with_a_killed_app(tmp_path, demo_model_path):
+    script = tmp_path / "headless_app.py"
+    script.write_text(HEADLESS_APP)
+    app = subprocess.Popen([sys.executable, str(script), demo_model_path], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = ""
+        deadline = time.monotonic() + 240
+        while not line.startswith("READY") and time.monotonic() < deadline:
+            line = app.stdout.readline() or line
+            if app.poll() is not None:
+                break
+        assert line.startswith("READY"), f"the headless app did not start its engine: {line!r}"
+        engine_pids = [int(p) for p in line.split()[1:]]
+        assert engine_pids and all(_alive(p) for p in engine_pids)
+        app.send_signal(signal.SIGKILL)
+        app.wait(10)
+        deadline = time.monotonic() + 30
+        while any(_alive(p) for p in engine_pids) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(_alive(p) for p in engine_pids), "engine processes outlived the killed app"
+    finally:
+        if app.poll() is None:
+            app.kill()
+
+
+def test_reaper_kills_leftovers_of_a_dead_app_and_spares_live_ones():
+    dead_owner = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead_owner.wait()
+    dead_tag = f"{dead_owner.pid}:12345.00"
+    leftover = subprocess.Popen(["sleep", "300"], env={**os.environ, OWNER_ENV: dead_tag})
+    ours = subprocess.Popen(["sleep", "300"], env={**os.environ, OWNER_ENV: owner_tag()})
+    try:
+        reaped = reap_orphans()
+        assert leftover.pid in reaped
+        assert leftover.wait(10) == -signal.SIGKILL
+        assert ours.pid not in reaped and ours.poll() is None
+    finally:
+        for process in (leftover, ours):
+            if process.poll() is None:
+                process.kill()
+                process.wait()

@@ -1,0 +1,102 @@
+"""Pure logic: installer choices, model checks, snapshot mirror, heatmap binning, conversations."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from workbench.conversation import Conversation
+from workbench.engine.backend import SamplingSettings
+from workbench.engine.kv_snapshot import (
+    BLOCK_STATE_CACHED, BLOCK_STATE_FREE, BLOCK_STATE_IN_USE, BLOCK_STATE_SHARED, KVPoolMirror,
+)
+from workbench.engine.model_source import ModelNotFoundError, resolve_model
+from workbench.ui.kv_heatmap import grid_shape, heatmap_image
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _install_dry_run(*args, env_extra=None) -> str:
+    import os
+    env = {**os.environ, **(env_extra or {})}
+    return subprocess.run([sys.executable, str(ROOT / "packaging/install.py"), "--dry-run", *args],
+                          capture_output=True, text=True, env=env, check=True).stdout
+
+
+def test_installer_dry_run_picks_cpu_build_without_nvidia_driver():
+    out = _install_dry_run("--test", env_extra={"WORKBENCH_FORCE_CPU": "1"})
+    assert "CPU build of vLLM" in out
+    assert "torch==2.13.0+cpu" in out and "[cpu,test]" in out
+    assert "uninstall -y torchvision torchaudio torchcodec" in out
+    assert "-m pytest" in out
+
+
+def test_model_path_checks(tmp_path):
+    with pytest.raises(ModelNotFoundError, match="does not exist"):
+        resolve_model(str(tmp_path / "missing"))
+    with pytest.raises(ModelNotFoundError, match="config.json is missing"):
+        resolve_model(str(tmp_path))
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ModelNotFoundError, match="no weights"):
+        resolve_model(str(tmp_path))
+    with pytest.raises(ModelNotFoundError, match="not in the Hugging Face cache"):
+        resolve_model("nobody/no-such-model")
+
+
+def _delta(version, full, n, ids, states, refs, hashed, tables=None, removed=()):
+    return {"version": version, "full": full, "num_blocks": n, "block_size": 16,
+            "ids": np.array(ids, np.int32).tobytes(), "states": np.array(states, np.int8).tobytes(),
+            "ref_cnts": np.array(refs, np.int32).tobytes(), "hashed": np.array(hashed, np.bool_).tobytes(),
+            "tables": tables or {}, "removed": list(removed), "counts": [1, 0, 0, 0, 0], "kv_usage": 0.0,
+            "tokens_stored": 0, "engine_ns": 0}
+
+
+def test_mirror_applies_deltas_and_appends_block_tables():
+    mirror = KVPoolMirror()
+    mirror.apply(_delta(1, True, 4, [0, 1, 2, 3], [0, 1, 1, 1], [0, 0, 0, 0], [0, 0, 0, 0]))
+    ids12 = np.array([1, 2], np.int32).tobytes()
+    mirror.apply(_delta(2, False, 4, [1, 2], [BLOCK_STATE_SHARED, BLOCK_STATE_IN_USE], [2, 1], [1, 0],
+                        tables={"a-1": (0, ids12)}))
+    mirror.apply(_delta(3, False, 4, [3], [BLOCK_STATE_IN_USE], [1], [0],
+                        tables={"a-1": (2, np.array([3], np.int32).tobytes())}))
+    snap = mirror.snapshot({"a-1": "a"}, 1.0)
+    assert snap.tables["a"].tolist() == [1, 2, 3]
+    assert snap.ref_cnts.tolist() == [0, 2, 1, 1]
+    assert snap.changed_at.tolist() == [1, 2, 2, 3]
+    with pytest.raises(ValueError):
+        snap.states[0] = 3  # snapshots are read-only
+    mirror.apply(_delta(4, False, 4, [1, 2, 3], [BLOCK_STATE_CACHED, BLOCK_STATE_FREE, BLOCK_STATE_FREE],
+                        [0, 0, 0], [1, 0, 0], removed=["a-1"]))
+    assert mirror.snapshot({}, 1.0).tables == {}
+
+
+def test_heatmap_bins_show_the_most_used_state():
+    per_cell, rows, columns = grid_shape(640_000, max_cells=256 * 256)
+    assert per_cell == 10 and rows * columns * per_cell >= 640_000
+    mirror = KVPoolMirror()
+    n = 40
+    states = [BLOCK_STATE_FREE] * n
+    states[5] = BLOCK_STATE_SHARED
+    states[17] = BLOCK_STATE_CACHED
+    mirror.apply(_delta(1, True, n, list(range(n)), states, [0] * n, [0] * n))
+    mirror.apply(_delta(2, False, n, [30], [BLOCK_STATE_IN_USE], [1], [0]))
+    snap = mirror.snapshot({}, 0.0)
+    image = heatmap_image(snap, since_version=1, max_cells=10)  # 4 blocks per cell
+    cells = image.ravel()
+    assert cells[1] == BLOCK_STATE_SHARED  # blocks 4-7 hold a shared block
+    assert cells[4] == BLOCK_STATE_CACHED  # blocks 16-19
+    assert cells[7] == BLOCK_STATE_IN_USE + 5  # block 30 changed since version 1: highlighted
+    assert cells[0] == BLOCK_STATE_FREE
+
+
+def test_regenerate_drops_the_last_reply_and_keeps_the_question():
+    conversation = Conversation(1, "Chat 1")
+    request, reply = conversation.ask("Hi", "Be brief.", SamplingSettings())
+    reply.text, reply.status = "Hello", "done"
+    again, new_reply = conversation.regenerate("Be brief.", SamplingSettings())
+    assert [m.role for m in again.messages] == ["system", "user"]
+    assert conversation.turns == [conversation.turns[0], new_reply] and new_reply.status == "streaming"
+    assert again.request_id != request.request_id
