@@ -6,7 +6,6 @@ Commands are small frozen values put on a thread-safe queue; results leave throu
 from __future__ import annotations
 
 import queue
-import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
@@ -74,7 +73,6 @@ class EngineLoop:
         self._pending_text: dict[str, list[str]] = {}
         self._last_flush = self._last_snapshot = 0.0
         self._snapshot_due = False
-        self._running = threading.Event()
 
     def post(self, command) -> None:
         """Thread-safe: queue a command for the loop."""
@@ -82,19 +80,29 @@ class EngineLoop:
 
     # -------------------------------------------------------------- the loop
     def run(self) -> None:
-        self._running.set()
+        """Runs until a Shutdown command, then stops the engine."""
         try:
-            while self._handle_commands():
-                if self.backend is not None and self.backend.has_work():
-                    self._guarded(self._step)
-                now = time.monotonic()
-                if now - self._last_flush >= self.flush_interval_s:
-                    self._flush_text()
-                if self._snapshot_due and now - self._last_snapshot >= self.snapshot_interval_s:
-                    self._guarded(self._publish_snapshot)
+            self.run_until(lambda: False)
         finally:
             self._stop_engine()
-            self._running.clear()
+
+    def run_until(self, done: Callable[[], bool]) -> bool:
+        """Runs loop iterations until ``done()``; False if a Shutdown came first. Keeps the engine."""
+        while not done():
+            if not self._handle_commands():
+                return False
+            if self.backend is not None and self.backend.has_work():
+                self._guarded(self._step)
+            now = time.monotonic()
+            if now - self._last_flush >= self.flush_interval_s:
+                self._flush_text()
+            if self._snapshot_due and now - self._last_snapshot >= self.snapshot_interval_s:
+                self._guarded(self._publish_snapshot)
+        return True
+
+    def adopt(self, backend: Backend) -> None:
+        """Takes over an engine that is already running (the benchmarks share one)."""
+        self.backend, self.state, self._snapshot_due = backend, "ready", True
 
     def _handle_commands(self) -> bool:
         """Runs queued commands; waits for one only when the engine is idle. False on Shutdown."""

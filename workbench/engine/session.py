@@ -127,7 +127,8 @@ class EngineSession(Backend):
         self.engine_pids = sorted(child_pids(vllm_only=True) - before)
         engine = self.engine
         self.watchdog = EngineWatchdog(self.engine_pids, lambda: wake_blocked_step(engine))
-        self.tokenizer = self.engine.get_tokenizer()
+        skip_tokenizer = dict(self.config.extra).get("skip_tokenizer_init", False)
+        self.tokenizer = None if skip_tokenizer else self.engine.get_tokenizer()
         self.mirror.reset()
         report(progress_for("ready"))
 
@@ -165,6 +166,8 @@ class EngineSession(Backend):
         return getattr(self.tokenizer, "chat_template", None)
 
     def render_prompt(self, request: ChatRequest) -> list[int]:
+        if self.tokenizer is None:
+            raise PromptTooLongError("This engine runs without a tokenizer: send token ids.")
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
         if self.chat_template():
             ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
@@ -191,6 +194,7 @@ class EngineSession(Backend):
             temperature=s.temperature, top_p=s.top_p, top_k=s.top_k if s.top_k > 0 else -1,
             max_tokens=min(s.max_tokens, limit - len(prompt_ids)), seed=s.seed,
             ignore_eos=s.ignore_eos, output_kind=RequestOutputKind.DELTA,
+            detokenize=self.tokenizer is not None,
         )
         internal = self.engine.add_request(request.request_id, {"prompt_token_ids": prompt_ids}, params)
         internal = internal if isinstance(internal, str) else request.request_id

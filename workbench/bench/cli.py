@@ -1,0 +1,93 @@
+"""``vllm-workbench bench``: headless benchmarks that print their figures (no Qt needed).
+
+    vllm-workbench bench snapshot --blocks 100000 --running 64
+    vllm-workbench bench loop --requests 64 --prompt-len 256 --output-len 256 --repeats 5
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+
+from workbench.bench.engine_bench import compare_throughput, measure_snapshot_cost
+from workbench.engine.session import EngineConfig
+
+
+def _config(args, **overrides) -> EngineConfig:
+    model, extra = args.model, ()
+    if args.shape:
+        from workbench.bench.model_shapes import write_shape
+
+        model = str(write_shape(args.shape))
+        extra = (("load_format", "dummy"), ("skip_tokenizer_init", True))
+    elif model == "demo":
+        from workbench.engine.demo_model import ensure_demo_model
+
+        model = str(ensure_demo_model(lambda label, f: print(f"  {label}", flush=True)))
+    if args.gpu_memory_utilization:
+        overrides["gpu_memory_utilization"] = args.gpu_memory_utilization
+    return EngineConfig(model=model, max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs,
+                        extra=extra, **overrides)
+
+
+def _vocab(config: EngineConfig) -> int:
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(config.model) / "config.json").read_text())["vocab_size"]
+
+
+def cmd_snapshot(args) -> int:
+    config = _config(args, num_gpu_blocks_override=args.blocks or None,
+                     kv_cache_memory_bytes=args.kv_bytes if args.kv_bytes else None)
+    cost = measure_snapshot_cost(config, args.running, args.prompt_len, args.samples, _vocab(config))
+    print("\n| blocks | running | samples | engine-side ms p50 / p99 | round trip ms p50 / p99 | "
+          "changed blocks p50 | full resync ms | full Python scan ms | tracking |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    print(f"| {cost.num_blocks:,} | {cost.num_running} | {cost.num_samples} | {cost.engine_ms_p50:.3f} / "
+          f"{cost.engine_ms_p99:.3f} | {cost.round_trip_ms_p50:.2f} / {cost.round_trip_ms_p99:.2f} | "
+          f"{cost.changed_blocks_p50:.0f} | {cost.resync_ms:.1f} | {cost.full_scan_ms:.1f} | {cost.tracking} |")
+    return 0
+
+
+def cmd_loop(args) -> int:
+    config = _config(args)
+    results = compare_throughput(config, args.requests, args.prompt_len, args.output_len, args.repeats,
+                                 _vocab(config))
+    print(f"\n{args.requests} requests × {args.prompt_len} prompt / {args.output_len} output tokens, "
+          f"{args.repeats} interleaved repeats")
+    print("| path | output tok/s median | min | max |")
+    print("|---|---|---|---|")
+    medians = {}
+    for kind, runs in results.items():
+        rates = [r.tokens_per_s for r in runs]
+        medians[kind] = statistics.median(rates)
+        print(f"| {kind} | {medians[kind]:,.0f} | {min(rates):,.0f} | {max(rates):,.0f} |")
+    pairs = [w.tokens_per_s / p.tokens_per_s for p, w in zip(results["plain"], results["workbench"])]
+    print(f"\nworkbench / plain: median of medians {medians['workbench'] / medians['plain']:.3f}; "
+          f"per interleaved pair median {statistics.median(pairs):.3f} (min {min(pairs):.3f}, max {max(pairs):.3f})")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="vllm-workbench bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="demo", help="model folder (default: the demo model)")
+    parser.add_argument("--shape", choices=["qwen2.5-0.5b", "qwen2.5-7b"],
+                        help="a config-only model of this published shape, dummy weights, no tokenizer")
+    parser.add_argument("--gpu-memory-utilization", type=float, default=0.0)
+    parser.add_argument("--max-model-len", type=int, default=2048)
+    parser.add_argument("--max-num-seqs", type=int, default=256)
+    sub = parser.add_subparsers(dest="command", required=True)
+    snap = sub.add_parser("snapshot", help="engine-side and round-trip cost of a KV snapshot")
+    snap.add_argument("--blocks", type=int, default=100_000, help="pool size (0: as many as memory allows)")
+    snap.add_argument("--running", type=int, default=64)
+    snap.add_argument("--prompt-len", type=int, default=512)
+    snap.add_argument("--samples", type=int, default=200)
+    snap.add_argument("--kv-bytes", type=int, default=0, help="KV cache bytes (CPU); default: vLLM's choice")
+    loop = sub.add_parser("loop", help="throughput of the workbench loop against plain LLMEngine stepping")
+    loop.add_argument("--requests", type=int, default=64)
+    loop.add_argument("--prompt-len", type=int, default=256)
+    loop.add_argument("--output-len", type=int, default=256)
+    loop.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args(argv)
+    return {"snapshot": cmd_snapshot, "loop": cmd_loop}[args.command](args)

@@ -1,0 +1,51 @@
+"""Saves an offscreen screenshot of the window mid-reply, the heatmap filling: ``python -m workbench.bench.screenshot OUT.png``."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+
+def main(path: str) -> int:
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtCore import QEventLoop
+    from PySide6.QtWidgets import QApplication
+
+    from workbench.app import build_window, demo_engine_config
+
+    app = QApplication.instance() or QApplication([])
+    window, engine = build_window(demo_engine_config())
+    window.resize(1500, 900)
+    window.show()
+
+    def wait(condition, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not condition() and time.monotonic() < deadline:
+            app.processEvents(QEventLoop.AllEvents, 20)
+            time.sleep(0.005)
+        return condition()
+
+    if not wait(lambda: window.status.state == "ready", 600):
+        print("engine did not start:", window.status.message.text())
+        return 1
+    chat = window.chat
+    chat.sampling.ignore_eos.setChecked(True)
+    chat.sampling.max_tokens.setValue(1500)
+    for question in ("What is prefix caching?", "What is a KV cache?", "Why do two chats share blocks?",
+                     "What is continuous batching?"):
+        if chat.current.turns:
+            chat.new_conversation()
+        chat.input.setPlainText(question)
+        chat.send()
+    chat.conversation_list.setCurrentRow(0)
+    first = chat.conversations[0].turns[-1]
+    wait(lambda: len(first.text) > 600 and window.heatmap.snapshot is not None
+         and window.heatmap.snapshot.num_in_use > 40, 120)
+    window.grab().save(path)
+    print("saved", path, "|", window.heatmap.summary.text())
+    window.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshot-mid-reply.png"))
