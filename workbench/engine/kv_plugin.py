@@ -107,19 +107,35 @@ def _die_with_parent() -> None:
 # ---------------------------------------------------------------- block tracking
 
 def _install_dirty_tracking(block_cls) -> bool:
-    """Makes every write to a tracked field of any KVCacheBlock record the block id."""
+    """Makes every write to a tracked field of any KVCacheBlock record the block id.
+
+    ``KVCacheBlock`` is a slotted dataclass in recent vLLM and a plain one in older releases; the
+    getter stays the C-level slot getter where there is one, so reads cost what they did.
+    """
     if getattr(block_cls, "_workbench_tracked", False):
         return True
     fields = getattr(block_cls, "__dataclass_fields__", {})
-    if "__slots__" in block_cls.__dict__ or not all(f in fields for f in _TRACKED_FIELDS):
+    if not all(f in fields for f in _TRACKED_FIELDS + ("block_id",)):
         return False
+    slotted = "__slots__" in block_cls.__dict__
     for field in _TRACKED_FIELDS:
-        setattr(block_cls, field, _tracked_field(field))
+        setattr(block_cls, field, _slot_field(block_cls, field) if slotted else _dict_field(field))
     block_cls._workbench_tracked = True
     return True
 
 
-def _tracked_field(name: str) -> property:
+def _slot_field(block_cls, name: str) -> property:
+    slot = block_cls.__dict__[name]
+    get_block_id = block_cls.__dict__["block_id"].__get__
+
+    def set_(block, value, _set=slot.__set__, _add=_dirty_block_ids.add):
+        _set(block, value)
+        _add(get_block_id(block))
+
+    return property(slot.__get__, set_)
+
+
+def _dict_field(name: str) -> property:
     def get(block):
         return block.__dict__[name]
 
