@@ -102,7 +102,8 @@ def run_plain(session: EngineSession, prompts: list[list[int]], sampling: Sampli
 
     engine = session.engine
     params = SamplingParams(temperature=sampling.temperature, max_tokens=sampling.max_tokens,
-                            ignore_eos=sampling.ignore_eos, output_kind=RequestOutputKind.DELTA)
+                            ignore_eos=sampling.ignore_eos, output_kind=RequestOutputKind.DELTA,
+                            detokenize=session.tokenizer is not None)
     started = time.perf_counter()
     for i, prompt in enumerate(prompts):
         engine.add_request(f"plain-{started}-{i}", {"prompt_token_ids": prompt}, params)

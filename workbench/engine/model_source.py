@@ -23,14 +23,16 @@ class ModelChoice:
     origin: str  # "demo", "local" or "hf-cache"
 
 
-def resolve_model(spec: str) -> str:
-    """Returns a loadable model folder for ``spec`` (a folder or a cached hub id), or raises."""
+def resolve_model(spec: str, require_weights: bool = True) -> str:
+    """Returns a loadable model folder for ``spec`` (a folder or a cached hub id), or raises.
+
+    ``require_weights=False`` accepts a config-only folder (benchmarks with dummy weights)."""
     spec = spec.strip()
     if not spec:
         raise ModelNotFoundError("No model chosen. Pick one with Model > Choose model…, or use the demo model.")
     path = Path(spec).expanduser()
     if path.exists():
-        return str(check_model_folder(path))
+        return str(check_model_folder(path, require_weights))
     if HUB_ID.match(spec) and not spec.startswith((".", "/", "~")):
         cached = cached_snapshot(spec)
         if cached is not None:
@@ -42,14 +44,14 @@ def resolve_model(spec: str) -> str:
         f"Model folder '{spec}' does not exist. Check the path, or choose a folder with Model > Choose model….")
 
 
-def check_model_folder(path: Path) -> Path:
+def check_model_folder(path: Path, require_weights: bool = True) -> Path:
     if not path.is_dir():
         raise ModelNotFoundError(f"'{path}' is a file, not a model folder. Choose the folder that holds config.json.")
     if not (path / "config.json").exists():
         raise ModelNotFoundError(
             f"'{path}' holds no model: config.json is missing. Choose the folder that holds config.json "
             "and the weights (*.safetensors).")
-    if not any(any(path.glob(p)) for p in WEIGHT_PATTERNS):
+    if require_weights and not any(any(path.glob(p)) for p in WEIGHT_PATTERNS):
         raise ModelNotFoundError(
             f"'{path}' has a config.json but no weights (*.safetensors or *.bin). Copy the weights into it "
             "or choose another folder.")

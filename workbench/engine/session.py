@@ -111,7 +111,8 @@ class EngineSession(Backend):
         from vllm.v1.engine.llm_engine import LLMEngine
 
         self.on_cpu = current_platform.is_cpu()
-        self.model_path = resolve_model(self.config.model)
+        dummy_weights = dict(self.config.extra).get("load_format") == "dummy"
+        self.model_path = resolve_model(self.config.model, require_weights=not dummy_weights)
         args = EngineArgs(**{**self.config.engine_kwargs(self.on_cpu), "model": self.model_path})
         phase_file = Path(tempfile.gettempdir()) / f"workbench-phases-{os.getpid()}.log"
         os.environ[PHASE_FILE_ENV] = str(phase_file)
