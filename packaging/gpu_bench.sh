@@ -11,15 +11,15 @@ nvml() {
 }
 python3 -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__)" | tee -a "$OUT/summary.txt"
 nvml
-for shape in ${SHAPES:-qwen2.5-0.5b qwen2.5-7b}; do
+for shape in ${SHAPES-qwen2.5-0.5b qwen2.5-7b}; do
   step "snapshot $shape"
   timeout 240 python3 -m workbench bench --shape $shape --gpu-memory-utilization 0.85 --max-model-len 4096 \
     snapshot --blocks 0 --running 256 --prompt-len 512 --samples 100 > "$OUT/snapshot-$shape.log" 2>&1
   grep -A3 '^| blocks' "$OUT/snapshot-$shape.log" | tee -a "$OUT/summary.txt" || tail -20 "$OUT/snapshot-$shape.log"
 done
-if [ -n "${LOOP_SHAPE:-}" ]; then
+for LOOP_SHAPE in ${LOOP_SHAPES:-}; do
   step "loop $LOOP_SHAPE"
   timeout 400 python3 -m workbench bench --shape $LOOP_SHAPE --gpu-memory-utilization 0.4 --max-model-len 4096 \
     loop --requests 256 --prompt-len 512 --output-len 256 --repeats ${REPEATS:-3} > "$OUT/loop-$LOOP_SHAPE.log" 2>&1
-  grep -B1 -A8 'interleaved repeats' "$OUT/loop-$LOOP_SHAPE.log" | tee -a "$OUT/summary.txt" || tail -20 "$OUT/loop-$LOOP_SHAPE.log"
-fi
+  grep -A8 'interleaved repeats' "$OUT/loop-$LOOP_SHAPE.log" | tee -a "$OUT/summary.txt" || tail -20 "$OUT/loop-$LOOP_SHAPE.log"
+done

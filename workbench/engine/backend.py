@@ -5,6 +5,7 @@ Everything that crosses it is an immutable value: requests in, stream events and
 from __future__ import annotations
 
 import abc
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -90,8 +91,23 @@ class Backend(abc.ABC):
         """Runs one engine step and returns the new text of every request that produced some."""
 
     @abc.abstractmethod
-    def kv_snapshot(self, check_with_scan: bool = False) -> KVSnapshot:
-        """The block pool now; with ``check_with_scan``, also compared against a full scan."""
+    def request_kv_snapshot(self, check_with_scan: bool = False) -> None:
+        """Asks for the block pool's state without waiting (one request in flight at a time);
+        with ``check_with_scan``, the snapshot is also compared against a full scan."""
+
+    @abc.abstractmethod
+    def poll_kv_snapshot(self) -> KVSnapshot | None:
+        """The snapshot asked for, once it has arrived; None until then."""
+
+    def kv_snapshot(self, check_with_scan: bool = False, timeout_s: float = 60.0) -> KVSnapshot:
+        """Blocking convenience: ask and wait."""
+        self.request_kv_snapshot(check_with_scan)
+        deadline = time.monotonic() + timeout_s
+        while (snapshot := self.poll_kv_snapshot()) is None:
+            if time.monotonic() > deadline:
+                raise TimeoutError("the engine did not answer the KV snapshot request")
+            time.sleep(0.0005)
+        return snapshot
 
     @abc.abstractmethod
     def info(self) -> EngineInfo:

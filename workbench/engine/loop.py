@@ -72,7 +72,7 @@ class EngineLoop:
         self.state = "stopped"
         self._pending_text: dict[str, list[str]] = {}
         self._last_flush = self._last_snapshot = 0.0
-        self._snapshot_due = False
+        self._snapshot_due = self._snapshot_pending = False
 
     def post(self, command) -> None:
         """Thread-safe: queue a command for the loop."""
@@ -96,18 +96,25 @@ class EngineLoop:
             now = time.monotonic()
             if now - self._last_flush >= self.flush_interval_s:
                 self._flush_text()
-            if self._snapshot_due and now - self._last_snapshot >= self.snapshot_interval_s:
+            if self._snapshot_pending:
                 self._guarded(self._publish_snapshot)
+            elif self._snapshot_due and now - self._last_snapshot >= self.snapshot_interval_s:
+                self._guarded(self._request_snapshot)
         return True
 
     def adopt(self, backend: Backend) -> None:
         """Takes over an engine that is already running (the benchmarks share one)."""
-        self.backend, self.state, self._snapshot_due = backend, "ready", True
+        self.backend, self.state, self._snapshot_due, self._snapshot_pending = backend, "ready", True, False
 
     def _handle_commands(self) -> bool:
         """Runs queued commands; waits for one only when the engine is idle. False on Shutdown."""
         busy = self.backend is not None and self.backend.has_work()
-        wait_s = 0.0 if busy else (self.snapshot_interval_s if self._snapshot_due else 0.25)
+        if busy:
+            wait_s = 0.0
+        elif self._snapshot_pending:
+            wait_s = 0.002
+        else:
+            wait_s = self.snapshot_interval_s if self._snapshot_due else 0.25
         try:
             command = self.commands.get(timeout=wait_s) if wait_s else self.commands.get_nowait()
         except queue.Empty:
@@ -169,7 +176,7 @@ class EngineLoop:
         if backend is not None:
             backend.shutdown()
         self._pending_text.clear()
-        self._snapshot_due = False
+        self._snapshot_due = self._snapshot_pending = False
 
     def _submit(self, request: ChatRequest) -> None:
         if self.backend is None or not self.backend.running:
@@ -211,10 +218,18 @@ class EngineLoop:
             self._pending_text.clear()
             self.listener.text_flushed(chunks)
 
-    def _publish_snapshot(self) -> None:
+    def _request_snapshot(self) -> None:
+        """Snapshots are asked for without waiting: the answer is picked up on a later iteration."""
         self._last_snapshot = time.monotonic()
         self._snapshot_due = self.backend.has_work()
-        self.listener.snapshot_published(self.backend.kv_snapshot(self.check_with_scan))
+        self.backend.request_kv_snapshot(self.check_with_scan)
+        self._snapshot_pending = True
+
+    def _publish_snapshot(self) -> None:
+        snapshot = self.backend.poll_kv_snapshot()
+        if snapshot is not None:
+            self._snapshot_pending = False
+            self.listener.snapshot_published(snapshot)
 
     def _guarded(self, action: Callable[[], None]) -> None:
         """Runs a backend action; an engine that died is reported, and the loop carries on."""

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from workbench.engine.backend import Backend, ChatRequest, EngineInfo, PromptTooLongError, StreamEvent
-from workbench.engine.kv_plugin import PHASE_FILE_ENV, wake_blocked_step
+from workbench.engine.kv_plugin import PHASE_FILE_ENV, request_utility, wake_blocked_step
 from workbench.engine.kv_snapshot import KVPoolMirror, KVSnapshot, scan_matches
 from workbench.engine.metrics import figures_from_output
 from workbench.engine.model_source import resolve_model
@@ -99,6 +99,7 @@ class EngineSession(Backend):
         self.vllm_version = ""
         self.model_path = config.model
         self.watchdog: EngineWatchdog | None = None
+        self._kv_request = None  # (future, sent at, checked against a scan)
         self.on_cpu = True
 
     # -------------------------------------------------------------- life cycle
@@ -131,6 +132,7 @@ class EngineSession(Backend):
         skip_tokenizer = dict(self.config.extra).get("skip_tokenizer_init", False)
         self.tokenizer = None if skip_tokenizer else self.engine.get_tokenizer()
         self.mirror.reset()
+        self._kv_request = None
         report(progress_for("ready"))
 
     def shutdown(self) -> None:
@@ -150,6 +152,7 @@ class EngineSession(Backend):
         self.live.clear()
         self.id_map.clear()
         self.mirror.reset()
+        self._kv_request = None
 
     @property
     def running(self) -> bool:
@@ -236,10 +239,18 @@ class EngineSession(Backend):
         return events
 
     # -------------------------------------------------------------- KV cache
-    def kv_snapshot(self, check_with_scan: bool = False) -> KVSnapshot:
-        started = time.perf_counter()
-        delta = self.engine.engine_core.call_utility("workbench_kv_delta", self.mirror.version, check_with_scan)
+    def request_kv_snapshot(self, check_with_scan: bool = False) -> None:
+        if self._kv_request is None:
+            future = request_utility(self.engine, "workbench_kv_delta", self.mirror.version, check_with_scan)
+            self._kv_request = (future, time.perf_counter(), check_with_scan)
+
+    def poll_kv_snapshot(self) -> KVSnapshot | None:
+        if self._kv_request is None or not self._kv_request[0].done():
+            return None
+        future, started, checked = self._kv_request
+        self._kv_request = None
+        delta = future.result()
         round_trip_ms = (time.perf_counter() - started) * 1e3
         self.mirror.apply(delta)
-        problems = tuple(scan_matches(self.mirror, delta["scan"])) if check_with_scan else None
+        problems = tuple(scan_matches(self.mirror, delta["scan"])) if checked else None
         return self.mirror.snapshot(self.id_map, round_trip_ms, scan_problems=problems)
