@@ -12,6 +12,19 @@ class GpuMemory:
     total_bytes: int
 
 
+def _memory_info(pynvml, handle):
+    """NVML's v2 figures where the driver has them: ``used`` then leaves out the driver's reserved
+    memory, as nvidia-smi does (v1 counted it: 615 MiB 'used' on an idle H200 that nvidia-smi
+    showed at 0 MiB)."""
+    version = getattr(pynvml, "nvmlMemory_v2", None)
+    if version is not None:
+        try:
+            return pynvml.nvmlDeviceGetMemoryInfo(handle, version=version)
+        except Exception:  # an older driver: v1 only
+            pass
+    return pynvml.nvmlDeviceGetMemoryInfo(handle)
+
+
 def read_gpu_memory() -> list[GpuMemory] | None:
     try:
         import pynvml
@@ -23,7 +36,7 @@ def read_gpu_memory() -> list[GpuMemory] | None:
         found = []
         for index in range(pynvml.nvmlDeviceGetCount()):
             handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            info = pynvml.nvmlDeviceGetMemoryInfo(handle)
+            info = _memory_info(pynvml, handle)
             name = pynvml.nvmlDeviceGetName(handle)
             found.append(GpuMemory(index, name.decode() if isinstance(name, bytes) else name, info.used, info.total))
         return found
