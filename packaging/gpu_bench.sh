@@ -23,3 +23,10 @@ for LOOP_SHAPE in ${LOOP_SHAPES:-}; do
     loop --requests 256 --prompt-len 512 --output-len 256 --repeats ${REPEATS:-3} > "$OUT/loop-$LOOP_SHAPE.log" 2>&1
   grep -A8 'interleaved repeats' "$OUT/loop-$LOOP_SHAPE.log" | tee -a "$OUT/summary.txt" || tail -20 "$OUT/loop-$LOOP_SHAPE.log"
 done
+for shape in ${COMPARE_SHAPES:-}; do
+  step "compare $shape"
+  timeout ${COMPARE_TIMEOUT:-540} python3 -m workbench bench --shape $shape --gpu-memory-utilization 0.4 --max-model-len 4096 \
+    compare --requests 256 --prompt-len 512 --output-len 256 --repeats ${REPEATS:-3} --hf-tokens 64 --hf-time-box 90 \
+    --out "$OUT/compare-$shape" > "$OUT/compare-$shape.log" 2>&1
+  grep -A14 '^Workload' "$OUT/compare-$shape.log" | tee -a "$OUT/summary.txt" || tail -30 "$OUT/compare-$shape.log"
+done

@@ -2,6 +2,7 @@
 
     vllm-workbench bench snapshot --blocks 100000 --running 64
     vllm-workbench bench loop --requests 64 --prompt-len 256 --output-len 256 --repeats 5
+    vllm-workbench bench compare --requests 64 --prompt-len 256 --output-len 256 --repeats 3 --out DIR
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def _config(args, **overrides) -> EngineConfig:
         from workbench.bench.model_shapes import write_shape
 
         model = str(write_shape(args.shape))
-        extra = (("load_format", "dummy"), ("skip_tokenizer_init", True))
+        extra = (("load_format", "dummy"),)
     elif model == "demo":
         from workbench.engine.demo_model import ensure_demo_model
 
@@ -68,6 +69,27 @@ def cmd_loop(args) -> int:
     return 0
 
 
+def cmd_compare(args) -> int:
+    from pathlib import Path
+
+    from workbench.bench.compare import Workload, run_comparison
+    from workbench.bench.report import markdown, write_outputs
+
+    config = _config(args)
+    workload = Workload(args.requests, args.prompt_len, args.output_len, not args.stop_at_eos, args.repeats,
+                        args.hf_tokens, args.hf_time_box)
+
+    def progress(label: str, fraction: float) -> None:
+        print(f"PROGRESS {fraction:.3f} {label}", flush=True)
+
+    result = run_comparison(config, workload, _vocab(config), config.model, progress)
+    paths = write_outputs(result, Path(args.out))
+    print()
+    print(markdown(result))
+    print("written:", ", ".join(str(p) for p in paths.values()), flush=True)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="vllm-workbench bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -89,5 +111,14 @@ def main(argv: list[str]) -> int:
     loop.add_argument("--prompt-len", type=int, default=256)
     loop.add_argument("--output-len", type=int, default=256)
     loop.add_argument("--repeats", type=int, default=5)
+    compare = sub.add_parser("compare", help="(a) plain vLLM, (b) the workbench loop, (c) HF generate")
+    compare.add_argument("--requests", type=int, default=64)
+    compare.add_argument("--prompt-len", type=int, default=256)
+    compare.add_argument("--output-len", type=int, default=256)
+    compare.add_argument("--repeats", type=int, default=3)
+    compare.add_argument("--stop-at-eos", action="store_true", help="let requests end early (default: ignore_eos)")
+    compare.add_argument("--hf-tokens", type=int, default=64, help="new tokens per sequence for HF generate")
+    compare.add_argument("--hf-time-box", type=float, default=120.0, help="seconds for all HF batch sizes")
+    compare.add_argument("--out", default="bench-out", help="folder for benchmark.md / .csv / .svg")
     args = parser.parse_args(argv)
-    return {"snapshot": cmd_snapshot, "loop": cmd_loop}[args.command](args)
+    return {"snapshot": cmd_snapshot, "loop": cmd_loop, "compare": cmd_compare}[args.command](args)

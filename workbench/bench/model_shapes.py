@@ -20,4 +20,15 @@ def write_shape(name: str, folder: Path | None = None) -> Path:
     config = Qwen2Config(max_position_embeddings=32768, rope_theta=1_000_000.0, torch_dtype="bfloat16",
                          **SHAPES[name])
     config.save_pretrained(folder)
+    save_padded_demo_tokenizer(folder, config.vocab_size)
     return folder
+
+
+def save_padded_demo_tokenizer(folder: Path, vocab_size: int) -> None:
+    """The demo tokenizer, padded with placeholder tokens to the shape's vocabulary, so that both
+    benchmark paths detokenize every generated id as the GUI does."""
+    from workbench.engine.demo_model import DemoRecipe, build_tokenizer, chat_texts
+
+    tokenizer = build_tokenizer(chat_texts(), DemoRecipe())
+    tokenizer.add_tokens([f"<|pad{i}|>" for i in range(vocab_size - len(tokenizer))])
+    tokenizer.save_pretrained(folder)

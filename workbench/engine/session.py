@@ -100,6 +100,8 @@ class EngineSession(Backend):
         self.model_path = config.model
         self.watchdog: EngineWatchdog | None = None
         self._kv_request = None  # (future, sent at, checked against a scan)
+        self.record_arrivals = False  # benchmarks: keep (time, new tokens) per request
+        self.arrivals: dict[str, list[tuple[float, int]]] = {}
         self.on_cpu = True
 
     # -------------------------------------------------------------- life cycle
@@ -229,6 +231,8 @@ class EngineSession(Backend):
                 live.first = live.first or now
                 live.last = now
                 live.num_tokens += num_new
+                if self.record_arrivals:
+                    self.arrivals.setdefault(out.request_id, []).append((time.perf_counter(), num_new))
             figures = None
             if out.finished:
                 self.live.pop(out.request_id, None)

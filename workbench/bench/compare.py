@@ -1,0 +1,188 @@
+"""One workload three ways in one run: (a) plain vLLM, (b) the workbench's loop, (c) HF ``generate``.
+
+(a) and (b) run on two engines with identical arguments, interleaved ``repeats`` times; TTFT and
+inter-token latency are measured the same way for both, on the client's clock as each delta
+arrives. (c) is the "PyTorch native" baseline, time-boxed to a fixed number of new tokens at batch 1
+and at the best batch size that fits, reported as rates. No Qt: this runs on the GPU machine too.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from workbench.bench.engine_bench import random_prompts, start_session
+from workbench.bench.hf_baseline import HFResult, run_hf_baseline
+from workbench.bench.memory import engine_memory_bytes
+from workbench.engine.backend import ChatRequest, SamplingSettings
+from workbench.engine.loop import EngineLoop, Submit
+from workbench.engine.session import EngineConfig, EngineSession
+
+Progress = Callable[[str, float], None]
+
+
+@dataclass(frozen=True)
+class Workload:
+    num_requests: int = 64
+    prompt_len: int = 256
+    output_len: int = 256
+    ignore_eos: bool = True
+    repeats: int = 3
+    hf_tokens: int = 64  # the HF baseline's time box, in new tokens per sequence
+    hf_time_box_s: float = 120.0
+
+
+@dataclass
+class RunStats:
+    """One run of (a) or (b): totals plus per-request TTFT and per-token gaps (client clock)."""
+
+    path: str
+    output_tokens: int = 0
+    elapsed_s: float = 0.0
+    ttft_s: list[float] = field(default_factory=list)
+    itl_s: list[float] = field(default_factory=list)
+    memory_bytes: int | None = None
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.output_tokens / self.elapsed_s if self.elapsed_s else 0.0
+
+
+@dataclass
+class ComparisonResult:
+    workload: Workload
+    config: EngineConfig
+    runs: dict[str, list[RunStats]]  # "a", "b" -> runs
+    single_stream: dict[str, list[RunStats]]  # "a", "b" -> single-request runs
+    hf: list[HFResult]
+    environment: dict[str, str]
+
+
+def timings_from_arrivals(submitted: float, arrivals: list[tuple[float, int]]) -> tuple[float | None, list[float]]:
+    """TTFT and per-token gaps from (arrival time, new tokens) pairs of one request."""
+    if not arrivals:
+        return None, []
+    gaps = []
+    for (prev, _), (now, count) in zip(arrivals, arrivals[1:]):
+        gaps.extend([(now - prev) / count] * count)
+    return arrivals[0][0] - submitted, gaps
+
+
+def run_plain_timed(session: EngineSession, prompts: list[list[int]], sampling: SamplingSettings) -> RunStats:
+    """(a): ``add_request`` and ``step()`` in a tight loop, DELTA outputs, same sampling parameters."""
+    from vllm import SamplingParams
+    from vllm.sampling_params import RequestOutputKind
+
+    engine = session.engine
+    params = SamplingParams(temperature=sampling.temperature, max_tokens=sampling.max_tokens,
+                            ignore_eos=sampling.ignore_eos, output_kind=RequestOutputKind.DELTA,
+                            detokenize=session.tokenizer is not None)
+    stats = RunStats("a")
+    started = time.perf_counter()
+    arrivals: dict[str, list[tuple[float, int]]] = {}
+    for i, prompt in enumerate(prompts):
+        request_id = f"a-{started}-{i}"
+        engine.add_request(request_id, {"prompt_token_ids": prompt}, params)
+        arrivals[request_id] = []
+    while engine.has_unfinished_requests():
+        outputs = engine.step()
+        now = time.perf_counter()
+        for out in outputs:
+            count = len(out.outputs[0].token_ids)
+            if count:
+                arrivals[out.request_id].append((now, count))
+                stats.output_tokens += count
+    stats.elapsed_s = time.perf_counter() - started
+    _add_timings(stats, started, arrivals.values())
+    return stats
+
+
+class _Collector:
+    def __init__(self):
+        self.finished = 0
+
+    def engine_state_changed(self, state, message): pass
+    def start_progressed(self, progress): pass
+    def engine_ready(self, info): pass
+    def text_flushed(self, chunks): pass
+    def snapshot_published(self, snapshot): pass
+
+    def request_finished(self, event):
+        self.finished += 1
+
+    def request_failed(self, request_id, message):
+        self.finished += 1
+
+
+def run_workbench_timed(session: EngineSession, prompts: list[list[int]], sampling: SamplingSettings) -> RunStats:
+    """(b): the loop as the GUI drives it; arrivals are recorded by the session as deltas come in."""
+    collector = _Collector()
+    loop = EngineLoop(collector)
+    loop.adopt(session)
+    session.record_arrivals = True
+    session.arrivals.clear()
+    stats = RunStats("b")
+    started = time.perf_counter()
+    for i, prompt in enumerate(prompts):
+        loop.post(Submit(ChatRequest(f"b-{started}-{i}", (), sampling, prompt_token_ids=tuple(prompt))))
+    loop.run_until(lambda: collector.finished >= len(prompts))
+    stats.elapsed_s = time.perf_counter() - started
+    stats.output_tokens = sum(count for arrivals in session.arrivals.values() for _, count in arrivals)
+    _add_timings(stats, started, session.arrivals.values())
+    session.record_arrivals = False
+    return stats
+
+
+def _add_timings(stats: RunStats, submitted: float, all_arrivals) -> None:
+    for arrivals in all_arrivals:
+        ttft, gaps = timings_from_arrivals(submitted, arrivals)
+        if ttft is not None:
+            stats.ttft_s.append(ttft)
+        stats.itl_s.extend(gaps)
+
+
+def run_comparison(config: EngineConfig, workload: Workload, vocab: int, hf_model: str,
+                   progress: Progress = lambda label, fraction: None) -> ComparisonResult:
+    sampling = SamplingSettings(temperature=0.0, max_tokens=workload.output_len, ignore_eos=workload.ignore_eos)
+    single = SamplingSettings(temperature=0.0, max_tokens=workload.output_len, ignore_eos=True)
+    progress("Starting engine (a)", 0.02)
+    session_a = start_session(config)
+    progress("Starting engine (b)", 0.12)
+    session_b = start_session(config)
+    runs: dict[str, list[RunStats]] = {"a": [], "b": []}
+    single_stream: dict[str, list[RunStats]] = {"a": [], "b": []}
+    environment = {"vllm": session_a.vllm_version, "device": "cpu" if session_a.on_cpu else "cuda"}
+    try:
+        warm = random_prompts(min(4, workload.num_requests), workload.prompt_len, vocab, seed=999)
+        run_plain_timed(session_a, warm, sampling)
+        run_workbench_timed(session_b, warm, sampling)
+        total = workload.repeats * 4
+        for rep in range(workload.repeats):
+            pairs = [("a", session_a, run_plain_timed), ("b", session_b, run_workbench_timed)]
+            for offset, (key, session, runner) in enumerate(pairs if rep % 2 == 0 else pairs[::-1]):
+                done = rep * 4 + offset
+                progress(f"Repeat {rep + 1}/{workload.repeats}: ({key}) {workload.num_requests} requests",
+                         0.2 + 0.5 * done / total)
+                prompts = random_prompts(workload.num_requests, workload.prompt_len, vocab, seed=rep * 10 + offset + 1)
+                result = runner(session, prompts, sampling)
+                result.memory_bytes = engine_memory_bytes(session.engine_pids)
+                runs[key].append(result)
+                one = random_prompts(1, workload.prompt_len, vocab, seed=1000 + rep * 10 + offset)
+                single_stream[key].append(runner(session, one, single))
+    finally:
+        session_a.shutdown()
+        session_b.shutdown()
+    progress("Hugging Face transformers generate (c)", 0.75)
+    hf = run_hf_baseline(hf_model, workload, vocab, progress)
+    progress("Done", 1.0)
+    return ComparisonResult(workload, config, runs, single_stream, hf, environment)
+
+
+def median_rate(runs: list[RunStats]) -> float:
+    return statistics.median(r.tokens_per_s for r in runs) if runs else 0.0
+
+
+def decode_rate(run: RunStats) -> float:
+    """Single-stream decode speed: tokens after the first over the time after the first."""
+    return 1.0 / statistics.mean(run.itl_s) if run.itl_s else 0.0

@@ -1,0 +1,133 @@
+"""The comparison as a table (Markdown and CSV) and a bar plot (SVG, no plotting library needed)."""
+from __future__ import annotations
+
+import csv
+import io
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from workbench.bench.compare import ComparisonResult, decode_rate, median_rate
+from workbench.bench.engine_bench import percentile
+from workbench.bench.hf_baseline import best_batch
+
+
+@dataclass(frozen=True)
+class Row:
+    path: str
+    tokens_per_s: float
+    spread: str
+    ttft_ms: tuple[float, float] | None  # p50, p99
+    itl_ms: tuple[float, float] | None
+    memory_mib: float | None
+    single_stream_tok_s: float | None
+
+
+def _pct(values: list[float]) -> tuple[float, float] | None:
+    return (percentile(values, 50) * 1e3, percentile(values, 99) * 1e3) if values else None
+
+
+def build_rows(result: ComparisonResult) -> list[Row]:
+    rows = []
+    names = {"a": "(a) plain vLLM", "b": "(b) workbench loop"}
+    for key in ("a", "b"):
+        runs = result.runs[key]
+        rates = [r.tokens_per_s for r in runs]
+        memory = [r.memory_bytes for r in runs if r.memory_bytes]
+        singles = [decode_rate(r) for r in result.single_stream[key]]
+        rows.append(Row(
+            names[key], median_rate(runs), f"{min(rates):,.0f}–{max(rates):,.0f}" if rates else "",
+            _pct([t for r in runs for t in r.ttft_s]), _pct([g for r in runs for g in r.itl_s]),
+            max(memory) / 2**20 if memory else None, statistics.median(singles) if singles else None,
+        ))
+    hf_one = next((h for h in result.hf if h.batch_size == 1 and not h.error), None)
+    best = best_batch(result.hf)
+    for label, hf in (("(c) HF generate, batch 1", hf_one), (f"(c) HF generate, best batch {best.batch_size if best else '-'}", best)):
+        if hf is not None:
+            rows.append(Row(label, hf.tokens_per_s, f"{hf.new_tokens} new tokens/seq",
+                            (hf.ttft_s * 1e3, hf.ttft_s * 1e3), (hf.itl_s * 1e3, hf.itl_s * 1e3),
+                            hf.peak_memory_bytes / 2**20 if hf.peak_memory_bytes else None,
+                            1.0 / hf.itl_s if hf.batch_size == 1 and hf.itl_s > 0 else None))
+    return rows
+
+
+def ratios(rows: list[Row]) -> dict[str, float]:
+    """b/a in throughput and single-stream speed; a/c against each HF row."""
+    a, b, hf_rows = rows[0], rows[1], rows[2:]
+    out = {"b/a throughput": b.tokens_per_s / a.tokens_per_s if a.tokens_per_s else 0.0}
+    if a.single_stream_tok_s and b.single_stream_tok_s:
+        out["b/a single stream"] = b.single_stream_tok_s / a.single_stream_tok_s
+    for row in hf_rows:
+        if row.tokens_per_s:
+            out[f"a/c ({row.path[4:]})"] = a.tokens_per_s / row.tokens_per_s
+    return out
+
+
+def _fmt_pair(pair) -> str:
+    return f"{pair[0]:.1f} / {pair[1]:.1f}" if pair else "–"
+
+
+def markdown(result: ComparisonResult) -> str:
+    w = result.workload
+    rows = build_rows(result)
+    lines = [
+        f"Workload: {w.num_requests} requests × {w.prompt_len} prompt / {w.output_len} output tokens, "
+        f"ignore_eos={w.ignore_eos}, {w.repeats} interleaved repeats of (a) and (b); model `{result.config.model}`; "
+        f"vLLM {result.environment.get('vllm')} on {result.environment.get('device')}.",
+        "",
+        "| path | output tok/s (median) | spread | TTFT ms p50 / p99 | ITL ms p50 / p99 | peak memory MiB | single-stream tok/s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        memory = f"{r.memory_mib:,.0f}" if r.memory_mib else "–"
+        single = f"{r.single_stream_tok_s:,.1f}" if r.single_stream_tok_s else "–"
+        lines.append(f"| {r.path} | {r.tokens_per_s:,.0f} | {r.spread} | {_fmt_pair(r.ttft_ms)} | "
+                     f"{_fmt_pair(r.itl_ms)} | {memory} | {single} |")
+    lines.append("")
+    lines.extend(f"- {name}: **{value:.3f}**" for name, value in ratios(rows).items())
+    return "\n".join(lines) + "\n"
+
+
+def csv_text(result: ComparisonResult) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["path", "output_tok_s", "spread", "ttft_ms_p50", "ttft_ms_p99", "itl_ms_p50", "itl_ms_p99",
+                     "peak_memory_mib", "single_stream_tok_s"])
+    def numbers(pair) -> list[str]:
+        return [f"{v:.3f}" for v in pair] if pair else ["", ""]
+
+    for r in build_rows(result):
+        writer.writerow([r.path, f"{r.tokens_per_s:.1f}", r.spread, *numbers(r.ttft_ms), *numbers(r.itl_ms),
+                         f"{r.memory_mib:.0f}" if r.memory_mib else "",
+                         f"{r.single_stream_tok_s:.1f}" if r.single_stream_tok_s else ""])
+    for name, value in ratios(build_rows(result)).items():
+        writer.writerow([f"ratio {name}", f"{value:.4f}"])
+    return buffer.getvalue()
+
+
+def svg_plot(result: ComparisonResult) -> str:
+    rows = build_rows(result)
+    width, bar_h, left = 760, 28, 260
+    top = max((r.tokens_per_s for r in rows), default=1.0) or 1.0
+    height = 40 + len(rows) * (bar_h + 12)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="13">',
+             f'<text x="10" y="20" font-weight="bold">Output tokens/s (same workload, higher is better)</text>']
+    colours = ["#2563eb", "#f59e0b", "#9ca3af", "#6b7280"]
+    for i, r in enumerate(rows):
+        y = 34 + i * (bar_h + 12)
+        length = (width - left - 90) * r.tokens_per_s / top
+        parts.append(f'<text x="10" y="{y + 19}">{escape(r.path)}</text>')
+        parts.append(f'<rect x="{left}" y="{y}" width="{length:.1f}" height="{bar_h}" fill="{colours[i % 4]}"/>')
+        parts.append(f'<text x="{left + length + 6:.1f}" y="{y + 19}">{r.tokens_per_s:,.0f}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def write_outputs(result: ComparisonResult, folder: Path) -> dict[str, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"md": folder / "benchmark.md", "csv": folder / "benchmark.csv", "svg": folder / "benchmark.svg"}
+    paths["md"].write_text(markdown(result), encoding="utf-8")
+    paths["csv"].write_text(csv_text(result), encoding="utf-8")
+    paths["svg"].write_text(svg_plot(result), encoding="utf-8")
+    return paths
