@@ -35,9 +35,12 @@ def load_hf_model(folder: str):
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     if any(Path(folder).glob("*.safetensors")):
         model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
-    else:  # a config-only shape: random weights, as vLLM's load_format="dummy"
+        return model.to(device).eval(), device
+    # A config-only shape: random weights, as vLLM's load_format="dummy", created on the device
+    # itself (initialising 7B parameters on the CPU first took minutes on the H200's host).
+    with torch.device(device):
         model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(folder), dtype=dtype)
-    return model.to(device).eval(), device
+    return model.eval(), device
 
 
 def _generate(model, device: str, batch: int, prompt_len: int, new_tokens: int, vocab: int) -> float:
