@@ -90,6 +90,19 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_gui_stall(args) -> int:
+    from workbench.bench.gui_stall import run_gui_stall
+
+    r = run_gui_stall(args.requests, args.output_len)
+    print(f"\nGUI event-loop stalls (5 ms probe timer), {r['requests']} requests × {args.output_len} output "
+          f"tokens, {r['finished']} finished in {r['elapsed_s']:.1f} s, {r['ticks']} ticks")
+    print("| stall ms p50 | p90 | p99 | max | mean |")
+    print("|---|---|---|---|---|")
+    print(f"| {r['stall_ms_p50']:.1f} | {r['stall_ms_p90']:.1f} | {r['stall_ms_p99']:.1f} | "
+          f"{r['stall_ms_max']:.1f} | {r['stall_ms_mean']:.2f} |")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="vllm-workbench bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -120,5 +133,9 @@ def main(argv: list[str]) -> int:
     compare.add_argument("--hf-tokens", type=int, default=64, help="new tokens per sequence for HF generate")
     compare.add_argument("--hf-time-box", type=float, default=120.0, help="seconds for all HF batch sizes")
     compare.add_argument("--out", default="bench-out", help="folder for benchmark.md / .csv / .svg")
+    stall = sub.add_parser("gui-stall", help="GUI event-loop stalls while many requests stream (needs Qt)")
+    stall.add_argument("--requests", type=int, default=256)
+    stall.add_argument("--output-len", type=int, default=256)
     args = parser.parse_args(argv)
-    return {"snapshot": cmd_snapshot, "loop": cmd_loop, "compare": cmd_compare}[args.command](args)
+    commands = {"snapshot": cmd_snapshot, "loop": cmd_loop, "compare": cmd_compare, "gui-stall": cmd_gui_stall}
+    return commands[args.command](args)

@@ -23,6 +23,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("vLLM Workbench")
         self.engine = engine
         self.config = config
+        self.engine_model = ""  # the resolved model folder of the running engine
         self.chat = ChatPane(system_prompt)
         self.heatmap = KVHeatmapView(owner_name=self.chat.owner_of)
         self.status = EngineStatusBar()
@@ -51,6 +52,10 @@ class MainWindow(QMainWindow):
         choose = QAction("Choose model…", self)
         choose.triggered.connect(self.choose_model)
         model_menu.addAction(choose)
+        tools_menu = self.menuBar().addMenu("&Tools")
+        benchmark = QAction("Benchmark…", self)
+        benchmark.triggered.connect(self.open_benchmark)
+        tools_menu.addAction(benchmark)
 
     def _wire(self) -> None:
         worker = self.engine.worker
@@ -87,6 +92,15 @@ class MainWindow(QMainWindow):
         if dialog.exec() and dialog.chosen_model():
             self.start_with_model(dialog.chosen_model())
 
+    @Slot()
+    def open_benchmark(self, ask_to_stop=None):
+        from workbench.ui.benchmark_view import BenchmarkView
+
+        model = self.engine_model or self.config.model
+        view = BenchmarkView(model, lambda: self.status.state == "ready", self.stop_engine, self, ask_to_stop)
+        view.show()
+        return view
+
     @Slot(object)
     def _on_chat_request_submitted(self, request) -> None:
         self.engine.worker.post(Submit(request))
@@ -98,6 +112,7 @@ class MainWindow(QMainWindow):
     # -------------------------------------------------------------- results
     @Slot(object)
     def _on_worker_engine_ready(self, info) -> None:
+        self.engine_model = info.model
         self.chat.sampling.show_chat_template(info.chat_template)
         self.setWindowTitle(f"vLLM Workbench — {info.model} (vLLM {info.vllm_version}, {info.device})")
 

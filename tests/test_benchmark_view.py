@@ -1,0 +1,26 @@
+"""The in-app Benchmark view: offers to stop the live engine, runs the benchmark as its own process,
+shows the table, and saves the files."""
+from __future__ import annotations
+
+from PySide6.QtWidgets import QTableWidget
+
+
+def test_benchmark_view_runs_shows_and_saves(window, qtbot, tmp_path):
+    asked = []
+    view = window.open_benchmark(ask_to_stop=lambda: asked.append(True) or True)
+    for name, value in (("requests", 4), ("prompt-len", 32), ("output-len", 16), ("repeats", 1), ("hf-tokens", 4)):
+        view.fields[name].setValue(value)
+    view.run()
+    assert asked, "the view should offer to stop the live engine"
+    qtbot.waitUntil(lambda: window.status.state == "stopped", timeout=60_000)
+    qtbot.waitUntil(lambda: view.run_button.isEnabled(), timeout=900_000)
+    table = view.findChild(QTableWidget, "benchmarkTable")
+    assert table.rowCount() >= 4, view.message.text()
+    paths = [table.item(r, 0).text() for r in range(table.rowCount())]
+    assert "(a) plain vLLM" in paths and "(b) workbench loop" in paths
+    assert any(p.startswith("ratio b/a throughput") for p in paths)
+    assert view.progress.value() == 100
+    saved = view.save_to(tmp_path / "saved")
+    assert {p.name for p in saved} == {"benchmark.md", "benchmark.csv", "benchmark.svg", "benchmark.png"}
+    assert "| (a) plain vLLM" in (tmp_path / "saved" / "benchmark.md").read_text()
+    view.close()

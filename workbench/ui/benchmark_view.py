@@ -1,0 +1,147 @@
+"""The Benchmark view: runs ``vllm-workbench bench compare`` as a separate process, shows its table and
+plot, and saves them where the user chooses. The live engine can be stopped first: on a GPU it holds
+most of the memory the benchmark's engines need."""
+from __future__ import annotations
+
+import csv
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pyqtgraph as pg
+from PySide6.QtCore import QProcess, Slot
+from PySide6.QtWidgets import (
+    QDialog, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QMessageBox, QProgressBar, QPushButton, QSpinBox,
+    QTableWidget, QTableWidgetItem, QVBoxLayout,
+)
+
+BAR_COLOURS = ["#2563eb", "#f59e0b", "#9ca3af", "#6b7280"]
+
+
+class BenchmarkView(QDialog):
+    def __init__(self, model: str, engine_running, stop_engine, parent=None, ask_to_stop=None):
+        super().__init__(parent)
+        self.setObjectName("benchmarkView")
+        self.setWindowTitle("Benchmark: plain vLLM, the workbench, Hugging Face generate")
+        self.model, self.engine_running, self.stop_engine = model, engine_running, stop_engine
+        self.ask_to_stop = ask_to_stop or self._ask_to_stop
+        self.out_dir: Path | None = None
+        self.output_lines: list[str] = []
+        self.process: QProcess | None = None
+        self.fields = {
+            "requests": QSpinBox(minimum=1, maximum=4096, value=64),
+            "prompt-len": QSpinBox(minimum=1, maximum=32768, value=256),
+            "output-len": QSpinBox(minimum=1, maximum=32768, value=256),
+            "repeats": QSpinBox(minimum=1, maximum=20, value=3),
+            "hf-tokens": QSpinBox(minimum=1, maximum=4096, value=64),
+        }
+        form = QFormLayout()
+        for name, box in self.fields.items():
+            box.setObjectName(f"bench_{name}")
+            form.addRow(name.replace("-", " "), box)
+        self.run_button = QPushButton("Run benchmark", objectName="runBenchmarkButton")
+        self.run_button.clicked.connect(self.run)
+        self.save_button = QPushButton("Save…", objectName="saveBenchmarkButton", enabled=False)
+        self.save_button.clicked.connect(self._on_save_clicked)
+        self.progress = QProgressBar(objectName="benchmarkProgress")
+        self.message = QLabel(objectName="benchmarkMessage", wordWrap=True)
+        self.table = QTableWidget(objectName="benchmarkTable")
+        self.plot = pg.PlotWidget(title="Output tokens/s")
+        self.plot.setMinimumHeight(180)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.run_button)
+        buttons.addWidget(self.save_button)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addLayout(buttons)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.message)
+        layout.addWidget(self.table, 1)
+        layout.addWidget(self.plot, 1)
+        self.resize(900, 700)
+
+    def _ask_to_stop(self) -> bool:
+        answer = QMessageBox.question(
+            self, "Stop the live engine?",
+            "The benchmark starts engines of its own. On a GPU the live engine holds most of the memory "
+            "they need. Stop the live engine first?")
+        return answer == QMessageBox.Yes
+
+    def command(self) -> list[str]:
+        args = [sys.executable, "-m", "workbench", "bench", "--model", self.model, "compare"]
+        for name, box in self.fields.items():
+            args += [f"--{name}", str(box.value())]
+        return args + ["--out", str(self.out_dir)]
+
+    @Slot()
+    def run(self) -> None:
+        if self.engine_running() and self.ask_to_stop():
+            self.stop_engine()
+        self.out_dir = Path(tempfile.mkdtemp(prefix="workbench-bench-"))
+        self.output_lines.clear()
+        self.process = QProcess(self)
+        self.process.setProcessChannelMode(QProcess.MergedChannels)
+        self.process.readyReadStandardOutput.connect(self._on_process_output)
+        self.process.finished.connect(self._on_process_finished)
+        command = self.command()
+        self.run_button.setEnabled(False)
+        self.save_button.setEnabled(False)
+        self.progress.setValue(0)
+        self.message.setText("Running: " + " ".join(command[1:]))
+        self.process.start(command[0], command[1:])
+
+    @Slot()
+    def _on_process_output(self) -> None:
+        text = bytes(self.process.readAllStandardOutput()).decode(errors="replace")
+        for line in text.splitlines():
+            self.output_lines.append(line)
+            if line.startswith("PROGRESS "):
+                _, fraction, label = line.split(" ", 2)
+                self.progress.setValue(int(float(fraction) * 100))
+                self.progress.setFormat(f"{label} %p%")
+        del self.output_lines[:-200]
+
+    @Slot(int, QProcess.ExitStatus)
+    def _on_process_finished(self, exit_code: int, status) -> None:
+        self.run_button.setEnabled(True)
+        csv_path = self.out_dir / "benchmark.csv" if self.out_dir else None
+        if exit_code != 0 or csv_path is None or not csv_path.exists():
+            tail = "\n".join(self.output_lines[-8:])
+            self.message.setText(f"The benchmark failed (exit code {exit_code}). Its last output:\n{tail}")
+            return
+        self.show_results(list(csv.reader(csv_path.open(encoding="utf-8"))))
+        self.save_button.setEnabled(True)
+        self.message.setText("Done. Save… writes the table (Markdown, CSV), the plot (SVG) and a picture of it (PNG).")
+
+    def show_results(self, rows: list[list[str]]) -> None:
+        header, body = rows[0], rows[1:]
+        self.table.setColumnCount(len(header))
+        self.table.setHorizontalHeaderLabels(header)
+        self.table.setRowCount(len(body))
+        for r, row in enumerate(body):
+            for c, value in enumerate(row):
+                self.table.setItem(r, c, QTableWidgetItem(value))
+        self.table.resizeColumnsToContents()
+        paths = [row for row in body if not row[0].startswith("ratio")]
+        self.plot.clear()
+        for i, row in enumerate(paths):
+            self.plot.addItem(pg.BarGraphItem(x=[i], height=[float(row[1])], width=0.6, brush=BAR_COLOURS[i % 4]))
+        self.plot.getAxis("bottom").setTicks([[(i, row[0]) for i, row in enumerate(paths)]])
+
+    @Slot()
+    def _on_save_clicked(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Save the benchmark to")
+        if folder:
+            self.save_to(Path(folder))
+
+    def save_to(self, folder: Path) -> list[Path]:
+        folder.mkdir(parents=True, exist_ok=True)
+        saved = []
+        for name in ("benchmark.md", "benchmark.csv", "benchmark.svg"):
+            saved.append(Path(shutil.copy2(self.out_dir / name, folder / name)))
+        png = folder / "benchmark.png"
+        self.plot.grab().save(str(png))
+        saved.append(png)
+        self.message.setText(f"Saved to {folder}")
+        return saved
