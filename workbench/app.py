@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 
 from workbench.engine.loop import DEMO_MODEL
@@ -30,10 +32,21 @@ def build_window(config: EngineConfig, check_with_scan: bool = False):
     return window, engine
 
 
+def no_display() -> bool:
+    return (sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM")
+            and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"))
+
+
 def run_gui(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="vllm-workbench", description="Run vLLM and watch its KV cache.")
     parser.add_argument("--model", default=DEMO_MODEL, help="model folder or cached hub id (default: the demo model)")
     args = parser.parse_args(argv)
+    if no_display():
+        print("vllm-workbench: no display found (DISPLAY and WAYLAND_DISPLAY are not set). Start it from a "
+              "desktop session, or set QT_QPA_PLATFORM=offscreen to run it without a visible window.",
+              file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format="vllm-workbench: %(message)s")
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication(sys.argv[:1])

@@ -1,6 +1,7 @@
 """The main window: assembles the panes and wires them to the engine worker; no logic of its own."""
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 
 from PySide6.QtCore import QTimer, Slot
@@ -118,6 +119,7 @@ class MainWindow(QMainWindow):
 
     @Slot(str, str)
     def _on_worker_state_changed(self, state: str, message: str) -> None:
+        logging.getLogger("workbench").info("engine %s: %s", state, message.splitlines()[0] if message else "")
         if state in ("stopped", "failed", "died", "starting"):
             self.heatmap.clear({"starting": "Engine starting…"}.get(state, "No engine running."))
 
