@@ -67,6 +67,13 @@ def test_prefix_reuse_and_shared_blocks_across_two_conversations(window, qtbot):
     assert set(shared) <= set(snapshot.tables[first.request_id]) & set(snapshot.tables[second.request_id])
     owners = window.heatmap.owner_name
     assert {owners(r) for r in snapshot.owners_of(int(shared[0]))} == {first_conv.title, second_conv.title}
+    heatmap = window.heatmap
+    heatmap.show_snapshot(snapshot)
+    _, _, columns = heatmap.grid
+    tooltip = heatmap.describe_cell(*divmod(int(shared[0]), columns))
+    assert f"Block {int(shared[0])}" in tooltip and "state: shared" in tooltip and "hashed: yes" in tooltip
+    assert f"ref_cnt: {snapshot.ref_cnts[shared[0]]}" in tooltip
+    assert first_conv.title in tooltip and second_conv.title in tooltip
     block_size = snapshot.block_size
     assert max(first.figures.cached_prompt_tokens, second.figures.cached_prompt_tokens) >= 2 * block_size
     window.chat.sampling.ignore_eos.setChecked(False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from workbench.bench.engine_bench import compare_throughput, measure_snapshot_cost
+from workbench.bench.engine_bench import measure_snapshot_cost
 from workbench.engine.session import EngineConfig
 
 
@@ -51,6 +51,8 @@ def cmd_snapshot(args) -> int:
 
 
 def cmd_loop(args) -> int:
+    from workbench.bench.compare import compare_throughput
+
     config = _config(args)
     results = compare_throughput(config, args.requests, args.prompt_len, args.output_len, args.repeats,
                                  _vocab(config))
@@ -59,11 +61,11 @@ def cmd_loop(args) -> int:
     print("| path | output tok/s median | min | max |")
     print("|---|---|---|---|")
     medians = {}
-    for kind, runs in results.items():
-        rates = [r.tokens_per_s for r in runs]
+    for key, kind in (("a", "plain"), ("b", "workbench")):
+        rates = [r.tokens_per_s for r in results[key]]
         medians[kind] = statistics.median(rates)
         print(f"| {kind} | {medians[kind]:,.0f} | {min(rates):,.0f} | {max(rates):,.0f} |")
-    pairs = [w.tokens_per_s / p.tokens_per_s for p, w in zip(results["plain"], results["workbench"])]
+    pairs = [b.tokens_per_s / a.tokens_per_s for a, b in zip(results["a"], results["b"])]
     print(f"\nworkbench / plain: median of medians {medians['workbench'] / medians['plain']:.3f}; "
           f"per interleaved pair median {statistics.median(pairs):.3f} (min {min(pairs):.3f}, max {max(pairs):.3f})")
     return 0

@@ -186,3 +186,24 @@ def median_rate(runs: list[RunStats]) -> float:
 def decode_rate(run: RunStats) -> float:
     """Single-stream decode speed: tokens after the first over the time after the first."""
     return 1.0 / statistics.mean(run.itl_s) if run.itl_s else 0.0
+
+
+def compare_throughput(config: EngineConfig, num_requests: int, prompt_len: int, output_len: int,
+                       repeats: int, vocab: int) -> dict[str, list[RunStats]]:
+    """(a) against (b) only: two engines with identical arguments, runs alternating ``repeats`` times."""
+    sampling = SamplingSettings(temperature=0.0, max_tokens=output_len, ignore_eos=True)
+    sessions = {"a": start_session(config), "b": start_session(config)}
+    runners = {"a": run_plain_timed, "b": run_workbench_timed}
+    results: dict[str, list[RunStats]] = {"a": [], "b": []}
+    try:
+        warm = random_prompts(min(4, num_requests), prompt_len, vocab, seed=999)
+        for key in ("a", "b"):
+            runners[key](sessions[key], warm, sampling)
+        for rep in range(repeats):
+            for offset, key in enumerate(("a", "b") if rep % 2 == 0 else ("b", "a")):
+                prompts = random_prompts(num_requests, prompt_len, vocab, seed=rep * 10 + offset + 1)
+                results[key].append(runners[key](sessions[key], prompts, sampling))
+    finally:
+        for session in sessions.values():
+            session.shutdown()
+    return results
