@@ -25,7 +25,7 @@ def write_shape(name: str, folder: Path | None = None) -> Path:
 
 
 def save_padded_demo_tokenizer(folder: Path, vocab_size: int) -> None:
-    """The demo tokenizer, padded with placeholder tokens to the shape's vocabulary, so that both
+    """The demo tokenizer, padded with filler tokens to the shape's vocabulary, so that both
     benchmark paths detokenize every generated id as the GUI does."""
     from workbench.engine.demo_model import DemoRecipe, build_tokenizer, chat_texts
 

@@ -37,7 +37,7 @@ from workbench.engine.kv_snapshot import (
     NUM_BLOCK_STATES,
 )
 
-SUPPORTED_VLLM = ">=0.26,<0.34"
+SUPPORTED_VLLM = ((0, 26), (0, 33))  # first and last supported minor release
 PHASE_FILE_ENV = "WORKBENCH_PHASE_FILE"
 OWNER_ENV = "WORKBENCH_OWNER"
 _TRACKED_FIELDS = ("ref_cnt", "_block_hash")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from workbench.engine.backend import Backend, ChatRequest, EngineInfo, PromptTooLongError, StreamEvent
-from workbench.engine.kv_plugin import PHASE_FILE_ENV, request_utility, wake_blocked_step
+from workbench.engine.kv_plugin import PHASE_FILE_ENV, SUPPORTED_VLLM, request_utility, wake_blocked_step
 from workbench.engine.kv_snapshot import KVPoolMirror, KVSnapshot, scan_matches
 from workbench.engine.metrics import figures_from_output
 from workbench.engine.model_source import resolve_model
@@ -27,8 +27,6 @@ from workbench.engine.start_phases import (
     explain_start_failure,
     progress_for,
 )
-
-SUPPORTED_VLLM = ((0, 26), (0, 33))
 
 
 @dataclass(frozen=True)

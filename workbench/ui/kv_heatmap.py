@@ -11,7 +11,6 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QToolTip, QVBoxLayout, QWidget
 
 from workbench.engine.kv_snapshot import BLOCK_STATE_NAMES, NUM_BLOCK_STATES, KVSnapshot
