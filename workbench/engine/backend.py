@@ -87,8 +87,9 @@ class Backend(abc.ABC):
         """True while requests are running or waiting."""
 
     @abc.abstractmethod
-    def step(self) -> list[StreamEvent]:
-        """Runs one engine step and returns the new text of every request that produced some."""
+    def step(self) -> tuple[dict[str, str], list[StreamEvent]]:
+        """Runs one engine step: the new text of each request that produced some (DELTA), and a
+        final event (with figures) for each request that ended."""
 
     @abc.abstractmethod
     def request_kv_snapshot(self, check_with_scan: bool = False) -> None:

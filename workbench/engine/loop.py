@@ -203,11 +203,16 @@ class EngineLoop:
 
     # -------------------------------------------------------------- stepping and publishing
     def _step(self) -> None:
-        for event in self.backend.step():
-            if event.text:
-                self._pending_text.setdefault(event.request_id, []).append(event.text)
-            if event.finished:
-                self._flush_text()
+        texts, finished = self.backend.step()
+        pending = self._pending_text
+        for request_id, text in texts.items():
+            if request_id in pending:
+                pending[request_id].append(text)
+            else:
+                pending[request_id] = [text]
+        if finished:
+            self._flush_text()
+            for event in finished:
                 self.listener.request_finished(event)
         self._snapshot_due = True
 

@@ -215,30 +215,35 @@ class EngineSession(Backend):
     def has_work(self) -> bool:
         return bool(self.live)
 
-    def step(self) -> list[StreamEvent]:
-        events = []
+    def step(self) -> tuple[dict[str, str], list[StreamEvent]]:
+        """One engine step: new text per request, and a final event for each request that ended.
+
+        Runs once per output per step (256 outputs a step at full batch), so it creates no object
+        per token: text goes into one dict, and events are made only for finished requests."""
+        texts: dict[str, str] = {}
+        finished: list[StreamEvent] = []
         now = time.monotonic()
+        live_requests, record = self.live, self.record_arrivals
         for out in self.engine.step():
-            live = self.live.get(out.request_id)
-            if live is None:
+            live = live_requests.get(out.request_id)
+            if live is None or not out.outputs:
                 continue  # aborted between steps
-            completion = out.outputs[0] if out.outputs else None
-            text = completion.text if completion else ""
-            num_new = len(completion.token_ids) if completion else 0
+            completion = out.outputs[0]
+            num_new = len(completion.token_ids)
             if num_new:
-                live.first = live.first or now
+                if not live.first:
+                    live.first = now
                 live.last = now
                 live.num_tokens += num_new
-                if self.record_arrivals:
+                if record:
                     self.arrivals.setdefault(out.request_id, []).append((time.perf_counter(), num_new))
-            figures = None
+            if completion.text:
+                texts[out.request_id] = completion.text
             if out.finished:
-                self.live.pop(out.request_id, None)
+                del live_requests[out.request_id]
                 figures = figures_from_output(out, live.num_tokens, (live.submitted, live.first, live.last))
-            events.append(StreamEvent(out.request_id, text, out.finished,
-                                      completion.finish_reason if (completion and out.finished) else None,
-                                      figures))
-        return events
+                finished.append(StreamEvent(out.request_id, "", True, completion.finish_reason, figures))
+        return texts, finished
 
     # -------------------------------------------------------------- KV cache
     def request_kv_snapshot(self, check_with_scan: bool = False) -> None:
