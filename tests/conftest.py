@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 if "WORKBENCH_DATA_DIR" not in os.environ:  # one fresh data dir per run: the demo model is built once
@@ -34,6 +35,12 @@ def shared_window(qapp, demo_model_path):
     yield window
     window.close()
     assert not engine.thread.isRunning(), "the engine thread outlived the window"
+    from workbench.engine.process_guard import child_pids
+
+    deadline = time.monotonic() + 30
+    while child_pids(vllm_only=True) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not child_pids(vllm_only=True), "vLLM processes outlived the window"
 
 
 @pytest.fixture
