@@ -78,10 +78,17 @@ def child_pids(vllm_only: bool = False) -> set[int]:
 
 def describe_exit(pids: list[int]) -> str:
     """How the engine's processes ended, in words (for the 'engine died' message)."""
-    alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    alive = [p for p in pids if _running(p)]
     if alive:
         return f"process {alive[0]} is still running but stopped answering"
     return "its process is gone (killed, crashed, or out of memory)"
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def kill_processes(pids: list[int], timeout_s: float = 5.0) -> None:
