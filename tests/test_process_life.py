@@ -8,7 +8,6 @@ import sys
 import time
 
 import psutil
-import pytest
 
 from workbench.engine.kv_plugin import OWNER_ENV
 from workbench.engine.process_guard import owner_tag, reap_orphans

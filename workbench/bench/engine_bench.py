@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 import statistics
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from workbench.engine.backend import ChatRequest, SamplingSettings
 from workbench.engine.session import EngineConfig, EngineSession
@@ -51,9 +51,8 @@ def measure_snapshot_cost(config: EngineConfig, num_running: int, prompt_len: in
                           vocab: int) -> SnapshotCost:
     session = start_session(config)
     try:
-        sampling = SamplingSettings(max_tokens=100_000, ignore_eos=True, temperature=0.0)
-        limit = config.max_model_len - prompt_len - 1
-        sampling = replace(sampling, max_tokens=limit)
+        sampling = SamplingSettings(max_tokens=config.max_model_len - prompt_len - 1, ignore_eos=True,
+                                    temperature=0.0)
         for i, prompt in enumerate(random_prompts(num_running, prompt_len, vocab, seed=7)):
             session.submit(ChatRequest(f"s{i}", (), sampling, prompt_token_ids=tuple(prompt)))
         started = time.perf_counter()

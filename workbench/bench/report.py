@@ -112,7 +112,7 @@ def svg_plot(result: ComparisonResult) -> str:
     top = max((r.tokens_per_s for r in rows), default=1.0) or 1.0
     height = 40 + len(rows) * (bar_h + 12)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="13">',
-             f'<text x="10" y="20" font-weight="bold">Output tokens/s (same workload, higher is better)</text>']
+             '<text x="10" y="20" font-weight="bold">Output tokens/s (same workload, higher is better)</text>']
     colours = ["#2563eb", "#f59e0b", "#9ca3af", "#6b7280"]
     for i, r in enumerate(rows):
         y = 34 + i * (bar_h + 12)

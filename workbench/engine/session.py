@@ -131,8 +131,6 @@ class EngineSession(Backend):
         self.watchdog = EngineWatchdog(self.engine_pids, lambda: wake_blocked_step(engine))
         skip_tokenizer = dict(self.config.extra).get("skip_tokenizer_init", False)
         self.tokenizer = None if skip_tokenizer else self.engine.get_tokenizer()
-        self.mirror.reset()
-        self._kv_request = None
         report(progress_for("ready"))
 
     def shutdown(self) -> None:
