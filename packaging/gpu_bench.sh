@@ -19,9 +19,10 @@ for shape in ${SHAPES-qwen2.5-0.5b qwen2.5-7b}; do
 done
 for LOOP_SHAPE in ${LOOP_SHAPES:-}; do
   step "loop $LOOP_SHAPE"
-  timeout 400 python3 -m workbench bench --shape $LOOP_SHAPE --gpu-memory-utilization 0.4 --max-model-len 4096 \
-    loop --requests 256 --prompt-len 512 --output-len 256 --repeats ${REPEATS:-3} > "$OUT/loop-$LOOP_SHAPE.log" 2>&1
-  grep -A8 'interleaved repeats' "$OUT/loop-$LOOP_SHAPE.log" | tee -a "$OUT/summary.txt" || tail -20 "$OUT/loop-$LOOP_SHAPE.log"
+  timeout ${LOOP_TIMEOUT:-400} python3 -m workbench bench --shape $LOOP_SHAPE --gpu-memory-utilization ${LOOP_UTIL:-0.4} \
+    --max-model-len 4096 loop --requests 256 --prompt-len 512 --output-len 256 --repeats ${REPEATS:-3} \
+    --variants ${VARIANTS:-a,b} > "$OUT/loop-$LOOP_SHAPE.log" 2>&1
+  grep -A9 'interleaved repeats' "$OUT/loop-$LOOP_SHAPE.log" | tee -a "$OUT/summary.txt" || tail -20 "$OUT/loop-$LOOP_SHAPE.log"
 done
 for shape in ${COMPARE_SHAPES:-}; do
   step "compare $shape"

@@ -47,29 +47,31 @@ def test_model_path_checks(tmp_path):
 
 
 def _delta(version, full, n, ids, states, refs, hashed, tables=None, removed=()):
+    """``tables``: request id -> (offset, appended block ids), packed the way the plugin sends them."""
+    rows = [(req_id, offset, len(appended)) for req_id, (offset, appended) in (tables or {}).items()]
+    table_ids = np.array([b for _, appended in (tables or {}).values() for b in appended], np.int32)
     return {"version": version, "full": full, "num_blocks": n, "block_size": 16,
             "ids": np.array(ids, np.int32).tobytes(), "states": np.array(states, np.int8).tobytes(),
             "ref_cnts": np.array(refs, np.int32).tobytes(), "hashed": np.array(hashed, np.bool_).tobytes(),
-            "tables": tables or {}, "removed": list(removed), "counts": [1, 0, 0, 0, 0], "kv_usage": 0.0,
+            "tables": rows, "table_ids": table_ids.tobytes(), "removed": list(removed), "counts": [1, 0, 0, 0, 0], "kv_usage": 0.0,
             "tokens_stored": 0, "engine_ns": 0}
 
 
 def test_mirror_applies_deltas_and_appends_block_tables():
     mirror = KVPoolMirror()
     mirror.apply(_delta(1, True, 4, [0, 1, 2, 3], [0, 1, 1, 1], [0, 0, 0, 0], [0, 0, 0, 0]))
-    ids12 = np.array([1, 2], np.int32).tobytes()
     mirror.apply(_delta(2, False, 4, [1, 2], [BLOCK_STATE_SHARED, BLOCK_STATE_IN_USE], [2, 1], [1, 0],
-                        tables={"a-1": (0, ids12)}))
+                        tables={"a-1": (0, [1, 2]), "b-1": (0, [2])}))
     mirror.apply(_delta(3, False, 4, [3], [BLOCK_STATE_IN_USE], [1], [0],
-                        tables={"a-1": (2, np.array([3], np.int32).tobytes())}))
+                        tables={"a-1": (2, [3])}))
     snap = mirror.snapshot({"a-1": "a"}, 1.0)
-    assert snap.tables["a"].tolist() == [1, 2, 3]
+    assert snap.tables["a"].tolist() == [1, 2, 3] and snap.tables["b-1"].tolist() == [2]
     assert snap.ref_cnts.tolist() == [0, 2, 1, 1]
     assert snap.changed_at.tolist() == [1, 2, 2, 3]
     with pytest.raises(ValueError):
         snap.states[0] = 3  # snapshots are read-only
     mirror.apply(_delta(4, False, 4, [1, 2, 3], [BLOCK_STATE_CACHED, BLOCK_STATE_FREE, BLOCK_STATE_FREE],
-                        [0, 0, 0], [1, 0, 0], removed=["a-1"]))
+                        [0, 0, 0], [1, 0, 0], removed=["a-1", "b-1"]))
     assert mirror.snapshot({}, 1.0).tables == {}
 
 

@@ -41,33 +41,40 @@ def cmd_snapshot(args) -> int:
     config = _config(args, num_gpu_blocks_override=args.blocks or None,
                      kv_cache_memory_bytes=args.kv_bytes if args.kv_bytes else None)
     cost = measure_snapshot_cost(config, args.running, args.prompt_len, args.samples, _vocab(config))
-    print("\n| blocks | running | samples | engine-side ms p50 / p99 | round trip ms p50 / p99 | "
+    print("\n| blocks | running | samples | engine-side ms p50 / p99 | engine thread CPU ms p50 / p99 | "
+          "round trip ms p50 / p99 | "
           "changed blocks p50 | full resync ms | full Python scan ms | tracking |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     print(f"| {cost.num_blocks:,} | {cost.num_running} | {cost.num_samples} | {cost.engine_ms_p50:.3f} / "
-          f"{cost.engine_ms_p99:.3f} | {cost.round_trip_ms_p50:.2f} / {cost.round_trip_ms_p99:.2f} | "
+          f"{cost.engine_ms_p99:.3f} | {cost.engine_cpu_ms_p50:.3f} / {cost.engine_cpu_ms_p99:.3f} | "
+          f"{cost.round_trip_ms_p50:.2f} / {cost.round_trip_ms_p99:.2f} | "
           f"{cost.changed_blocks_p50:.0f} | {cost.resync_ms:.1f} | {cost.full_scan_ms:.1f} | {cost.tracking} |")
     return 0
 
 
 def cmd_loop(args) -> int:
-    from workbench.bench.compare import compare_throughput
+    from workbench.bench.compare import VARIANTS, compare_throughput
 
+    variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or "a" not in variants:
+        raise SystemExit(f"--variants: choose from {', '.join(VARIANTS)}, including a (got {args.variants})")
     config = _config(args)
     results = compare_throughput(config, args.requests, args.prompt_len, args.output_len, args.repeats,
-                                 _vocab(config))
+                                 _vocab(config), variants)
     print(f"\n{args.requests} requests × {args.prompt_len} prompt / {args.output_len} output tokens, "
           f"{args.repeats} interleaved repeats")
-    print("| path | output tok/s median | min | max |")
-    print("|---|---|---|---|")
-    medians = {}
-    for key, kind in (("a", "plain"), ("b", "workbench")):
+    print("| path | output tok/s median | min | max | ITL ms p50 | / plain (median of medians) | "
+          "/ plain per interleaved pair: median (min–max) |")
+    print("|---|---|---|---|---|---|---|")
+    plain = results["a"]
+    for key in variants:
         rates = [r.tokens_per_s for r in results[key]]
-        medians[kind] = statistics.median(rates)
-        print(f"| {kind} | {medians[kind]:,.0f} | {min(rates):,.0f} | {max(rates):,.0f} |")
-    pairs = [b.tokens_per_s / a.tokens_per_s for a, b in zip(results["a"], results["b"])]
-    print(f"\nworkbench / plain: median of medians {medians['workbench'] / medians['plain']:.3f}; "
-          f"per interleaved pair median {statistics.median(pairs):.3f} (min {min(pairs):.3f}, max {max(pairs):.3f})")
+        pairs = [r.tokens_per_s / p.tokens_per_s for p, r in zip(plain, results[key])]
+        itl = statistics.median(g for r in results[key] for g in r.itl_s) * 1e3
+        print(f"| {VARIANTS[key][0]} | {statistics.median(rates):,.0f} | {min(rates):,.0f} | {max(rates):,.0f} | "
+              f"{itl:.2f} | {statistics.median(rates) / statistics.median(r.tokens_per_s for r in plain):.3f} | "
+              f"{statistics.median(pairs):.3f} ({min(pairs):.3f}–{max(pairs):.3f}) |")
     return 0
 
 
@@ -126,6 +133,8 @@ def main(argv: list[str]) -> int:
     loop.add_argument("--prompt-len", type=int, default=256)
     loop.add_argument("--output-len", type=int, default=256)
     loop.add_argument("--repeats", type=int, default=5)
+    loop.add_argument("--variants", default="a,b",
+                      help="comma-separated: a (plain), b (workbench), b-nosnap, a-tracked (default: a,b)")
     compare = sub.add_parser("compare", help="(a) plain vLLM, (b) the workbench loop, (c) HF generate")
     compare.add_argument("--requests", type=int, default=64)
     compare.add_argument("--prompt-len", type=int, default=256)

@@ -1,8 +1,10 @@
 """One workload three ways in one run: (a) plain vLLM, (b) the workbench's loop, (c) HF ``generate``.
 
-(a) and (b) run on two engines with identical arguments, interleaved ``repeats`` times; TTFT and
-inter-token latency are measured the same way for both, on the client's clock as each delta
-arrives. (c) is the "PyTorch native" baseline, time-boxed to a fixed number of new tokens at batch 1
+(a) and (b) share one engine and alternate, ``repeats`` times each: same process, same GPU memory,
+same arguments. Before an (a) run the plugin's block tracking is taken out of the engine, so (a) is
+vLLM as shipped; before a (b) run it is put back and the pool resynced, as when the GUI starts an
+engine (outside the timed part). TTFT and inter-token latency are measured the same way for both, on
+the client's clock as each delta arrives. (c) is the "PyTorch native" baseline, time-boxed to a fixed number of new tokens at batch 1
 and at the best batch size that fits, reported as rates. No Qt: this runs on the GPU machine too.
 """
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Callable
 
 from workbench.bench.engine_bench import random_prompts, start_session
 from workbench.bench.hf_baseline import HFResult, run_hf_baseline
-from workbench.bench.memory import engine_memory_bytes
+from workbench.bench.memory import engine_memory
 from workbench.engine.backend import ChatRequest, SamplingSettings
 from workbench.engine.loop import EngineLoop, Submit
 from workbench.engine.session import EngineConfig, EngineSession
@@ -43,6 +45,7 @@ class RunStats:
     ttft_s: list[float] = field(default_factory=list)
     itl_s: list[float] = field(default_factory=list)
     memory_bytes: int | None = None
+    memory_scope: str = ""
 
     @property
     def tokens_per_s(self) -> float:
@@ -69,11 +72,18 @@ def timings_from_arrivals(submitted: float, arrivals: list[tuple[float, int]]) -
     return arrivals[0][0] - submitted, gaps
 
 
-def run_plain_timed(session: EngineSession, prompts: list[list[int]], sampling: SamplingSettings) -> RunStats:
-    """(a): ``add_request`` and ``step()`` in a tight loop, DELTA outputs, same sampling parameters."""
+def run_plain_timed(session: EngineSession, prompts: list[list[int]], sampling: SamplingSettings,
+                    tracked: bool = False) -> RunStats:
+    """(a): ``add_request`` and ``step()`` in a tight loop, DELTA outputs, same sampling parameters.
+
+    ``tracked``: leave the plugin's block tracking in the engine (to measure what it costs alone)."""
     from vllm import SamplingParams
     from vllm.sampling_params import RequestOutputKind
 
+    if tracked:
+        session.kv_snapshot()
+    else:
+        session.stop_kv_tracking()
     engine = session.engine
     params = SamplingParams(temperature=sampling.temperature, max_tokens=sampling.max_tokens,
                             ignore_eos=sampling.ignore_eos, output_kind=RequestOutputKind.DELTA,
@@ -115,10 +125,15 @@ class _Collector:
         self.finished += 1
 
 
-def run_workbench_timed(session: EngineSession, prompts: list[list[int]], sampling: SamplingSettings) -> RunStats:
+def run_workbench_timed(session: EngineSession, prompts: list[list[int]], sampling: SamplingSettings,
+                        snapshot_interval_s: float = 0.1) -> RunStats:
     """(b): the loop as the GUI drives it; arrivals are recorded by the session as deltas come in."""
+    if snapshot_interval_s == float("inf"):
+        session.stop_kv_tracking()
+    else:
+        session.kv_snapshot()  # tracking in place and the mirror in sync, as in the GUI after a start
     collector = _Collector()
-    loop = EngineLoop(collector)
+    loop = EngineLoop(collector, snapshot_interval_s=snapshot_interval_s)
     loop.adopt(session)
     session.record_arrivals = True
     session.arrivals.clear()
@@ -146,33 +161,30 @@ def run_comparison(config: EngineConfig, workload: Workload, vocab: int, hf_mode
                    progress: Progress = lambda label, fraction: None) -> ComparisonResult:
     sampling = SamplingSettings(temperature=0.0, max_tokens=workload.output_len, ignore_eos=workload.ignore_eos)
     single = SamplingSettings(temperature=0.0, max_tokens=workload.output_len, ignore_eos=True)
-    progress("Starting engine (a)", 0.02)
-    session_a = start_session(config)
-    progress("Starting engine (b)", 0.12)
-    session_b = start_session(config)
+    progress("Starting the engine", 0.02)
+    session = start_session(config)
     runs: dict[str, list[RunStats]] = {"a": [], "b": []}
     single_stream: dict[str, list[RunStats]] = {"a": [], "b": []}
-    environment = {"vllm": session_a.vllm_version, "device": "cpu" if session_a.on_cpu else "cuda"}
+    environment = {"vllm": session.vllm_version, "device": "cpu" if session.on_cpu else "cuda"}
     try:
         warm = random_prompts(min(4, workload.num_requests), workload.prompt_len, vocab, seed=999)
-        run_plain_timed(session_a, warm, sampling)
-        run_workbench_timed(session_b, warm, sampling)
+        run_plain_timed(session, warm, sampling)
+        run_workbench_timed(session, warm, sampling)
         total = workload.repeats * 4
         for rep in range(workload.repeats):
-            pairs = [("a", session_a, run_plain_timed), ("b", session_b, run_workbench_timed)]
-            for offset, (key, session, runner) in enumerate(pairs if rep % 2 == 0 else pairs[::-1]):
+            pairs = [("a", run_plain_timed), ("b", run_workbench_timed)]
+            for offset, (key, runner) in enumerate(pairs if rep % 2 == 0 else pairs[::-1]):
                 done = rep * 4 + offset
                 progress(f"Repeat {rep + 1}/{workload.repeats}: ({key}) {workload.num_requests} requests",
                          0.2 + 0.5 * done / total)
                 prompts = random_prompts(workload.num_requests, workload.prompt_len, vocab, seed=rep * 10 + offset + 1)
                 result = runner(session, prompts, sampling)
-                result.memory_bytes = engine_memory_bytes(session.engine_pids)
+                result.memory_bytes, result.memory_scope = engine_memory(session.engine_pids)
                 runs[key].append(result)
                 one = random_prompts(1, workload.prompt_len, vocab, seed=1000 + rep * 10 + offset)
                 single_stream[key].append(runner(session, one, single))
     finally:
-        session_a.shutdown()
-        session_b.shutdown()
+        session.shutdown()
     progress("Hugging Face transformers generate (c)", 0.75)
     hf = run_hf_baseline(hf_model, workload, vocab, progress)
     progress("Done", 1.0)
@@ -188,22 +200,39 @@ def decode_rate(run: RunStats) -> float:
     return 1.0 / statistics.mean(run.itl_s) if run.itl_s else 0.0
 
 
+def _run_without_snapshots(session, prompts, sampling) -> RunStats:
+    return run_workbench_timed(session, prompts, sampling, snapshot_interval_s=float("inf"))
+
+
+def _run_plain_tracked(session, prompts, sampling) -> RunStats:
+    return run_plain_timed(session, prompts, sampling, tracked=True)
+
+
+# What ``bench loop --variants`` can run, all on one engine, alternating. The extra two attribute a
+# gap between (a) and (b): the loop without snapshots, and plain stepping with the block tracking in.
+VARIANTS = {
+    "a": ("plain", run_plain_timed),
+    "b": ("workbench", run_workbench_timed),
+    "b-nosnap": ("workbench, no snapshots", _run_without_snapshots),
+    "a-tracked": ("plain, tracked blocks", _run_plain_tracked),
+}
+
+
 def compare_throughput(config: EngineConfig, num_requests: int, prompt_len: int, output_len: int,
-                       repeats: int, vocab: int) -> dict[str, list[RunStats]]:
-    """(a) against (b) only: two engines with identical arguments, runs alternating ``repeats`` times."""
+                       repeats: int, vocab: int, variants: tuple[str, ...] = ("a", "b")) -> dict[str, list[RunStats]]:
+    """Variants (default (a) and (b)) on one engine, rotating ``repeats`` times."""
     sampling = SamplingSettings(temperature=0.0, max_tokens=output_len, ignore_eos=True)
-    sessions = {"a": start_session(config), "b": start_session(config)}
-    runners = {"a": run_plain_timed, "b": run_workbench_timed}
-    results: dict[str, list[RunStats]] = {"a": [], "b": []}
+    session = start_session(config)
+    results: dict[str, list[RunStats]] = {key: [] for key in variants}
     try:
         warm = random_prompts(min(4, num_requests), prompt_len, vocab, seed=999)
-        for key in ("a", "b"):
-            runners[key](sessions[key], warm, sampling)
+        for key in variants:
+            VARIANTS[key][1](session, warm, sampling)
         for rep in range(repeats):
-            for offset, key in enumerate(("a", "b") if rep % 2 == 0 else ("b", "a")):
+            order = variants[rep % len(variants):] + variants[:rep % len(variants)]
+            for offset, key in enumerate(order):
                 prompts = random_prompts(num_requests, prompt_len, vocab, seed=rep * 10 + offset + 1)
-                results[key].append(runners[key](sessions[key], prompts, sampling))
+                results[key].append(VARIANTS[key][1](session, prompts, sampling))
     finally:
-        for session in sessions.values():
-            session.shutdown()
+        session.shutdown()
     return results

@@ -39,6 +39,8 @@ class SnapshotCost:
     num_samples: int
     engine_ms_p50: float
     engine_ms_p99: float
+    engine_cpu_ms_p50: float
+    engine_cpu_ms_p99: float
     round_trip_ms_p50: float
     round_trip_ms_p99: float
     changed_blocks_p50: float
@@ -58,11 +60,12 @@ def measure_snapshot_cost(config: EngineConfig, num_running: int, prompt_len: in
         started = time.perf_counter()
         session.kv_snapshot()  # the first call is a full resync and installs tracking
         resync_ms = (time.perf_counter() - started) * 1e3
-        engine_ms, round_trip_ms, changed = [], [], []
+        engine_ms, engine_cpu_ms, round_trip_ms, changed = [], [], [], []
         while len(engine_ms) < num_samples and session.has_work():
             session.step()
             snap = session.kv_snapshot()
             engine_ms.append(snap.engine_ms)
+            engine_cpu_ms.append(snap.engine_cpu_ms)
             round_trip_ms.append(snap.round_trip_ms)
             changed.append(len(session.mirror.last["ids"]) // 4)
         running = len(session.mirror.tables)
@@ -72,6 +75,7 @@ def measure_snapshot_cost(config: EngineConfig, num_running: int, prompt_len: in
         return SnapshotCost(
             num_blocks=len(session.mirror.states), num_running=running, num_samples=len(engine_ms),
             engine_ms_p50=statistics.median(engine_ms), engine_ms_p99=percentile(engine_ms, 99),
+            engine_cpu_ms_p50=statistics.median(engine_cpu_ms), engine_cpu_ms_p99=percentile(engine_cpu_ms, 99),
             round_trip_ms_p50=statistics.median(round_trip_ms), round_trip_ms_p99=percentile(round_trip_ms, 99),
             changed_blocks_p50=statistics.median(changed), resync_ms=resync_ms, full_scan_ms=full_scan_ms,
             tracking=session.mirror.last.get("tracking", "?"),

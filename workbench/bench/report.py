@@ -64,6 +64,11 @@ def ratios(rows: list[Row]) -> dict[str, float]:
     return out
 
 
+def memory_scope(result: ComparisonResult) -> str:
+    scopes = {r.memory_scope for runs in result.runs.values() for r in runs if r.memory_scope}
+    return " / ".join(sorted(scopes)) or "not measured"
+
+
 def _fmt_pair(pair) -> str:
     return f"{pair[0]:.1f} / {pair[1]:.1f}" if pair else "–"
 
@@ -84,6 +89,9 @@ def markdown(result: ComparisonResult) -> str:
         single = f"{r.single_stream_tok_s:,.1f}" if r.single_stream_tok_s else "–"
         lines.append(f"| {r.path} | {r.tokens_per_s:,.0f} | {r.spread} | {_fmt_pair(r.ttft_ms)} | "
                      f"{_fmt_pair(r.itl_ms)} | {memory} | {single} |")
+    lines.append("")
+    lines.append(f"Peak memory: (a) and (b) {memory_scope(result)}; (c) torch's peak allocation "
+                 f"({'on the GPU' if result.environment.get('device') == 'cuda' else 'resident memory of the process'}).")
     lines.append("")
     lines.extend(f"- {name}: **{value:.3f}**" for name, value in ratios(rows).items())
     return "\n".join(lines) + "\n"

@@ -20,7 +20,10 @@ what they read is consistent. Block changes are tracked by data descriptors on `
 """
 from __future__ import annotations
 
+import array
+import itertools
 import multiprocessing
+import operator
 import os
 import time
 import uuid
@@ -42,6 +45,7 @@ PHASE_FILE_ENV = "WORKBENCH_PHASE_FILE"
 OWNER_ENV = "WORKBENCH_OWNER"
 _TRACKED_FIELDS = ("ref_cnt", "_block_hash")
 _dirty_block_ids: set[int] = set()
+_ABSENT = object()
 
 
 def register() -> None:
@@ -55,6 +59,7 @@ def register() -> None:
         return
     EngineCore.workbench_kv_delta = _kv_delta
     EngineCore.workbench_kv_scan = _kv_scan
+    EngineCore.workbench_kv_untrack = _kv_untrack
     if os.environ.get(PHASE_FILE_ENV) and not getattr(EngineCore, "_workbench_phases", False):
         EngineCore._workbench_phases = True
         _report_phase_on(Executor, "__init__", "weights")
@@ -139,14 +144,28 @@ def _install_dirty_tracking(block_cls) -> bool:
     if not all(f in fields for f in _TRACKED_FIELDS + ("block_id",)):
         return False
     slotted = "__slots__" in block_cls.__dict__
+    block_cls._workbench_originals = {f: block_cls.__dict__.get(f, _ABSENT) for f in _TRACKED_FIELDS}
     for field in _TRACKED_FIELDS:
         setattr(block_cls, field, _slot_field(block_cls, field) if slotted else _dict_field(field))
     block_cls._workbench_tracked = True
     return True
 
 
+def _uninstall_dirty_tracking(block_cls) -> None:
+    """Puts vLLM's own attributes back (benchmarks compare against an untouched engine)."""
+    if not getattr(block_cls, "_workbench_tracked", False):
+        return
+    for field, original in block_cls._workbench_originals.items():
+        if original is _ABSENT:
+            delattr(block_cls, field)
+        else:
+            setattr(block_cls, field, original)
+    block_cls._workbench_tracked = False
+    _dirty_block_ids.clear()
+
+
 def _slot_field(block_cls, name: str) -> property:
-    slot = block_cls.__dict__[name]
+    slot = block_cls._workbench_originals[name]
     get_block_id = block_cls.__dict__["block_id"].__get__
 
     def set_(block, value, _set=slot.__set__, _add=_dirty_block_ids.add):
@@ -167,90 +186,144 @@ def _dict_field(name: str) -> property:
     return property(get, set_)
 
 
-def _block_state(block) -> tuple[int, int, bool]:
-    ref_cnt = block.ref_cnt
-    hashed = block.block_hash is not None
-    if block.is_null:
-        state = BLOCK_STATE_NULL
-    elif ref_cnt > 1:
-        state = BLOCK_STATE_SHARED
-    elif ref_cnt == 1:
-        state = BLOCK_STATE_IN_USE
-    else:
-        state = BLOCK_STATE_CACHED if hashed else BLOCK_STATE_FREE
-    return state, ref_cnt, hashed
+_get_ref_cnt = operator.attrgetter("ref_cnt")
+_get_hash = operator.attrgetter("_block_hash")
+_get_null = operator.attrgetter("is_null")
+_get_block_id = operator.attrgetter("block_id")
 
 
-def _scan_arrays(blocks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    triples = [_block_state(b) for b in blocks]
-    state = np.fromiter((t[0] for t in triples), np.int8, len(triples))
-    ref = np.fromiter((t[1] for t in triples), np.int32, len(triples))
-    hashed = np.fromiter((t[2] for t in triples), np.bool_, len(triples))
+def _read_blocks(blocks: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """State, ref_cnt and hashed of ``blocks``: three C-level passes, the states from numpy."""
+    n = len(blocks)
+    ref = np.fromiter(map(_get_ref_cnt, blocks), np.int32, n)
+    hashed = np.fromiter(map(operator.is_not, map(_get_hash, blocks), itertools.repeat(None, n)), np.bool_, n)
+    null = np.fromiter(map(_get_null, blocks), np.bool_, n)
+    state = np.where(ref > 1, BLOCK_STATE_SHARED,
+                     np.where(ref == 1, BLOCK_STATE_IN_USE,
+                              np.where(hashed, BLOCK_STATE_CACHED, BLOCK_STATE_FREE))).astype(np.int8)
+    state[null] = BLOCK_STATE_NULL
     return state, ref, hashed
 
 
+def _state_of(block, ref_cnt: int, hashed: bool) -> int:
+    if block.is_null:
+        return BLOCK_STATE_NULL
+    if ref_cnt > 1:
+        return BLOCK_STATE_SHARED
+    if ref_cnt == 1:
+        return BLOCK_STATE_IN_USE
+    return BLOCK_STATE_CACHED if hashed else BLOCK_STATE_FREE
+
+
+_Changes = tuple[bytes, bytes, bytes, bytes]  # block ids (int32), states (int8), ref_cnts (int32), hashed (bool)
+assert array.array("i").itemsize == 4
+_VECTOR_FROM = 2048  # dirty blocks from which numpy beats a plain loop (an engine step leaves caches cold)
+
+
 class _PoolMirror:
-    """What the client was last sent; lives on the EngineCore instance."""
+    """What the client was last sent; lives on the EngineCore instance.
+
+    Kept in ``bytearray`` / ``array`` rather than numpy arrays: a delta usually touches tens of
+    blocks, and between engine steps each numpy call costs 10–30 µs (cold caches after a forward
+    pass) while a plain item access costs well under one. Numpy views serve the large cases."""
 
     def __init__(self, pool):
         self.pool = pool
         self.version = 0
         self.tracking = _install_dirty_tracking(type(pool.blocks[0]))
-        self.state = np.zeros(0, np.int8)
-        self.ref = np.zeros(0, np.int32)
-        self.hashed = np.zeros(0, np.bool_)
-        self.counts = np.zeros(NUM_BLOCK_STATES, np.int64)
+        self.state = bytearray()
+        self.ref = array.array("i")
+        self.hashed = bytearray()
+        self.counts = [0] * NUM_BLOCK_STATES
         self.sent_tables: dict[str, tuple[int, int]] = {}
 
-    def resync(self) -> np.ndarray:
+    @property
+    def num_blocks(self) -> int:
+        return len(self.state)
+
+    def resync(self) -> _Changes:
         _dirty_block_ids.clear()
-        self.state, self.ref, self.hashed = _scan_arrays(self.pool.blocks)
-        self.counts = np.bincount(self.state, minlength=NUM_BLOCK_STATES).astype(np.int64)
+        state, ref, hashed = _read_blocks(self.pool.blocks)
+        self.state, self.hashed = bytearray(state.tobytes()), bytearray(hashed.tobytes())
+        self.ref = array.array("i")
+        self.ref.frombytes(ref.tobytes())
+        self.counts = np.bincount(state, minlength=NUM_BLOCK_STATES).tolist()
         self.sent_tables.clear()
-        return np.arange(len(self.state), dtype=np.int32)
+        return np.arange(len(state), dtype=np.int32).tobytes(), state.tobytes(), ref.tobytes(), hashed.tobytes()
 
-    def changed_ids(self) -> np.ndarray:
+    def changes(self) -> _Changes:
+        """The blocks whose state, ref_cnt or hash changed since the last call."""
         if not self.tracking:
-            return self._changed_by_scan()
-        ids = np.fromiter(_dirty_block_ids, np.int32, len(_dirty_block_ids))
+            return self._store(np.arange(self.num_blocks, dtype=np.int32), *_read_blocks(self.pool.blocks))
+        dirty = list(_dirty_block_ids)
         _dirty_block_ids.clear()
-        if ids.size == 0:
-            return ids
         blocks = self.pool.blocks
-        triples = [_block_state(blocks[i]) for i in ids.tolist()]
-        state = np.fromiter((t[0] for t in triples), np.int8, len(triples))
-        ref = np.fromiter((t[1] for t in triples), np.int32, len(triples))
-        hashed = np.fromiter((t[2] for t in triples), np.bool_, len(triples))
-        differs = (state != self.state[ids]) | (ref != self.ref[ids]) | (hashed != self.hashed[ids])
+        if len(dirty) >= _VECTOR_FROM:
+            return self._store(np.array(dirty, np.int32), *_read_blocks([blocks[i] for i in dirty]))
+        mirror_state, mirror_ref, mirror_hashed, counts = self.state, self.ref, self.hashed, self.counts
+        ids, states, refs, hashes = array.array("i"), bytearray(), array.array("i"), bytearray()
+        for block_id in dirty:
+            block = blocks[block_id]
+            ref_cnt = block.ref_cnt
+            hashed = block.block_hash is not None
+            state = _state_of(block, ref_cnt, hashed)
+            if state != mirror_state[block_id] or ref_cnt != mirror_ref[block_id] or hashed != mirror_hashed[block_id]:
+                counts[mirror_state[block_id]] -= 1
+                counts[state] += 1
+                mirror_state[block_id], mirror_ref[block_id], mirror_hashed[block_id] = state, ref_cnt, hashed
+                ids.append(block_id)
+                states.append(state)
+                refs.append(ref_cnt)
+                hashes.append(hashed)
+        return ids.tobytes(), bytes(states), refs.tobytes(), bytes(hashes)
+
+    def _store(self, ids: np.ndarray, state: np.ndarray, ref: np.ndarray, hashed: np.ndarray) -> _Changes:
+        """The vectorised path: freshly read values of ``ids`` against the mirror, through numpy views."""
+        mirror_state = np.frombuffer(self.state, np.int8)
+        mirror_ref = np.frombuffer(self.ref, np.int32)
+        mirror_hashed = np.frombuffer(self.hashed, np.bool_)
+        differs = (state != mirror_state[ids]) | (ref != mirror_ref[ids]) | (hashed != mirror_hashed[ids])
         ids, state, ref, hashed = ids[differs], state[differs], ref[differs], hashed[differs]
-        np.subtract.at(self.counts, self.state[ids], 1)
-        np.add.at(self.counts, state, 1)
-        self.state[ids], self.ref[ids], self.hashed[ids] = state, ref, hashed
-        return ids
+        change = (np.bincount(state, minlength=NUM_BLOCK_STATES)
+                  - np.bincount(mirror_state[ids], minlength=NUM_BLOCK_STATES))
+        self.counts = [c + int(d) for c, d in zip(self.counts, change)]
+        mirror_state[ids], mirror_ref[ids], mirror_hashed[ids] = state, ref, hashed
+        del mirror_state, mirror_ref, mirror_hashed  # release the buffers: resync replaces them
+        return ids.tobytes(), state.tobytes(), ref.tobytes(), hashed.tobytes()
 
-    def _changed_by_scan(self) -> np.ndarray:
-        state, ref, hashed = _scan_arrays(self.pool.blocks)
-        ids = np.flatnonzero((state != self.state) | (ref != self.ref) | (hashed != self.hashed))
-        self.state, self.ref, self.hashed = state, ref, hashed
-        self.counts = np.bincount(state, minlength=NUM_BLOCK_STATES).astype(np.int64)
-        return ids.astype(np.int32)
+    def table_changes(self, req_to_blocks, requests, block_size: int,
+                      append_only: bool = True) -> tuple[list, bytes, list, int]:
+        """One pass over the running requests: the block ids appended to each since the last call
+        (``(request id, offset, count)`` rows over one id array), the requests that left, and the
+        unfilled token slots at the tails of their tables.
 
-    def table_changes(self, req_to_blocks) -> tuple[dict, list]:
-        """Appended block ids per request since the last call, and the requests that left."""
-        changes = {}
+        Full attention only appends to a table; sliding-window managers also replace blocks that
+        left the window by the null block, so for them (``append_only=False``) whole tables go."""
+        sent = self.sent_tables
+        rows, appended = [], []
+        unfilled = 0
         for req_id, blocks in req_to_blocks.items():
-            key, num = id(blocks), len(blocks)
-            prev_key, prev_num = self.sent_tables.get(req_id, (None, 0))
-            offset = prev_num if prev_key == key and prev_num <= num else 0
-            if prev_key == key and prev_num == num:
-                continue
-            ids = np.fromiter((b.block_id for b in blocks[offset:]), np.int32, num - offset)
-            changes[req_id] = (offset, ids.tobytes())
-            self.sent_tables[req_id] = (key, num)
-        removed = [r for r in self.sent_tables if r not in req_to_blocks]
+            num = len(blocks)
+            request = requests.get(req_id)
+            slack = num * block_size - (request.num_computed_tokens if request is not None else 0)
+            if slack > 0:
+                unfilled += slack
+            key = id(blocks)
+            prev = sent.get(req_id)
+            if append_only and prev is not None and prev[0] == key:
+                if prev[1] == num:
+                    continue
+                offset = prev[1] if prev[1] < num else 0
+            else:
+                offset = 0
+            rows.append((req_id, offset, num - offset))
+            appended.append(blocks[offset:] if offset else blocks)
+            sent[req_id] = (key, num)
+        ids = array.array("i", map(_get_block_id, itertools.chain.from_iterable(appended)))
+        removed = [] if len(sent) == len(req_to_blocks) else [r for r in sent if r not in req_to_blocks]
         for req_id in removed:
-            del self.sent_tables[req_id]
-        return changes, removed
+            del sent[req_id]
+        return rows, ids.tobytes(), removed, unfilled
 
 
 # ---------------------------------------------------------------- the utility methods
@@ -258,57 +331,68 @@ class _PoolMirror:
 def _kv_parts(core):
     manager = core.scheduler.kv_cache_manager
     first_group = manager.coordinator.single_type_managers[0]
-    return manager.block_pool, first_group.req_to_blocks, core.scheduler.requests, first_group.block_size
-
-
-def _tokens_stored(req_to_blocks, requests, block_size: int, num_in_use: int) -> int:
-    """Tokens held by the blocks in use: slots in use less the unfilled tail of each request."""
-    unfilled = 0
-    for req_id, blocks in req_to_blocks.items():
-        request = requests.get(req_id)
-        computed = request.num_computed_tokens if request is not None else 0
-        unfilled += max(0, len(blocks) * block_size - computed)
-    return max(0, num_in_use * block_size - unfilled)
+    return manager.block_pool, first_group, core.scheduler.requests, first_group.block_size
 
 
 def _kv_delta(self, client_version: int, with_full_scan: bool = False) -> dict:
     """A versioned delta of the block pool since ``client_version``; a full resync after a gap."""
     started = time.perf_counter_ns()
-    pool, req_to_blocks, requests, block_size = _kv_parts(self)
+    cpu_started = time.thread_time_ns()
+    pool, group, requests, block_size = _kv_parts(self)
     mirror = getattr(self, "_workbench_mirror", None)
     if mirror is None or mirror.pool is not pool:
         mirror = self._workbench_mirror = _PoolMirror(pool)
     full = client_version != mirror.version or mirror.version == 0
-    ids = mirror.resync() if full else mirror.changed_ids()
-    tables, removed = mirror.table_changes(req_to_blocks)
+    ids, states, ref_cnts, hashed = mirror.resync() if full else mirror.changes()
+    append_only = type(group).__name__ == "FullAttentionManager"
+    rows, table_ids, removed, unfilled = mirror.table_changes(group.req_to_blocks, requests, block_size, append_only)
     mirror.version += 1
-    num_in_use = int(mirror.counts[BLOCK_STATE_IN_USE] + mirror.counts[BLOCK_STATE_SHARED])
+    num_in_use = mirror.counts[BLOCK_STATE_IN_USE] + mirror.counts[BLOCK_STATE_SHARED]
     delta = {
         "version": mirror.version,
         "full": full,
-        "num_blocks": len(mirror.state),
+        "num_blocks": mirror.num_blocks,
         "block_size": block_size,
-        "ids": ids.tobytes(),
-        "states": mirror.state[ids].tobytes(),
-        "ref_cnts": mirror.ref[ids].tobytes(),
-        "hashed": mirror.hashed[ids].tobytes(),
-        "tables": tables,
+        "ids": ids,
+        "states": states,
+        "ref_cnts": ref_cnts,
+        "hashed": hashed,
+        "tables": rows,
+        "table_ids": table_ids,
         "removed": removed,
-        "counts": mirror.counts.tolist(),
+        "counts": list(mirror.counts),
         "kv_usage": float(pool.get_usage()),
-        "tokens_stored": _tokens_stored(req_to_blocks, requests, block_size, num_in_use),
+        "tokens_stored": max(0, num_in_use * block_size - unfilled),
         "tracking": "descriptors" if mirror.tracking else "scan",
     }
     delta["engine_ns"] = time.perf_counter_ns() - started
+    delta["engine_cpu_ns"] = time.thread_time_ns() - cpu_started
     if with_full_scan:
         delta["scan"] = _kv_scan(self)
     return delta
 
 
+def _kv_untrack(self) -> bool:
+    """Removes the change tracking until the next delta (which resyncs); for benchmarks."""
+    pool = _kv_parts(self)[0]
+    _uninstall_dirty_tracking(type(pool.blocks[0]))
+    self._workbench_mirror = None
+    return True
+
+
 def _kv_scan(self) -> dict:
     """An independent full scan of the pool and of every request's block table (for checks)."""
-    pool, req_to_blocks, _, _ = _kv_parts(self)
-    state, ref, hashed = _scan_arrays(pool.blocks)
+    pool, group, _, _ = _kv_parts(self)
+    req_to_blocks = group.req_to_blocks
+    state, ref, hashed = _scan_python(pool.blocks)
     tables = {r: np.fromiter((b.block_id for b in bl), np.int32, len(bl)).tobytes()
               for r, bl in req_to_blocks.items()}
     return {"states": state.tobytes(), "ref_cnts": ref.tobytes(), "hashed": hashed.tobytes(), "tables": tables}
+
+
+def _scan_python(blocks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The plain per-block reading, apart from :func:`_read_blocks`, so that checks compare two ways."""
+    refs = [block.ref_cnt for block in blocks]
+    hashes = [block.block_hash is not None for block in blocks]
+    states = [_state_of(block, ref, hashed) for block, ref, hashed in zip(blocks, refs, hashes)]
+    return np.array(states, np.int8), np.array(refs, np.int32), np.array(hashes, np.bool_)

@@ -41,7 +41,8 @@ class KVSnapshot:
     counts: tuple[int, ...]  # blocks per state
     kv_usage: float  # vLLM's own figure: blocks in use / usable blocks
     tokens_stored: int
-    engine_ms: float  # time spent inside the engine-core process
+    engine_ms: float  # time spent inside the engine-core process (wall clock)
+    engine_cpu_ms: float  # CPU time of that thread: the same less any wait for a core or the GIL
     round_trip_ms: float
     scan_problems: tuple[str, ...] | None = None  # set when checked against a full scan: () = equal
     taken_at: float = field(default_factory=time.monotonic)
@@ -58,6 +59,9 @@ class KVSnapshot:
 
     def owners_of(self, block_id: int) -> list[str]:
         return [req for req, ids in self.tables.items() if block_id in ids]
+
+
+_NO_BLOCKS = _readonly(np.zeros(0, np.int32))
 
 
 class KVPoolMirror:
@@ -90,10 +94,12 @@ class KVPoolMirror:
         self.ref_cnts[ids] = np.frombuffer(delta["ref_cnts"], np.int32)
         self.hashed[ids] = np.frombuffer(delta["hashed"], np.bool_)
         self.changed_at[ids] = delta["version"]
-        for req_id, (offset, raw) in delta["tables"].items():
-            appended = np.frombuffer(raw, np.int32)
-            kept = self.tables.get(req_id, np.zeros(0, np.int32))[:offset]
-            self.tables[req_id] = np.concatenate([kept, appended])
+        appended = np.frombuffer(delta["table_ids"], np.int32)
+        start = 0
+        for req_id, offset, count in delta["tables"]:
+            kept = self.tables.get(req_id, _NO_BLOCKS)[:offset]
+            self.tables[req_id] = _readonly(np.concatenate([kept, appended[start:start + count]]))
+            start += count
         for req_id in delta["removed"]:
             self.tables.pop(req_id, None)
         self.version = delta["version"]
@@ -102,8 +108,10 @@ class KVPoolMirror:
 
     def snapshot(self, id_map: Mapping[str, str], round_trip_ms: float,
                  scan_problems: tuple[str, ...] | None = None) -> KVSnapshot:
-        """An immutable copy; engine-internal request ids are translated with ``id_map``."""
-        tables = {id_map.get(r, r): _readonly(ids.copy()) for r, ids in self.tables.items()}
+        """An immutable copy; engine-internal request ids are translated with ``id_map``.
+
+        Block tables are shared, not copied: :meth:`apply` replaces a table, never writes into one."""
+        tables = {id_map.get(r, r): ids for r, ids in self.tables.items()}
         return KVSnapshot(
             version=self.version,
             num_blocks=len(self.states),
@@ -117,6 +125,7 @@ class KVPoolMirror:
             kv_usage=self.last.get("kv_usage", 0.0),
             tokens_stored=self.last.get("tokens_stored", 0),
             engine_ms=self.last.get("engine_ns", 0) / 1e6,
+            engine_cpu_ms=self.last.get("engine_cpu_ns", 0) / 1e6,
             round_trip_ms=round_trip_ms,
             scan_problems=scan_problems,
         )

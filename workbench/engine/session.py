@@ -249,6 +249,12 @@ class EngineSession(Backend):
             future = request_utility(self.engine, "workbench_kv_delta", self.mirror.version, check_with_scan)
             self._kv_request = (future, time.perf_counter(), check_with_scan)
 
+    def stop_kv_tracking(self) -> None:
+        """Benchmarks: puts vLLM's block class back as it was; the next snapshot resyncs."""
+        self._kv_request = None
+        self.engine.engine_core.call_utility("workbench_kv_untrack")
+        self.mirror.reset()
+
     def poll_kv_snapshot(self) -> KVSnapshot | None:
         if self._kv_request is None or not self._kv_request[0].done():
             return None

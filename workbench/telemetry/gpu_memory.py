@@ -42,3 +42,27 @@ def read_gpu_memory() -> list[GpuMemory] | None:
         return found
     finally:
         pynvml.nvmlShutdown()
+
+
+def process_gpu_memory(pids: list[int]) -> int | None:
+    """GPU memory used by the processes ``pids`` on all GPUs; None where NVML cannot tell (no
+    driver, or a driver or container that hides per-process figures)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    wanted, total, matched = set(pids), 0, False
+    try:
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            for proc in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                if proc.pid in wanted and proc.usedGpuMemory is not None:
+                    total += proc.usedGpuMemory
+                    matched = True
+    except Exception:
+        return None
+    finally:
+        pynvml.nvmlShutdown()
+    return total if matched else None
