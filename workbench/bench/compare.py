@@ -22,6 +22,7 @@ from workbench.engine.loop import EngineLoop, Submit
 from workbench.engine.session import EngineConfig, EngineSession
 
 Progress = Callable[[str, float], None]
+SINGLE_STREAM_SAMPLES = 3  # single-request runs per path and repeat: one is short enough to be noise
 
 
 @dataclass(frozen=True)
@@ -181,8 +182,9 @@ def run_comparison(config: EngineConfig, workload: Workload, vocab: int, hf_mode
                 result = runner(session, prompts, sampling)
                 result.memory_bytes, result.memory_scope = engine_memory(session.engine_pids)
                 runs[key].append(result)
-                one = random_prompts(1, workload.prompt_len, vocab, seed=1000 + rep * 10 + offset)
-                single_stream[key].append(runner(session, one, single))
+                for sample in range(SINGLE_STREAM_SAMPLES):
+                    one = random_prompts(1, workload.prompt_len, vocab, seed=1000 + rep * 100 + offset * 10 + sample)
+                    single_stream[key].append(runner(session, one, single))
     finally:
         session.shutdown()
     progress("Hugging Face transformers generate (c)", 0.75)

@@ -64,6 +64,18 @@ def ratios(rows: list[Row]) -> dict[str, float]:
     return out
 
 
+def pair_ratios(result: ComparisonResult) -> dict[str, tuple[float, float, float]]:
+    """b/a of the runs made side by side: median, min, max. Less exposed to a machine's drift than
+    the ratio of medians."""
+    out = {}
+    for name, runs, rate in (("b/a throughput", result.runs, lambda r: r.tokens_per_s),
+                             ("b/a single stream", result.single_stream, decode_rate)):
+        pairs = [rate(b) / rate(a) for a, b in zip(runs["a"], runs["b"]) if rate(a) and rate(b)]
+        if pairs:
+            out[name] = (statistics.median(pairs), min(pairs), max(pairs))
+    return out
+
+
 def memory_scope(result: ComparisonResult) -> str:
     scopes = {r.memory_scope for runs in result.runs.values() for r in runs if r.memory_scope}
     return " / ".join(sorted(scopes)) or "not measured"
@@ -94,6 +106,9 @@ def markdown(result: ComparisonResult) -> str:
                  f"({'on the GPU' if result.environment.get('device') == 'cuda' else 'resident memory of the process'}).")
     lines.append("")
     lines.extend(f"- {name}: **{value:.3f}**" for name, value in ratios(rows).items())
+    for name, (median, low, high) in pair_ratios(result).items():
+        lines.append(f"- {name}, per repeat (each (b) run against the (a) run beside it): median {median:.3f} "
+                     f"({low:.3f}–{high:.3f})")
     return "\n".join(lines) + "\n"
 
 
@@ -111,6 +126,8 @@ def csv_text(result: ComparisonResult) -> str:
                          f"{r.single_stream_tok_s:.1f}" if r.single_stream_tok_s else ""])
     for name, value in ratios(build_rows(result)).items():
         writer.writerow([f"ratio {name}", f"{value:.4f}"])
+    for name, (median, low, high) in pair_ratios(result).items():
+        writer.writerow([f"ratio {name} per repeat", f"{median:.4f}", f"{low:.4f}–{high:.4f}"])
     return buffer.getvalue()
 
 
