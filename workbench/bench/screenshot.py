@@ -1,4 +1,9 @@
-"""Saves an offscreen screenshot of the window mid-reply, the heatmap filling: ``python -m workbench.bench.screenshot OUT.png``."""
+"""Offscreen screenshots for the docs.
+
+    python -m workbench.bench.screenshot OUT.png            the window mid-reply, the heatmap filling
+    python -m workbench.bench.screenshot --benchmark CSV OUT.png
+                                                            the Benchmark view showing a saved result
+"""
 from __future__ import annotations
 
 import os
@@ -47,5 +52,39 @@ def main(path: str) -> int:
     return 0
 
 
+def benchmark_view(csv_path: str, path: str) -> int:
+    """The Benchmark view with the rows of a ``benchmark.csv`` written by ``bench compare``."""
+    import csv
+
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtWidgets import QApplication
+
+    from workbench.ui.benchmark_view import BenchmarkView
+
+    app = QApplication.instance() or QApplication([])
+    markdown = os.path.join(os.path.dirname(csv_path), "benchmark.md")
+    header = open(markdown, encoding="utf-8").readline().strip() if os.path.exists(markdown) else ""
+    view = BenchmarkView(csv_path, lambda: False, lambda: None)
+    view.resize(1250, 720)
+    view.show()
+    with open(csv_path, encoding="utf-8") as f:
+        view.show_results(list(csv.reader(f)))
+    import re
+
+    found = re.search(r"(\d+) requests × (\d+) prompt / (\d+) output tokens.*?(\d+) interleaved repeats", header)
+    if found:
+        for name, value in zip(("requests", "prompt-len", "output-len", "repeats"), found.groups()):
+            view.fields[name].setValue(int(value))
+    view.progress.setValue(100)
+    view.message.setWordWrap(True)
+    view.message.setText(header)
+    app.processEvents()
+    view.grab().save(path)
+    print("saved", path)
+    return 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--benchmark":
+        sys.exit(benchmark_view(sys.argv[2], sys.argv[3]))
     sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshot-mid-reply.png"))

@@ -49,6 +49,8 @@ class BenchmarkView(QDialog):
         self.table = QTableWidget(objectName="benchmarkTable")
         self.plot = pg.PlotWidget(title="Output tokens/s")
         self.plot.setMinimumHeight(180)
+        self.plot.getAxis("left").setWidth(64)  # room for five-digit rates
+        self.plot.setLabel("left", "output tokens/s")
         buttons = QHBoxLayout()
         buttons.addWidget(self.run_button)
         buttons.addWidget(self.save_button)
@@ -126,8 +128,14 @@ class BenchmarkView(QDialog):
         paths = [row for row in body if not row[0].startswith("ratio")]
         self.plot.clear()
         for i, row in enumerate(paths):
-            self.plot.addItem(pg.BarGraphItem(x=[i], height=[float(row[1])], width=0.6, brush=BAR_COLOURS[i % 4]))
+            rate = float(row[1])
+            self.plot.addItem(pg.BarGraphItem(x=[i], height=[rate], width=0.6, brush=BAR_COLOURS[i % 4]))
+            label = pg.TextItem(f"{rate:,.0f}", anchor=(0.5, 1.0), color="w")
+            label.setPos(i, rate)
+            self.plot.addItem(label)
         self.plot.getAxis("bottom").setTicks([[(i, row[0]) for i, row in enumerate(paths)]])
+        if paths:
+            self.plot.setYRange(0, max(float(row[1]) for row in paths) * 1.15, padding=0)
 
     @Slot()
     def _on_save_clicked(self) -> None:
