@@ -2,6 +2,7 @@
 shows the table, and saves the files."""
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QTableWidget
 
 
@@ -23,4 +24,21 @@ def test_benchmark_view_runs_shows_and_saves(window, qtbot, tmp_path):
     saved = view.save_to(tmp_path / "saved")
     assert {p.name for p in saved} == {"benchmark.md", "benchmark.csv", "benchmark.svg", "benchmark.png"}
     assert "| (a) plain vLLM" in (tmp_path / "saved" / "benchmark.md").read_text()
+    view.close()
+
+
+def test_cancel_stops_the_run_and_its_engine_processes(window, qtbot):
+    from workbench.engine.process_guard import child_pids
+
+    before = child_pids(vllm_only=True)  # the live engine's, which keeps running (not stopped here)
+    view = window.open_benchmark(ask_to_stop=lambda: False)
+    view.run()
+    qtbot.waitUntil(lambda: bool(child_pids(vllm_only=True) - before), timeout=180_000)  # its engine is up
+    assert view.cancel_button.isEnabled()
+    qtbot.mouseClick(view.cancel_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: not view.running, timeout=15_000)
+    qtbot.waitUntil(lambda: not (child_pids(vllm_only=True) - before), timeout=30_000)
+    assert "Cancelled" in view.message.text() and view.run_button.isEnabled()
+    assert not view.save_button.isEnabled()  # no earlier results to save
+    assert window.status.state == "ready"
     view.close()

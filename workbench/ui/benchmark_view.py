@@ -26,7 +26,9 @@ class BenchmarkView(QDialog):
         self.setWindowTitle("Benchmark: plain vLLM, the workbench, Hugging Face generate")
         self.model, self.engine_running, self.stop_engine = model, engine_running, stop_engine
         self.ask_to_stop = ask_to_stop or self._ask_to_stop
-        self.out_dir: Path | None = None
+        self.out_dir: Path | None = None  # the current run's folder
+        self.results_dir: Path | None = None  # the folder of the results shown (the last run that finished)
+        self.cancelled = self.stopped_live_engine = False
         self.output_lines: list[str] = []
         self.process: QProcess | None = None
         self.fields = {
@@ -42,6 +44,8 @@ class BenchmarkView(QDialog):
             form.addRow(name.replace("-", " "), box)
         self.run_button = QPushButton("Run benchmark", objectName="runBenchmarkButton")
         self.run_button.clicked.connect(self.run)
+        self.cancel_button = QPushButton("Cancel", objectName="cancelBenchmarkButton", enabled=False)
+        self.cancel_button.clicked.connect(self.cancel)
         self.save_button = QPushButton("Save…", objectName="saveBenchmarkButton", enabled=False)
         self.save_button.clicked.connect(self._on_save_clicked)
         self.progress = QProgressBar(objectName="benchmarkProgress")
@@ -53,6 +57,7 @@ class BenchmarkView(QDialog):
         self.plot.setLabel("left", "output tokens/s")
         buttons = QHBoxLayout()
         buttons.addWidget(self.run_button)
+        buttons.addWidget(self.cancel_button)
         buttons.addWidget(self.save_button)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
@@ -76,10 +81,16 @@ class BenchmarkView(QDialog):
             args += [f"--{name}", str(box.value())]
         return args + ["--out", str(self.out_dir)]
 
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.state() != QProcess.NotRunning
+
     @Slot()
     def run(self) -> None:
+        self.stopped_live_engine = False
         if self.engine_running() and self.ask_to_stop():
             self.stop_engine()
+            self.stopped_live_engine = True
         self.out_dir = Path(tempfile.mkdtemp(prefix="workbench-bench-"))
         self.output_lines.clear()
         self.process = QProcess(self)
@@ -88,7 +99,9 @@ class BenchmarkView(QDialog):
         self.process.finished.connect(self._on_process_finished)
         command = self.command()
         self.run_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
         self.save_button.setEnabled(False)
+        self.cancelled = False
         self.progress.setValue(0)
         self.message.setText("Running: " + " ".join(command[1:]))
         self.process.start(command[0], command[1:])
@@ -104,17 +117,42 @@ class BenchmarkView(QDialog):
                 self.progress.setFormat(f"{label} %p%")
         del self.output_lines[:-200]
 
+    @Slot()
+    def cancel(self) -> None:
+        """Stops the benchmark process; its engine processes die with it (the plugin's death signal)."""
+        if not self.running:
+            return
+        self.cancelled = True
+        self.process.terminate()
+        if not self.process.waitForFinished(5000):
+            self.process.kill()
+            self.process.waitForFinished(5000)
+
+    def closeEvent(self, event) -> None:
+        self.cancel()  # closing the view while it runs stops the run: nothing keeps running unseen
+        super().closeEvent(event)
+
     @Slot(int, QProcess.ExitStatus)
     def _on_process_finished(self, exit_code: int, status) -> None:
         self.run_button.setEnabled(True)
+        self.cancel_button.setEnabled(False)
+        self.save_button.setEnabled(self.results_dir is not None)
+        restart = " The live engine was stopped for the run: Engine > Restart engine brings it back." \
+            if self.stopped_live_engine else ""
+        if self.cancelled:
+            self.progress.setFormat("Cancelled")
+            self.message.setText("Cancelled. The earlier results (if any) are still shown and can be saved." + restart)
+            return
         csv_path = self.out_dir / "benchmark.csv" if self.out_dir else None
         if exit_code != 0 or csv_path is None or not csv_path.exists():
             tail = "\n".join(self.output_lines[-8:])
-            self.message.setText(f"The benchmark failed (exit code {exit_code}). Its last output:\n{tail}")
+            self.message.setText(f"The benchmark failed (exit code {exit_code}). Its last output:\n{tail}{restart}")
             return
+        self.results_dir = self.out_dir
         self.show_results(list(csv.reader(csv_path.open(encoding="utf-8"))))
         self.save_button.setEnabled(True)
-        self.message.setText("Done. Save… writes the table (Markdown, CSV), the plot (SVG) and a picture of it (PNG).")
+        self.message.setText("Done. Save… writes the table (Markdown, CSV), the plot (SVG) and a picture of it (PNG)."
+                             + restart)
 
     def show_results(self, rows: list[list[str]]) -> None:
         header, body = rows[0], rows[1:]
@@ -147,7 +185,7 @@ class BenchmarkView(QDialog):
         folder.mkdir(parents=True, exist_ok=True)
         saved = []
         for name in ("benchmark.md", "benchmark.csv", "benchmark.svg"):
-            saved.append(Path(shutil.copy2(self.out_dir / name, folder / name)))
+            saved.append(Path(shutil.copy2(self.results_dir / name, folder / name)))
         png = folder / "benchmark.png"
         self.plot.grab().save(str(png))
         saved.append(png)
