@@ -3,6 +3,7 @@
 Runs the real window offscreen on the demo model. A probe timer asks for a tick every 5 ms; a
 stall is how late a tick comes. 16 conversations stream through the chat pane (text rendered as a
 person sees it) and the rest of the requests go straight to the engine worker, as a batch would.
+The GUI runs its own event loop (``QEventLoop.exec``) for the whole measurement.
 """
 from __future__ import annotations
 
@@ -11,55 +12,57 @@ import statistics
 import time
 from dataclasses import replace
 
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal, Slot  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
 PROBE_INTERVAL_MS = 5
+TIMEOUT_MS = 600_000
 
 
-def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16) -> dict:
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from PySide6.QtCore import QEventLoop, QObject, QTimer, Slot
-    from PySide6.QtWidgets import QApplication
+class Probe(QObject):
+    """Records tick times and counts finished requests; ``all_finished`` fires after the last one."""
 
-    from workbench.app import build_window, demo_engine_config
+    all_finished = Signal()
+
+    def __init__(self, expected: int):
+        super().__init__()
+        self.expected, self.finished = expected, 0
+        self.ticks: list[float] = []
+
+    @Slot()
+    def on_tick(self) -> None:
+        self.ticks.append(time.perf_counter())
+
+    @Slot(object)
+    def on_worker_request_finished(self, event) -> None:
+        self.finished += 1
+        if self.finished == self.expected:
+            self.all_finished.emit()
+
+    @Slot(str, str)
+    def on_worker_state_changed(self, state: str, message: str) -> None:
+        if state in ("ready", "failed", "died"):
+            self.all_finished.emit()  # ends a wait for the engine (or a run it broke)
+
+
+def _run_event_loop(probe: Probe) -> None:
+    loop = QEventLoop()
+    probe.all_finished.connect(loop.quit)
+    QTimer.singleShot(TIMEOUT_MS, loop.quit)
+    loop.exec()
+    probe.all_finished.disconnect(loop.quit)
+
+
+def _send_requests(window, engine, num_requests: int, num_chat: int, output_len: int) -> None:
     from workbench.engine.backend import ChatRequest, Message, SamplingSettings
     from workbench.engine.demo_model import default_system_prompt
     from workbench.engine.loop import Submit
 
-    app = QApplication.instance() or QApplication([])
-    config = replace(demo_engine_config(), max_num_seqs=num_requests, num_gpu_blocks_override=8192)
-    window, engine = build_window(config)
-    window.resize(1500, 900)
-    window.show()
-
-    class Probe(QObject):
-        def __init__(self):
-            super().__init__()
-            self.ticks: list[float] = []
-            self.finished = 0
-
-        @Slot()
-        def on_tick(self):
-            self.ticks.append(time.perf_counter())
-
-        @Slot(object)
-        def on_worker_request_finished(self, event):
-            self.finished += 1
-
-    probe = Probe()
-    engine.worker.request_finished.connect(probe.on_worker_request_finished)
-    deadline = time.monotonic() + 600
-    while window.status.state != "ready" and time.monotonic() < deadline:
-        app.processEvents(QEventLoop.AllEvents, 50)
-        time.sleep(0.01)
-    if window.status.state != "ready":
-        raise RuntimeError(f"engine did not start: {window.status.message.text()}")
-    timer = QTimer()
-    timer.setInterval(PROBE_INTERVAL_MS)
-    timer.timeout.connect(probe.on_tick)
     chat = window.chat
     chat.sampling.ignore_eos.setChecked(True)
     chat.sampling.max_tokens.setValue(output_len)
-    timer.start()
-    started = time.perf_counter()
     for i in range(min(num_chat, num_requests)):
         if chat.current.turns:
             chat.new_conversation()
@@ -70,19 +73,45 @@ def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16) -> dic
     for i in range(num_requests - num_chat):
         request = ChatRequest(f"batch-{i}", (system, Message("user", f"Batch item {i}: what is a block?")), sampling)
         engine.worker.post(Submit(request))
+
+
+def _stall_figures(ticks: list[float]) -> dict:
+    gaps_ms = [(b - a) * 1e3 for a, b in zip(ticks, ticks[1:])]
+    stalls = sorted(max(0.0, g - PROBE_INTERVAL_MS) for g in gaps_ms)
+
+    def pick(q: float) -> float:
+        return stalls[min(len(stalls) - 1, int(q / 100 * (len(stalls) - 1)))] if stalls else float("nan")
+
+    return {"stall_ms_p50": pick(50), "stall_ms_p90": pick(90), "stall_ms_p99": pick(99), "stall_ms_max": pick(100),
+            "stall_ms_mean": statistics.mean(stalls) if stalls else float("nan")}
+
+
+def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16) -> dict:
+    from workbench.app import build_window, demo_engine_config
+
+    app = QApplication.instance() or QApplication([])  # noqa: F841 (kept alive for the window)
+    config = replace(demo_engine_config(), max_num_seqs=num_requests, num_gpu_blocks_override=8192)
+    window, engine = build_window(config)
+    window.resize(1500, 900)
+    window.show()
+    probe = Probe(num_requests)
+    engine.worker.state_changed.connect(probe.on_worker_state_changed)
+    if window.status.state != "ready":
+        _run_event_loop(probe)
+    if window.status.state != "ready":
+        raise RuntimeError(f"engine did not start: {window.status.message.text()}")
+    engine.worker.request_finished.connect(probe.on_worker_request_finished)
+    timer = QTimer()
+    timer.setInterval(PROBE_INTERVAL_MS)
+    timer.timeout.connect(probe.on_tick)
+    timer.start()
+    started = time.perf_counter()
+    _send_requests(window, engine, num_requests, num_chat, output_len)
     frames_before = window.heatmap._shown_version
-    while probe.finished < num_requests and time.monotonic() < deadline:
-        app.processEvents(QEventLoop.AllEvents, 50)
-        time.sleep(0.001)
+    _run_event_loop(probe)
     elapsed = time.perf_counter() - started
     timer.stop()
-    gaps_ms = [(b - a) * 1e3 for a, b in zip(probe.ticks, probe.ticks[1:])]
-    stalls = sorted(max(0.0, g - PROBE_INTERVAL_MS) for g in gaps_ms)
+    frames = window.heatmap._shown_version - frames_before
     window.close()
-    pick = lambda q: stalls[min(len(stalls) - 1, int(q / 100 * (len(stalls) - 1)))] if stalls else float("nan")
-    return {
-        "requests": num_requests, "finished": probe.finished, "elapsed_s": elapsed, "ticks": len(probe.ticks),
-        "stall_ms_p50": pick(50), "stall_ms_p90": pick(90), "stall_ms_p99": pick(99), "stall_ms_max": pick(100),
-        "stall_ms_mean": statistics.mean(stalls) if stalls else float("nan"),
-        "heatmap_versions_seen": window.heatmap._shown_version - frames_before,
-    }
+    return {"requests": num_requests, "finished": probe.finished, "elapsed_s": elapsed, "ticks": len(probe.ticks),
+            **_stall_figures(probe.ticks), "heatmap_versions_seen": frames}
