@@ -1,6 +1,6 @@
 """The Benchmark view: runs ``vllm-workbench bench compare`` as a separate process, shows its table and
 plot, and saves them where the user chooses. The live engine can be stopped first: on a GPU it holds
-most of the memory the benchmark's engines need."""
+most of the memory the benchmark's own engine needs."""
 from __future__ import annotations
 
 import csv
@@ -38,10 +38,6 @@ class BenchmarkView(QDialog):
             "repeats": QSpinBox(minimum=1, maximum=20, value=3),
             "hf-tokens": QSpinBox(minimum=1, maximum=4096, value=64),
         }
-        form = QFormLayout()
-        for name, box in self.fields.items():
-            box.setObjectName(f"bench_{name}")
-            form.addRow(name.replace("-", " "), box)
         self.run_button = QPushButton("Run benchmark", objectName="runBenchmarkButton")
         self.run_button.clicked.connect(self.run)
         self.cancel_button = QPushButton("Cancel", objectName="cancelBenchmarkButton", enabled=False)
@@ -55,6 +51,13 @@ class BenchmarkView(QDialog):
         self.plot.setMinimumHeight(180)
         self.plot.getAxis("left").setWidth(64)  # room for five-digit rates
         self.plot.setLabel("left", "output tokens/s")
+        self._build_layout()
+
+    def _build_layout(self) -> None:
+        form = QFormLayout()
+        for name, box in self.fields.items():
+            box.setObjectName(f"bench_{name}")
+            form.addRow(name.replace("-", " "), box)
         buttons = QHBoxLayout()
         buttons.addWidget(self.run_button)
         buttons.addWidget(self.cancel_button)
@@ -71,8 +74,8 @@ class BenchmarkView(QDialog):
     def _ask_to_stop(self) -> bool:
         answer = QMessageBox.question(
             self, "Stop the live engine?",
-            "The benchmark starts engines of its own. On a GPU the live engine holds most of the memory "
-            "they need. Stop the live engine first?")
+            "The benchmark starts an engine and a Hugging Face model of its own. On a GPU the live engine "
+            "holds most of the memory they need. Stop the live engine first?")
         return answer == QMessageBox.Yes
 
     def command(self) -> list[str]:
