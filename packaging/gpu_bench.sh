@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the lent H200 after `source .gpu/b/install.sh` (vLLM 0.26, no Qt): the KV plugin check and
-# snapshot cost at the real pool sizes, then the loop-vs-plain throughput. Results go to $OUT.
+# snapshot cost at the real pool sizes, the loop variants, the three-way comparison, and NVML against
+# nvidia-smi throughout. Results go to $OUT.
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -11,6 +12,15 @@ nvml() {
 }
 python3 -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__)" | tee -a "$OUT/summary.txt"
 nvml
+# NVML (what the workbench reads) against nvidia-smi every 5 s while the runs below load the GPU.
+python3 -m workbench.bench.memory_check --interval 5 --out "$OUT/memory.csv" &
+SAMPLER=$!
+finish() {
+  kill $SAMPLER 2>/dev/null
+  wait $SAMPLER 2>/dev/null
+  python3 -m workbench.bench.memory_check --summary "$OUT/memory.csv" | tee -a "$OUT/summary.txt"
+}
+trap finish EXIT
 for shape in ${SHAPES-qwen2.5-0.5b qwen2.5-7b}; do
   step "snapshot $shape"
   timeout 240 python3 -m workbench bench --shape $shape --gpu-memory-utilization 0.85 --max-model-len 4096 \

@@ -1,6 +1,7 @@
 """Pure logic: installer choices, model checks, snapshot mirror, heatmap binning, conversations."""
 from __future__ import annotations
 
+import csv
 import subprocess
 import sys
 from pathlib import Path
@@ -113,9 +114,28 @@ def test_engine_layer_imports_without_qt():
     modules = ["workbench.engine." + m for m in ("backend", "session", "loop", "kv_plugin", "kv_snapshot",
                                                    "metrics", "model_source", "demo_model", "process_guard")]
     modules += ["workbench.telemetry.gpu_memory", "workbench.bench.cli", "workbench.bench.compare",
-                "workbench.bench.engine_bench", "workbench.bench.report", "workbench.bench.hf_baseline"]
+                "workbench.bench.engine_bench", "workbench.bench.report", "workbench.bench.hf_baseline",
+                "workbench.bench.memory_check"]
     code = ("import sys\nfor name in ('PySide6', 'pyqtgraph', 'shiboken6'):\n    sys.modules[name] = None\n"
             + "".join(f"import {m}\n" for m in modules)
             + "assert not any(k.startswith(('PySide6.', 'pyqtgraph.')) for k in sys.modules)\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
+
+
+def test_memory_check_summary_gives_the_largest_differences(tmp_path):
+    from workbench.bench.memory_check import FIELDS, summary
+
+    rows = [
+        {"time_s": "1.0", "gpu": "0", "nvml_used_mib": "0", "smi_used_mib": "0"},
+        {"time_s": "6.0", "gpu": "0", "nvml_used_mib": "58700", "smi_used_mib": "58702"},
+        {"time_s": "6.0", "pid": "41", "nvml_process_mib": "58584", "smi_process_mib": "58584"},
+    ]
+    path = tmp_path / "memory.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    text = summary(path)
+    assert "2 device samples (peak 58,700 MiB used), largest difference 2 MiB" in text
+    assert "1 process samples, largest difference 0 MiB" in text
