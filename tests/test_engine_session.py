@@ -44,3 +44,45 @@ def test_tracking_removed_and_restored_matches_a_full_scan(demo_model_path):
         assert np.count_nonzero(last.hashed) >= 3
     finally:
         session.shutdown()
+
+
+def test_plugin_mirror_small_and_large_deltas_match_a_scan():
+    """The engine-side mirror on vLLM's real ``KVCacheBlock``, in this process: deltas read item by
+    item (a few blocks) and through numpy (thousands, as when 256 requests finish at once)."""
+    import types
+
+    from vllm.v1.core.kv_cache_utils import KVCacheBlock
+
+    from workbench.engine import kv_plugin
+
+    blocks = [KVCacheBlock(i) for i in range(6000)]
+    blocks[0].is_null = True
+    mirror = kv_plugin._PoolMirror(types.SimpleNamespace(blocks=blocks))
+    try:
+        assert mirror.tracking
+        mirror.resync()
+
+        def check(expected_changed: set[int], changes) -> None:
+            ids = set(np.frombuffer(changes[0], np.int32).tolist())
+            assert ids == expected_changed
+            state, ref, hashed = kv_plugin._scan_python(blocks)
+            assert bytes(mirror.state) == state.tobytes() and mirror.ref.tobytes() == ref.tobytes()
+            assert bytes(mirror.hashed) == hashed.tobytes()
+            assert mirror.counts == np.bincount(state, minlength=5).tolist()
+
+        for i in (5, 6, 7):
+            blocks[i].ref_cnt = 2 if i == 5 else 1
+        blocks[7]._block_hash = b"h7"
+        blocks[8].ref_cnt = 1
+        blocks[8].ref_cnt = 0  # written twice, back where it was: not a change
+        check({5, 6, 7}, mirror.changes())
+        assert len(kv_plugin._dirty_block_ids) == 0
+
+        for block in blocks[100:5100]:  # above _VECTOR_FROM: the numpy path
+            block.ref_cnt = 1
+            block._block_hash = b"h"
+        blocks[5].ref_cnt = 0
+        check(set(range(100, 5100)) | {5}, mirror.changes())
+    finally:
+        kv_plugin._uninstall_dirty_tracking(KVCacheBlock)
+    assert type(KVCacheBlock.__dict__["ref_cnt"]).__name__ == "member_descriptor"
