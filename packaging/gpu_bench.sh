@@ -6,6 +6,10 @@ set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 step() { echo "=== $*" | tee -a "$OUT/summary.txt"; }
+# The result table of a log (PATTERN and LINES after it), or, when the run failed, the log's tail.
+show() {
+  if grep -q -- "$1" "$3"; then grep -A"$2" -- "$1" "$3"; else tail -30 "$3"; fi | tee -a "$OUT/summary.txt"
+}
 nvml() {
   python3 -c "from workbench.telemetry.gpu_memory import read_gpu_memory as r; print('pynvml used MiB', [m.used_bytes // 2**20 for m in r()])" | tee -a "$OUT/summary.txt"
   nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader | tee -a "$OUT/summary.txt"
@@ -25,19 +29,19 @@ for shape in ${SHAPES-qwen2.5-0.5b qwen2.5-7b}; do
   step "snapshot $shape"
   timeout 240 python3 -m workbench bench --shape $shape --gpu-memory-utilization 0.85 --max-model-len 4096 \
     snapshot --blocks 0 --running 256 --prompt-len 512 --samples 100 > "$OUT/snapshot-$shape.log" 2>&1
-  grep -A3 '^| blocks' "$OUT/snapshot-$shape.log" | tee -a "$OUT/summary.txt" || tail -20 "$OUT/snapshot-$shape.log"
+  show '^| blocks' 3 "$OUT/snapshot-$shape.log"
 done
 for LOOP_SHAPE in ${LOOP_SHAPES:-}; do
   step "loop $LOOP_SHAPE"
   timeout ${LOOP_TIMEOUT:-400} python3 -m workbench bench --shape $LOOP_SHAPE --gpu-memory-utilization ${LOOP_UTIL:-0.4} \
     --max-model-len 4096 loop --requests 256 --prompt-len 512 --output-len 256 --repeats ${REPEATS:-3} \
     --variants ${VARIANTS:-a,b} > "$OUT/loop-$LOOP_SHAPE.log" 2>&1
-  grep -A9 'interleaved repeats' "$OUT/loop-$LOOP_SHAPE.log" | tee -a "$OUT/summary.txt" || tail -20 "$OUT/loop-$LOOP_SHAPE.log"
+  show 'interleaved repeats' 9 "$OUT/loop-$LOOP_SHAPE.log"
 done
 for shape in ${COMPARE_SHAPES:-}; do
   step "compare $shape"
   timeout ${COMPARE_TIMEOUT:-540} python3 -m workbench bench --shape $shape --gpu-memory-utilization 0.4 --max-model-len 4096 \
     compare --requests 256 --prompt-len 512 --output-len 256 --repeats ${REPEATS:-3} --hf-tokens 64 --hf-time-box 90 \
     --out "$OUT/compare-$shape" > "$OUT/compare-$shape.log" 2>&1
-  grep -A14 '^Workload' "$OUT/compare-$shape.log" | tee -a "$OUT/summary.txt" || tail -30 "$OUT/compare-$shape.log"
+  show '^Workload' 16 "$OUT/compare-$shape.log"
 done
