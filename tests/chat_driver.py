@@ -5,6 +5,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPlainTextEdit, QPushButton
 
 REPLY_TIMEOUT_MS = 120_000
+ENGINE_START_TIMEOUT_MS = 180_000
 
 
 def type_and_send(window, qtbot, text: str):

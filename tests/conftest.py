@@ -14,8 +14,8 @@ if "WORKBENCH_DATA_DIR" not in os.environ:  # one fresh data dir per run: the de
     os.environ["WORKBENCH_DATA_DIR"] = tempfile.mkdtemp(prefix="workbench-test-data-")
 
 import pytest
+from chat_driver import ENGINE_START_TIMEOUT_MS
 
-ENGINE_START_TIMEOUT_MS = 180_000
 
 
 @pytest.fixture(scope="session")

@@ -8,9 +8,8 @@ import psutil
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton
 
-from chat_driver import type_and_send, wait_finished
-
-START_TIMEOUT_MS = 180_000
+from chat_driver import ENGINE_START_TIMEOUT_MS, type_and_send, wait_finished
+from workbench.engine.process_guard import is_running
 
 
 def engine_message(window) -> str:
@@ -19,7 +18,7 @@ def engine_message(window) -> str:
 
 def test_model_path_that_does_not_exist(window, qtbot):
     window.start_with_model("/no/such/model/folder")
-    qtbot.waitUntil(lambda: window.status.state == "failed", timeout=START_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.status.state == "failed", timeout=ENGINE_START_TIMEOUT_MS)
     assert "/no/such/model/folder" in engine_message(window)
     assert "does not exist" in engine_message(window)
     assert window.findChild(QPushButton, "restartButton").isEnabled()
@@ -28,7 +27,7 @@ def test_model_path_that_does_not_exist(window, qtbot):
 def test_folder_that_holds_no_model(window, qtbot, tmp_path):
     (tmp_path / "notes.txt").write_text("not a model")
     window.start_with_model(str(tmp_path))
-    qtbot.waitUntil(lambda: window.status.state == "failed", timeout=START_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.status.state == "failed", timeout=ENGINE_START_TIMEOUT_MS)
     assert "holds no model: config.json is missing" in engine_message(window)
     _, reply = type_and_send(window, qtbot, "Is anyone there?")
     qtbot.waitUntil(lambda: reply.status == "error", timeout=10_000)
@@ -55,14 +54,14 @@ def test_engine_that_fails_to_start_kv_cache_too_small(window, qtbot, demo_model
     window.config = replace(window.config, num_gpu_blocks_override=None, kv_cache_memory_bytes=64 * 1024)
     window.restart_engine()  # the status turns "starting" at once, so the wait below sees the outcome
     assert window.status.state == "starting"
-    qtbot.waitUntil(lambda: window.status.state in ("failed", "ready"), timeout=START_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.status.state in ("failed", "ready"), timeout=ENGINE_START_TIMEOUT_MS)
     assert window.status.state == "failed"
     message = engine_message(window)
     assert "KV cache is too small for max_model_len=2048" in message
     assert "Lower max_model_len" in message
 
 
-def _engine_core_pids(window) -> list[int]:
+def _engine_core_pids() -> list[int]:
     pids = []
     for process in psutil.Process().children(recursive=True):
         try:
@@ -79,7 +78,7 @@ def test_engine_core_killed_mid_stream(window, qtbot):
     engine_pids = list(window.engine.worker.loop.backend.engine_pids)
     conversation, reply = type_and_send(window, qtbot, "What is a block?")
     qtbot.waitUntil(lambda: len(reply.text) > 20, timeout=60_000)
-    cores = _engine_core_pids(window)
+    cores = _engine_core_pids()
     assert cores, "no engine-core process found"
     os.kill(cores[0], signal.SIGKILL)
     qtbot.waitUntil(lambda: window.status.state == "died", timeout=60_000)
@@ -88,10 +87,9 @@ def test_engine_core_killed_mid_stream(window, qtbot):
     assert "Restart the engine" in engine_message(window)
     assert reply.status == "error" and len(reply.text) > 20, "what streamed stays in the transcript"
     assert conversation.turns[0].text == "What is a block?"
-    qtbot.waitUntil(lambda: not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
-                                    for p in engine_pids), timeout=30_000)
+    qtbot.waitUntil(lambda: not any(is_running(p) for p in engine_pids), timeout=30_000)
     qtbot.mouseClick(window.findChild(QPushButton, "restartButton"), Qt.LeftButton)
-    qtbot.waitUntil(lambda: window.status.state == "ready", timeout=START_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.status.state == "ready", timeout=ENGINE_START_TIMEOUT_MS)
     window.chat.sampling.ignore_eos.setChecked(False)
     _, again = type_and_send(window, qtbot, "Hello!")
     wait_finished(qtbot, again)

@@ -7,10 +7,8 @@ import subprocess
 import sys
 import time
 
-import psutil
-
 from workbench.engine.kv_plugin import OWNER_ENV
-from workbench.engine.process_guard import owner_tag, reap_orphans
+from workbench.engine.process_guard import is_running, owner_tag, reap_orphans
 
 HEADLESS_APP = '''
 import sys, time
@@ -21,13 +19,6 @@ if __name__ == "__main__":
     print("READY", *session.engine_pids, flush=True)
     time.sleep(600)
 '''
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 def test_engine_processes_die_with_a_killed_app(tmp_path, demo_model_path):
@@ -44,13 +35,13 @@ def test_engine_processes_die_with_a_killed_app(tmp_path, demo_model_path):
                 break
         assert line.startswith("READY"), f"the headless app did not start its engine: {line!r}"
         engine_pids = [int(p) for p in line.split()[1:]]
-        assert engine_pids and all(_alive(p) for p in engine_pids)
+        assert engine_pids and all(is_running(p) for p in engine_pids)
         app.send_signal(signal.SIGKILL)
         app.wait(10)
         deadline = time.monotonic() + 30
-        while any(_alive(p) for p in engine_pids) and time.monotonic() < deadline:
+        while any(is_running(p) for p in engine_pids) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not any(_alive(p) for p in engine_pids), "engine processes outlived the killed app"
+        assert not any(is_running(p) for p in engine_pids), "engine processes outlived the killed app"
     finally:
         if app.poll() is None:
             app.kill()

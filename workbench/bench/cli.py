@@ -53,7 +53,7 @@ def cmd_snapshot(args) -> int:
 
 
 def cmd_loop(args) -> int:
-    from workbench.bench.compare import VARIANTS, compare_throughput
+    from workbench.bench.compare import VARIANTS, compare_throughput, median_rate
 
     variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
     unknown = [v for v in variants if v not in VARIANTS]
@@ -68,12 +68,14 @@ def cmd_loop(args) -> int:
           "/ plain per interleaved pair: median (min–max) |")
     print("|---|---|---|---|---|---|---|")
     plain = results["a"]
+    plain_median = median_rate(plain)
     for key in variants:
         rates = [r.tokens_per_s for r in results[key]]
+        median = median_rate(results[key])
         pairs = [r.tokens_per_s / p.tokens_per_s for p, r in zip(plain, results[key])]
         itl = statistics.median(g for r in results[key] for g in r.itl_s) * 1e3
-        print(f"| {VARIANTS[key][0]} | {statistics.median(rates):,.0f} | {min(rates):,.0f} | {max(rates):,.0f} | "
-              f"{itl:.2f} | {statistics.median(rates) / statistics.median(r.tokens_per_s for r in plain):.3f} | "
+        print(f"| {VARIANTS[key][0]} | {median:,.0f} | {min(rates):,.0f} | {max(rates):,.0f} | "
+              f"{itl:.2f} | {median / plain_median:.3f} | "
               f"{statistics.median(pairs):.3f} ({min(pairs):.3f}–{max(pairs):.3f}) |")
     return 0
 
@@ -82,7 +84,7 @@ def cmd_compare(args) -> int:
     from pathlib import Path
 
     from workbench.bench.compare import Workload, run_comparison
-    from workbench.bench.report import markdown, write_outputs
+    from workbench.bench.report import write_outputs
 
     config = _config(args)
     workload = Workload(args.requests, args.prompt_len, args.output_len, not args.stop_at_eos, args.repeats,
@@ -94,7 +96,7 @@ def cmd_compare(args) -> int:
     result = run_comparison(config, workload, _vocab(config), config.model, progress)
     paths = write_outputs(result, Path(args.out))
     print()
-    print(markdown(result))
+    print(paths["md"].read_text(encoding="utf-8"))
     print("written:", ", ".join(str(p) for p in paths.values()), flush=True)
     return 0
 

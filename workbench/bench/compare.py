@@ -81,10 +81,7 @@ def run_plain_timed(session: EngineSession, prompts: list[list[int]], sampling: 
     from vllm import SamplingParams
     from vllm.sampling_params import RequestOutputKind
 
-    if tracked:
-        session.kv_snapshot()
-    else:
-        session.stop_kv_tracking()
+    _set_tracking(session, tracked)
     engine = session.engine
     params = SamplingParams(temperature=sampling.temperature, max_tokens=sampling.max_tokens,
                             ignore_eos=sampling.ignore_eos, output_kind=RequestOutputKind.DELTA,
@@ -129,10 +126,7 @@ class _Collector:
 def run_workbench_timed(session: EngineSession, prompts: list[list[int]], sampling: SamplingSettings,
                         snapshot_interval_s: float = 0.1) -> RunStats:
     """(b): the loop as the GUI drives it; arrivals are recorded by the session as deltas come in."""
-    if snapshot_interval_s == float("inf"):
-        session.stop_kv_tracking()
-    else:
-        session.kv_snapshot()  # tracking in place and the mirror in sync, as in the GUI after a start
+    _set_tracking(session, snapshot_interval_s != float("inf"))
     collector = _Collector()
     loop = EngineLoop(collector, snapshot_interval_s=snapshot_interval_s)
     loop.adopt(session)
@@ -148,6 +142,29 @@ def run_workbench_timed(session: EngineSession, prompts: list[list[int]], sampli
     _add_timings(stats, started, session.arrivals.values())
     session.record_arrivals = False
     return stats
+
+
+def _set_tracking(session: EngineSession, on: bool) -> None:
+    """Block tracking in the engine and the mirror in sync (as in the GUI after a start), or taken out."""
+    if on:
+        session.kv_snapshot()
+    else:
+        session.stop_kv_tracking()
+
+
+def _rotation(variants: tuple[str, ...], repeats: int):
+    """(repeat, position, key) in run order; the order rotates each repeat (two: a b, b a, a b, ...)."""
+    for rep in range(repeats):
+        shift = rep % len(variants)
+        for offset, key in enumerate(variants[shift:] + variants[:shift]):
+            yield rep, offset, key
+
+
+def _warm_up(session: EngineSession, variants: tuple[str, ...], num: int, prompt_len: int, vocab: int,
+             sampling: SamplingSettings) -> None:
+    warm = random_prompts(min(4, num), prompt_len, vocab, seed=999)
+    for key in variants:
+        VARIANTS[key][1](session, warm, sampling)
 
 
 def _add_timings(stats: RunStats, submitted: float, all_arrivals) -> None:
@@ -168,23 +185,20 @@ def run_comparison(config: EngineConfig, workload: Workload, vocab: int, hf_mode
     single_stream: dict[str, list[RunStats]] = {"a": [], "b": []}
     environment = {"vllm": session.vllm_version, "device": "cpu" if session.on_cpu else "cuda"}
     try:
-        warm = random_prompts(min(4, workload.num_requests), workload.prompt_len, vocab, seed=999)
-        run_plain_timed(session, warm, sampling)
-        run_workbench_timed(session, warm, sampling)
+        _warm_up(session, ("a", "b"), workload.num_requests, workload.prompt_len, vocab, sampling)
         total = workload.repeats * 4
-        for rep in range(workload.repeats):
-            pairs = [("a", run_plain_timed), ("b", run_workbench_timed)]
-            for offset, (key, runner) in enumerate(pairs if rep % 2 == 0 else pairs[::-1]):
-                done = rep * 4 + offset
-                progress(f"Repeat {rep + 1}/{workload.repeats}: ({key}) {workload.num_requests} requests",
-                         0.2 + 0.5 * done / total)
-                prompts = random_prompts(workload.num_requests, workload.prompt_len, vocab, seed=rep * 10 + offset + 1)
-                result = runner(session, prompts, sampling)
-                result.memory_bytes, result.memory_scope = engine_memory(session.engine_pids)
-                runs[key].append(result)
-                for sample in range(SINGLE_STREAM_SAMPLES):
-                    one = random_prompts(1, workload.prompt_len, vocab, seed=1000 + rep * 100 + offset * 10 + sample)
-                    single_stream[key].append(runner(session, one, single))
+        for rep, offset, key in _rotation(("a", "b"), workload.repeats):
+            runner = VARIANTS[key][1]
+            done = rep * 4 + offset
+            progress(f"Repeat {rep + 1}/{workload.repeats}: ({key}) {workload.num_requests} requests",
+                     0.2 + 0.5 * done / total)
+            prompts = random_prompts(workload.num_requests, workload.prompt_len, vocab, seed=rep * 10 + offset + 1)
+            result = runner(session, prompts, sampling)
+            result.memory_bytes, result.memory_scope = engine_memory(session.engine_pids)
+            runs[key].append(result)
+            for sample in range(SINGLE_STREAM_SAMPLES):
+                one = random_prompts(1, workload.prompt_len, vocab, seed=1000 + rep * 100 + offset * 10 + sample)
+                single_stream[key].append(runner(session, one, single))
     finally:
         session.shutdown()
     progress("Hugging Face transformers generate (c)", 0.75)
@@ -227,14 +241,10 @@ def compare_throughput(config: EngineConfig, num_requests: int, prompt_len: int,
     session = start_session(config)
     results: dict[str, list[RunStats]] = {key: [] for key in variants}
     try:
-        warm = random_prompts(min(4, num_requests), prompt_len, vocab, seed=999)
-        for key in variants:
-            VARIANTS[key][1](session, warm, sampling)
-        for rep in range(repeats):
-            order = variants[rep % len(variants):] + variants[:rep % len(variants)]
-            for offset, key in enumerate(order):
-                prompts = random_prompts(num_requests, prompt_len, vocab, seed=rep * 10 + offset + 1)
-                results[key].append(VARIANTS[key][1](session, prompts, sampling))
+        _warm_up(session, variants, num_requests, prompt_len, vocab, sampling)
+        for rep, offset, key in _rotation(variants, repeats):
+            prompts = random_prompts(num_requests, prompt_len, vocab, seed=rep * 10 + offset + 1)
+            results[key].append(VARIANTS[key][1](session, prompts, sampling))
     finally:
         session.shutdown()
     return results

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from workbench.telemetry.gpu_memory import process_gpu_memory, read_gpu_memory
+from workbench.telemetry.gpu_memory import gpu_memory_by_pid, read_gpu_memory
 
 FIELDS = ["time_s", "gpu", "nvml_used_mib", "smi_used_mib", "pid", "nvml_process_mib", "smi_process_mib"]
 
@@ -30,8 +30,9 @@ def sample() -> list[dict]:
     for gpu in gpus:
         rows.append({"time_s": f"{now:.1f}", "gpu": gpu.index, "nvml_used_mib": gpu.used_bytes // 2**20,
                      "smi_used_mib": smi_gpus.get(gpu.index, "")})
+    by_pid = gpu_memory_by_pid() or {}
     for pid, used in _smi("compute-apps=pid,used_memory"):
-        own = process_gpu_memory([int(pid)])
+        own = by_pid.get(int(pid))
         rows.append({"time_s": f"{now:.1f}", "pid": pid, "smi_process_mib": used,
                      "nvml_process_mib": own // 2**20 if own is not None else ""})
     return rows

@@ -24,6 +24,9 @@ class Row:
     single_stream_tok_s: float | None
 
 
+BAR_COLOURS = ["#2563eb", "#f59e0b", "#9ca3af", "#6b7280"]  # (a), (b), (c) batch 1, (c) best batch
+
+
 def _pct(values: list[float]) -> tuple[float, float] | None:
     return (percentile(values, 50) * 1e3, percentile(values, 99) * 1e3) if values else None
 
@@ -120,11 +123,12 @@ def csv_text(result: ComparisonResult) -> str:
     def numbers(pair) -> list[str]:
         return [f"{v:.3f}" for v in pair] if pair else ["", ""]
 
-    for r in build_rows(result):
+    rows = build_rows(result)
+    for r in rows:
         writer.writerow([r.path, f"{r.tokens_per_s:.1f}", r.spread, *numbers(r.ttft_ms), *numbers(r.itl_ms),
                          f"{r.memory_mib:.0f}" if r.memory_mib else "",
                          f"{r.single_stream_tok_s:.1f}" if r.single_stream_tok_s else ""])
-    for name, value in ratios(build_rows(result)).items():
+    for name, value in ratios(rows).items():
         writer.writerow([f"ratio {name}", f"{value:.4f}"])
     for name, (median, low, high) in pair_ratios(result).items():
         writer.writerow([f"ratio {name} per repeat", f"{median:.4f}", f"{low:.4f}–{high:.4f}"])
@@ -138,12 +142,11 @@ def svg_plot(result: ComparisonResult) -> str:
     height = 40 + len(rows) * (bar_h + 12)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="13">',
              '<text x="10" y="20" font-weight="bold">Output tokens/s (same workload, higher is better)</text>']
-    colours = ["#2563eb", "#f59e0b", "#9ca3af", "#6b7280"]
     for i, r in enumerate(rows):
         y = 34 + i * (bar_h + 12)
         length = (width - left - 90) * r.tokens_per_s / top
         parts.append(f'<text x="10" y="{y + 19}">{escape(r.path)}</text>')
-        parts.append(f'<rect x="{left}" y="{y}" width="{length:.1f}" height="{bar_h}" fill="{colours[i % 4]}"/>')
+        parts.append(f'<rect x="{left}" y="{y}" width="{length:.1f}" height="{bar_h}" fill="{BAR_COLOURS[i % len(BAR_COLOURS)]}"/>')
         parts.append(f'<text x="{left + length + 6:.1f}" y="{y + 19}">{r.tokens_per_s:,.0f}</text>')
     parts.append("</svg>")
     return "\n".join(parts)

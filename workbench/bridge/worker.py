@@ -19,7 +19,7 @@ class EngineWorker(QObject):
     state_changed = Signal(str, str)  # state, message
     start_progressed = Signal(object)  # StartProgress
     engine_ready = Signal(object)  # EngineInfo
-    text_flushed = Signal(dict)  # request id -> new text
+    text_flushed = Signal(object)  # dict: request id -> new text (a fresh dict each flush; no Qt map copy)
     request_finished = Signal(object)  # StreamEvent with figures
     request_failed = Signal(str, str)  # request id, message
 

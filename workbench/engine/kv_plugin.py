@@ -192,27 +192,21 @@ _get_null = operator.attrgetter("is_null")
 _get_block_id = operator.attrgetter("block_id")
 
 
+# Block state by min(ref_cnt, 2) * 2 + hashed (the null block apart): one rule for both reading paths.
+_STATE_BY_REF_AND_HASH = bytes([BLOCK_STATE_FREE, BLOCK_STATE_CACHED, BLOCK_STATE_IN_USE, BLOCK_STATE_IN_USE,
+                                BLOCK_STATE_SHARED, BLOCK_STATE_SHARED])
+_STATE_TABLE = np.frombuffer(_STATE_BY_REF_AND_HASH, np.int8)
+
+
 def _read_blocks(blocks: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """State, ref_cnt and hashed of ``blocks``: three C-level passes, the states from numpy."""
+    """State, ref_cnt and hashed of ``blocks``: three C-level passes, the states from one table."""
     n = len(blocks)
     ref = np.fromiter(map(_get_ref_cnt, blocks), np.int32, n)
     hashed = np.fromiter(map(operator.is_not, map(_get_hash, blocks), itertools.repeat(None, n)), np.bool_, n)
     null = np.fromiter(map(_get_null, blocks), np.bool_, n)
-    state = np.where(ref > 1, BLOCK_STATE_SHARED,
-                     np.where(ref == 1, BLOCK_STATE_IN_USE,
-                              np.where(hashed, BLOCK_STATE_CACHED, BLOCK_STATE_FREE))).astype(np.int8)
+    state = _STATE_TABLE[np.minimum(ref, 2) * 2 + hashed]
     state[null] = BLOCK_STATE_NULL
     return state, ref, hashed
-
-
-def _state_of(block, ref_cnt: int, hashed: bool) -> int:
-    if block.is_null:
-        return BLOCK_STATE_NULL
-    if ref_cnt > 1:
-        return BLOCK_STATE_SHARED
-    if ref_cnt == 1:
-        return BLOCK_STATE_IN_USE
-    return BLOCK_STATE_CACHED if hashed else BLOCK_STATE_FREE
 
 
 _Changes = tuple[bytes, bytes, bytes, bytes]  # block ids (int32), states (int8), ref_cnts (int32), hashed (bool)
@@ -243,13 +237,14 @@ class _PoolMirror:
 
     def resync(self) -> _Changes:
         _dirty_block_ids.clear()
-        state, ref, hashed = _read_blocks(self.pool.blocks)
-        self.state, self.hashed = bytearray(state.tobytes()), bytearray(hashed.tobytes())
+        state_array, ref_array, hashed_array = _read_blocks(self.pool.blocks)
+        state, ref, hashed = state_array.tobytes(), ref_array.tobytes(), hashed_array.tobytes()
+        self.state, self.hashed = bytearray(state), bytearray(hashed)
         self.ref = array.array("i")
-        self.ref.frombytes(ref.tobytes())
-        self.counts = np.bincount(state, minlength=NUM_BLOCK_STATES).tolist()
+        self.ref.frombytes(ref)
+        self.counts = np.bincount(state_array, minlength=NUM_BLOCK_STATES).tolist()
         self.sent_tables.clear()
-        return np.arange(len(state), dtype=np.int32).tobytes(), state.tobytes(), ref.tobytes(), hashed.tobytes()
+        return np.arange(len(state), dtype=np.int32).tobytes(), state, ref, hashed
 
     def changes(self) -> _Changes:
         """The blocks whose state, ref_cnt or hash changed since the last call."""
@@ -265,9 +260,9 @@ class _PoolMirror:
         for block_id in dirty:
             block = blocks[block_id]
             ref_cnt = block.ref_cnt
-            hashed = block.block_hash is not None
-            state = _state_of(block, ref_cnt, hashed)
-            if state != mirror_state[block_id] or ref_cnt != mirror_ref[block_id] or hashed != mirror_hashed[block_id]:
+            hashed = block._block_hash is not None
+            if ref_cnt != mirror_ref[block_id] or hashed != mirror_hashed[block_id]:  # the state follows them
+                state = BLOCK_STATE_NULL if block.is_null else _STATE_BY_REF_AND_HASH[min(ref_cnt, 2) * 2 + hashed]
                 counts[mirror_state[block_id]] -= 1
                 counts[state] += 1
                 mirror_state[block_id], mirror_ref[block_id], mirror_hashed[block_id] = state, ref_cnt, hashed
@@ -388,6 +383,16 @@ def _kv_scan(self) -> dict:
     tables = {r: np.fromiter((b.block_id for b in bl), np.int32, len(bl)).tobytes()
               for r, bl in req_to_blocks.items()}
     return {"states": state.tobytes(), "ref_cnts": ref.tobytes(), "hashed": hashed.tobytes(), "tables": tables}
+
+
+def _state_of(block, ref_cnt: int, hashed: bool) -> int:
+    if block.is_null:
+        return BLOCK_STATE_NULL
+    if ref_cnt > 1:
+        return BLOCK_STATE_SHARED
+    if ref_cnt == 1:
+        return BLOCK_STATE_IN_USE
+    return BLOCK_STATE_CACHED if hashed else BLOCK_STATE_FREE
 
 
 def _scan_python(blocks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -14,10 +14,14 @@ from workbench.engine.backend import Backend, ChatRequest, EngineInfo, PromptToo
 from workbench.engine.kv_snapshot import KVSnapshot
 from workbench.engine.process_guard import describe_exit
 from workbench.engine.session import EngineConfig, EngineSession
-from workbench.engine.start_phases import EngineStartError, StartProgress
+from workbench.engine.start_phases import EngineStartError, StartProgress, progress_for
 from workbench.engine.model_source import ModelNotFoundError
 
 DEMO_MODEL = "demo"  # EngineConfig.model value meaning "the demo model, built on first use"
+
+
+def starting_message(model: str) -> str:
+    return f"Starting the engine on {model}…"
 
 
 @dataclass(frozen=True)
@@ -142,7 +146,7 @@ class EngineLoop:
     # -------------------------------------------------------------- commands
     def _start_engine(self, config: EngineConfig) -> None:
         self._stop_engine()
-        self._set_state("starting", f"Starting the engine on {config.model}…")
+        self._set_state("starting", starting_message(config.model))
         try:
             if config.model == DEMO_MODEL:
                 config = self._with_demo_model(config)
@@ -166,7 +170,7 @@ class EngineLoop:
         from workbench.engine.demo_model import ensure_demo_model
 
         def report(label: str, fraction: float) -> None:
-            self.listener.start_progressed(StartProgress("model", label, fraction))
+            self.listener.start_progressed(progress_for("model", label, fraction))
 
         path = ensure_demo_model(report)
         return replace(config, model=str(path))

@@ -78,13 +78,14 @@ def child_pids(vllm_only: bool = False) -> set[int]:
 
 def describe_exit(pids: list[int]) -> str:
     """How the engine's processes ended, in words (for the 'engine died' message)."""
-    alive = [p for p in pids if _running(p)]
+    alive = [p for p in pids if is_running(p)]
     if alive:
         return f"process {alive[0]} is still running but stopped answering"
     return "its process is gone (killed, crashed, or out of memory)"
 
 
-def _running(pid: int) -> bool:
+def is_running(pid: int) -> bool:
+    """Alive and not a zombie."""
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:

@@ -44,6 +44,10 @@ class EngineConfig:
     enforce_eager: bool | None = None  # default: eager on CPU, CUDA graphs on GPU
     extra: tuple[tuple[str, object], ...] = field(default=())
 
+    def option(self, name: str, default=None):
+        """One of the ``extra`` engine arguments."""
+        return dict(self.extra).get(name, default)
+
     def engine_kwargs(self, on_cpu: bool) -> dict:
         kwargs = dict(
             model=self.model,
@@ -69,7 +73,8 @@ def check_vllm_version() -> str:
     parts = tuple(int(p) for p in vllm.__version__.split(".")[:2] if p.isdigit())
     if not SUPPORTED_VLLM[0] <= parts <= SUPPORTED_VLLM[1]:
         raise EngineStartError(
-            f"vLLM {vllm.__version__} is installed; the workbench supports 0.26 to 0.33. "
+            f"vLLM {vllm.__version__} is installed; the workbench supports "
+            f"{'.'.join(map(str, SUPPORTED_VLLM[0]))} to {'.'.join(map(str, SUPPORTED_VLLM[1]))}. "
             "Run the installer again (python3 packaging/install.py --reinstall).")
     return vllm.__version__
 
@@ -78,7 +83,6 @@ def check_vllm_version() -> str:
 class _Live:
     """Book-keeping for one running request."""
 
-    internal_id: str
     submitted: float
     first: float = 0.0
     last: float = 0.0
@@ -112,7 +116,7 @@ class EngineSession(Backend):
         from vllm.v1.engine.llm_engine import LLMEngine
 
         self.on_cpu = current_platform.is_cpu()
-        dummy_weights = dict(self.config.extra).get("load_format") == "dummy"
+        dummy_weights = self.config.option("load_format") == "dummy"
         self.model_path = resolve_model(self.config.model, require_weights=not dummy_weights)
         args = EngineArgs(**{**self.config.engine_kwargs(self.on_cpu), "model": self.model_path})
         phase_file = Path(tempfile.gettempdir()) / f"workbench-phases-{os.getpid()}.log"
@@ -129,7 +133,7 @@ class EngineSession(Backend):
         self.engine_pids = sorted(child_pids(vllm_only=True) - before)
         engine = self.engine
         self.watchdog = EngineWatchdog(self.engine_pids, lambda: wake_blocked_step(engine))
-        skip_tokenizer = dict(self.config.extra).get("skip_tokenizer_init", False)
+        skip_tokenizer = self.config.option("skip_tokenizer_init", False)
         self.tokenizer = None if skip_tokenizer else self.engine.get_tokenizer()
         report(progress_for("ready"))
 
@@ -200,7 +204,7 @@ class EngineSession(Backend):
         )
         internal = self.engine.add_request(request.request_id, {"prompt_token_ids": prompt_ids}, params)
         internal = internal if isinstance(internal, str) else request.request_id
-        self.live[request.request_id] = _Live(internal, time.monotonic())
+        self.live[request.request_id] = _Live(time.monotonic())
         self.id_map[internal] = request.request_id
 
     def abort(self, request_id: str) -> StreamEvent | None:
@@ -222,7 +226,9 @@ class EngineSession(Backend):
         finished: list[StreamEvent] = []
         now = time.monotonic()
         live_requests, record = self.live, self.record_arrivals
-        for out in self.engine.step():
+        outputs = self.engine.step()
+        arrived, arrivals = (time.perf_counter(), self.arrivals) if record else (0.0, None)
+        for out in outputs:
             live = live_requests.get(out.request_id)
             if live is None or not out.outputs:
                 continue  # aborted between steps
@@ -234,7 +240,7 @@ class EngineSession(Backend):
                 live.last = now
                 live.num_tokens += num_new
                 if record:
-                    self.arrivals.setdefault(out.request_id, []).append((time.perf_counter(), num_new))
+                    arrivals.setdefault(out.request_id, []).append((arrived, num_new))
             if completion.text:
                 texts[out.request_id] = completion.text
             if out.finished:

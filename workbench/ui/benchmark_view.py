@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
     QTableWidget, QTableWidgetItem, QVBoxLayout,
 )
 
-BAR_COLOURS = ["#2563eb", "#f59e0b", "#9ca3af", "#6b7280"]
+from workbench.bench.report import BAR_COLOURS
 
 
 class BenchmarkView(QDialog):
@@ -96,6 +96,8 @@ class BenchmarkView(QDialog):
             self.stopped_live_engine = True
         self.out_dir = Path(tempfile.mkdtemp(prefix="workbench-bench-"))
         self.output_lines.clear()
+        if self.process is not None:
+            self.process.deleteLater()  # the previous run's, finished
         self.process = QProcess(self)
         self.process.setProcessChannelMode(QProcess.MergedChannels)
         self.process.readyReadStandardOutput.connect(self._on_process_output)
@@ -152,7 +154,8 @@ class BenchmarkView(QDialog):
             self.message.setText(f"The benchmark failed (exit code {exit_code}). Its last output:\n{tail}{restart}")
             return
         self.results_dir = self.out_dir
-        self.show_results(list(csv.reader(csv_path.open(encoding="utf-8"))))
+        with csv_path.open(encoding="utf-8") as f:
+            self.show_results(list(csv.reader(f)))
         self.save_button.setEnabled(True)
         self.message.setText("Done. Save… writes the table (Markdown, CSV), the plot (SVG) and a picture of it (PNG)."
                              + restart)
@@ -170,7 +173,7 @@ class BenchmarkView(QDialog):
         self.plot.clear()
         for i, row in enumerate(paths):
             rate = float(row[1])
-            self.plot.addItem(pg.BarGraphItem(x=[i], height=[rate], width=0.6, brush=BAR_COLOURS[i % 4]))
+            self.plot.addItem(pg.BarGraphItem(x=[i], height=[rate], width=0.6, brush=BAR_COLOURS[i % len(BAR_COLOURS)]))
             label = pg.TextItem(f"{rate:,.0f}", anchor=(0.5, 1.0), color="w")
             label.setPos(i, rate)
             self.plot.addItem(label)

@@ -56,9 +56,13 @@ class MessageView(QFrame):
         self.render()
 
     def render(self) -> None:
-        self.body.setText(self.turn.text or ("…" if self.turn.status == "streaming" else ""))
+        self.render_text()
         self.stats.setText(figures_text(self.turn))
         self.stats.setVisible(bool(self.stats.text()))
+
+    def render_text(self) -> None:
+        """The reply's text only: what changes while it streams."""
+        self.body.setText(self.turn.text or ("…" if self.turn.status == "streaming" else ""))
 
 
 class TranscriptView(QScrollArea):
@@ -84,13 +88,10 @@ class TranscriptView(QScrollArea):
                 self.column.insertWidget(self.column.count() - 1, view)
         self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
 
-    def render_turn(self, turn: Turn) -> None:
+    def render_turn(self, turn: Turn, text_only: bool = False) -> None:
         view = self.views.get(id(turn))
         if view is not None:
-            view.render()
-
-    def plain_text(self) -> str:
-        return "\n".join(f"{t.role}: {t.text}" + (f" [{t.error}]" if t.error else "") for t in self.conversation.turns)
+            view.render_text() if text_only else view.render()
 
 
 class ChatPane(QWidget):
@@ -179,9 +180,6 @@ class ChatPane(QWidget):
                 return conversation.title
         return request_id
 
-    def transcript_text(self, conversation: Conversation | None = None) -> str:
-        return self.transcripts[(conversation or self.current).conversation_id].plain_text()
-
     # -------------------------------------------------------------- actions
     @Slot()
     def send(self) -> None:
@@ -219,14 +217,14 @@ class ChatPane(QWidget):
         self.regenerate_button.setEnabled(not streaming)
 
     # -------------------------------------------------------------- results from the engine
-    @Slot(dict)
+    @Slot(object)
     def on_worker_text_flushed(self, chunks: dict) -> None:
         for request_id, text in chunks.items():
             found = self.pending.get(request_id)
             if found is not None:
                 conversation, turn = found
                 turn.text += text
-                self.transcripts[conversation.conversation_id].render_turn(turn)
+                self.transcripts[conversation.conversation_id].render_turn(turn, text_only=True)
 
     @Slot(object)
     def on_worker_request_finished(self, event) -> None:

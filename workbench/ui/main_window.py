@@ -9,7 +9,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMainWindow, QSplitter, QVBoxLayout, QWidget
 
 from workbench.bridge.worker import EngineThread
-from workbench.engine.loop import StartEngine, StopEngine, Submit, Abort
+from workbench.engine.loop import Abort, StartEngine, StopEngine, Submit, starting_message
 from workbench.engine.session import EngineConfig
 from workbench.ui.chat_pane import ChatPane
 from workbench.ui.engine_status import EngineStatusBar
@@ -74,7 +74,7 @@ class MainWindow(QMainWindow):
     # -------------------------------------------------------------- commands to the engine
     @Slot()
     def restart_engine(self) -> None:
-        self.status.on_worker_state_changed("starting", f"Starting the engine on {self.config.model}…")
+        self.status.on_worker_state_changed("starting", starting_message(self.config.model))
         self.engine.worker.post(StartEngine(self.config))
 
     @Slot()
