@@ -132,9 +132,14 @@ class EngineSession(Backend):
                 raise EngineStartError(explain_start_failure(exc, watcher.error, self.config)) from exc
         self.engine_pids = sorted(child_pids(vllm_only=True) - before)
         engine = self.engine
-        self.watchdog = EngineWatchdog(self.engine_pids, lambda: wake_blocked_step(engine))
-        skip_tokenizer = self.config.option("skip_tokenizer_init", False)
-        self.tokenizer = None if skip_tokenizer else self.engine.get_tokenizer()
+        try:
+            self.watchdog = EngineWatchdog(self.engine_pids, lambda: wake_blocked_step(engine))
+            skip_tokenizer = self.config.option("skip_tokenizer_init", False)
+            self.tokenizer = None if skip_tokenizer else self.engine.get_tokenizer()
+        except Exception as exc:  # the engine runs but is unusable: it must not outlive this start
+            self.shutdown()
+            raise EngineStartError(f"The engine started but its tokenizer could not be loaded: "
+                                   f"{type(exc).__name__}: {exc}. Check the model folder's tokenizer files.") from exc
         report(progress_for("ready"))
 
     def shutdown(self) -> None:
@@ -269,5 +274,8 @@ class EngineSession(Backend):
         delta = future.result()
         round_trip_ms = (time.perf_counter() - started) * 1e3
         self.mirror.apply(delta)
+        for internal in delta["removed"]:  # a finished request's table is gone: its id is needed no more
+            if self.id_map.get(internal) not in self.live:  # (a preempted one comes back)
+                self.id_map.pop(internal, None)
         problems = tuple(scan_matches(self.mirror, delta["scan"])) if checked else None
         return self.mirror.snapshot(self.id_map, round_trip_ms, scan_problems=problems)
