@@ -58,15 +58,21 @@ def check_model_folder(path: Path, require_weights: bool = True) -> Path:
     return path
 
 
-def cached_snapshot(repo_id: str) -> Path | None:
+def _cached_model_repos() -> list:
+    """The model repos in the Hugging Face cache; none where there is no cache or it cannot be read."""
     try:
         from huggingface_hub import scan_cache_dir
-        for repo in scan_cache_dir().repos:
-            if repo.repo_id == repo_id and repo.repo_type == "model":
-                revisions = sorted(repo.revisions, key=lambda r: r.last_modified, reverse=True)
-                return Path(revisions[0].snapshot_path) if revisions else None
+
+        return [repo for repo in scan_cache_dir().repos if repo.repo_type == "model"]
     except Exception:  # no cache folder yet, or an unreadable one: nothing cached
-        return None
+        return []
+
+
+def cached_snapshot(repo_id: str) -> Path | None:
+    for repo in _cached_model_repos():
+        if repo.repo_id == repo_id:
+            revisions = sorted(repo.revisions, key=lambda r: r.last_modified, reverse=True)
+            return Path(revisions[0].snapshot_path) if revisions else None
     return None
 
 
@@ -75,17 +81,13 @@ def list_models(extra_folders: list[str] = ()) -> list[ModelChoice]:
     from workbench.engine.demo_model import demo_model_dir
     from workbench.paths import data_dir
 
-    choices = [ModelChoice("Demo model (built on this machine)", str(demo_model_dir()), "demo")]
+    demo = demo_model_dir()
+    choices = [ModelChoice("Demo model (built on this machine)", str(demo), "demo")]
     models_root = data_dir() / "models"
-    folders = [p for p in sorted(models_root.glob("*")) if p != demo_model_dir()] + [Path(f) for f in extra_folders]
+    folders = [p for p in sorted(models_root.glob("*")) if p != demo] + [Path(f) for f in extra_folders]
     for folder in folders:
         if (folder / "config.json").exists():
             choices.append(ModelChoice(folder.name, str(folder), "local"))
-    try:
-        from huggingface_hub import scan_cache_dir
-        for repo in sorted(scan_cache_dir().repos, key=lambda r: r.repo_id):
-            if repo.repo_type == "model":
-                choices.append(ModelChoice(repo.repo_id, repo.repo_id, "hf-cache"))
-    except Exception:  # no Hugging Face cache on this machine
-        pass
+    for repo in sorted(_cached_model_repos(), key=lambda r: r.repo_id):
+        choices.append(ModelChoice(repo.repo_id, repo.repo_id, "hf-cache"))
     return choices

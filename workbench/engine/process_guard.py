@@ -47,7 +47,7 @@ def _owner_of(process: psutil.Process) -> str | None:
 def reap_orphans() -> list[int]:
     """Kills workbench-started vLLM processes whose app is gone; returns their pids."""
     reaped = []
-    for process in psutil.process_iter(["pid", "name", "cmdline"]):
+    for process in psutil.process_iter():  # only the environment is read, in _owner_of
         if process.pid == os.getpid():
             continue
         tag = _owner_of(process)
