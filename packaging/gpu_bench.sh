@@ -41,7 +41,7 @@ done
 for shape in ${COMPARE_SHAPES:-}; do
   step "compare $shape"
   timeout ${COMPARE_TIMEOUT:-540} python3 -m workbench bench --shape $shape --gpu-memory-utilization 0.4 --max-model-len 4096 \
-    compare --requests 256 --prompt-len 512 --output-len 256 --repeats ${REPEATS:-3} --hf-tokens 64 --hf-time-box 90 \
+    compare --requests 256 --prompt-len 512 --output-len 256 --repeats ${REPEATS:-3} --hf-tokens 64 --hf-time-box 90 --single-samples ${SINGLE_SAMPLES:-3} \
     --out "$OUT/compare-$shape" > "$OUT/compare-$shape.log" 2>&1
   show '^Workload' 16 "$OUT/compare-$shape.log"
 done

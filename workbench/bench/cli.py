@@ -88,7 +88,7 @@ def cmd_compare(args) -> int:
 
     config = _config(args)
     workload = Workload(args.requests, args.prompt_len, args.output_len, not args.stop_at_eos, args.repeats,
-                        args.hf_tokens, args.hf_time_box)
+                        args.hf_tokens, args.hf_time_box, args.single_samples)
 
     def progress(label: str, fraction: float) -> None:
         print(f"PROGRESS {fraction:.3f} {label}", flush=True)
@@ -145,6 +145,8 @@ def main(argv: list[str]) -> int:
     compare.add_argument("--stop-at-eos", action="store_true", help="let requests end early (default: ignore_eos)")
     compare.add_argument("--hf-tokens", type=int, default=64, help="new tokens per sequence for HF generate")
     compare.add_argument("--hf-time-box", type=float, default=120.0, help="seconds for all HF batch sizes")
+    compare.add_argument("--single-samples", type=int, default=3,
+                         help="single-request runs per path and repeat, (a) and (b) alternating")
     compare.add_argument("--out", default="bench-out", help="folder for benchmark.md / .csv / .svg")
     stall = sub.add_parser("gui-stall", help="GUI event-loop stalls while many requests stream (needs Qt)")
     stall.add_argument("--requests", type=int, default=256)

@@ -22,7 +22,6 @@ from workbench.engine.loop import EngineLoop, Submit
 from workbench.engine.session import EngineConfig, EngineSession
 
 Progress = Callable[[str, float], None]
-SINGLE_STREAM_SAMPLES = 3  # single-request runs per path and repeat: one is short enough to be noise
 
 
 @dataclass(frozen=True)
@@ -34,6 +33,7 @@ class Workload:
     repeats: int = 3
     hf_tokens: int = 64  # the HF baseline's time box, in new tokens per sequence
     hf_time_box_s: float = 120.0
+    single_stream_samples: int = 3  # single-request runs per path and repeat: one is short enough to be noise
 
 
 @dataclass
@@ -186,25 +186,33 @@ def run_comparison(config: EngineConfig, workload: Workload, vocab: int, hf_mode
     environment = {"vllm": session.vllm_version, "device": "cpu" if session.on_cpu else "cuda"}
     try:
         _warm_up(session, ("a", "b"), workload.num_requests, workload.prompt_len, vocab, sampling)
-        total = workload.repeats * 4
+        total = workload.repeats * 3
         for rep, offset, key in _rotation(("a", "b"), workload.repeats):
-            runner = VARIANTS[key][1]
-            done = rep * 4 + offset
+            done = rep * 3 + offset
             progress(f"Repeat {rep + 1}/{workload.repeats}: ({key}) {workload.num_requests} requests",
                      0.2 + 0.5 * done / total)
             prompts = random_prompts(workload.num_requests, workload.prompt_len, vocab, seed=rep * 10 + offset + 1)
-            result = runner(session, prompts, sampling)
+            result = VARIANTS[key][1](session, prompts, sampling)
             result.memory_bytes, result.memory_scope = engine_memory(session.engine_pids)
             runs[key].append(result)
-            for sample in range(SINGLE_STREAM_SAMPLES):
-                one = random_prompts(1, workload.prompt_len, vocab, seed=1000 + rep * 100 + offset * 10 + sample)
-                single_stream[key].append(runner(session, one, single))
+            if offset == 1:  # both paths ran this repeat: now the single streams, (a) and (b) side by side
+                progress(f"Repeat {rep + 1}/{workload.repeats}: single stream", 0.2 + 0.5 * (done + 1) / total)
+                _single_streams(session, single_stream, workload, vocab, single, rep)
     finally:
         session.shutdown()
     progress("Hugging Face transformers generate (c)", 0.75)
     hf = run_hf_baseline(hf_model, workload, vocab, progress)
     progress("Done", 1.0)
     return ComparisonResult(workload, config, runs, single_stream, hf, environment)
+
+
+def _single_streams(session: EngineSession, into: dict[str, list[RunStats]], workload: Workload, vocab: int,
+                    sampling: SamplingSettings, rep: int) -> None:
+    """Single-request runs alternating a, b / b, a, so each pair ran seconds apart on the same prompt."""
+    for sample in range(workload.single_stream_samples):
+        one = random_prompts(1, workload.prompt_len, vocab, seed=1000 + rep * 100 + sample)
+        for key in (("a", "b") if (rep + sample) % 2 == 0 else ("b", "a")):
+            into[key].append(VARIANTS[key][1](session, one, sampling))
 
 
 def median_rate(runs: list[RunStats]) -> float:

@@ -17,6 +17,7 @@ class HFResult:
     ttft_s: float
     peak_memory_bytes: int | None
     error: str = ""
+    gaps_s: tuple[float, ...] = ()  # between consecutive new tokens (the batch's tokens arrive together)
 
     @property
     def tokens_per_s(self) -> float:
@@ -24,7 +25,8 @@ class HFResult:
 
     @property
     def itl_s(self) -> float:
-        return (self.elapsed_s - self.ttft_s) / max(1, self.new_tokens - 1)
+        """Mean gap between new tokens."""
+        return sum(self.gaps_s) / len(self.gaps_s) if self.gaps_s else 0.0
 
 
 def load_hf_model(folder: str):
@@ -43,19 +45,44 @@ def load_hf_model(folder: str):
     return model.eval(), device
 
 
-def _generate(model, device: str, batch: int, prompt_len: int, new_tokens: int, vocab: int) -> float:
+class _TokenClock:
+    """A stopping criterion that never stops: it notes when each new token exists, so TTFT and the
+    gaps come from the same ``generate`` call as the rate."""
+
+    def __init__(self, device: str):
+        self.device = device
+        self.stamps: list[float] = []
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        self.stamps.append(time.perf_counter())
+        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+
+
+def _generate(model, device: str, batch: int, prompt_len: int, new_tokens: int,
+              vocab: int) -> tuple[float, float, tuple[float, ...]]:
+    """Seconds for the whole call, to the first new token, and between new tokens."""
     import torch
+    from transformers import StoppingCriteriaList
 
     input_ids = torch.randint(10, vocab - 10, (batch, prompt_len), device=device)
+    clock = _TokenClock(device)
     if device == "cuda":
         torch.cuda.synchronize()
     started = time.perf_counter()
     with torch.inference_mode():
         model.generate(input_ids, attention_mask=torch.ones_like(input_ids), max_new_tokens=new_tokens,
-                       min_new_tokens=new_tokens, do_sample=False, pad_token_id=0)
+                       min_new_tokens=new_tokens, do_sample=False, pad_token_id=0,
+                       stopping_criteria=StoppingCriteriaList([clock]))
     if device == "cuda":
         torch.cuda.synchronize()
-    return time.perf_counter() - started
+    elapsed = time.perf_counter() - started
+    stamps = clock.stamps
+    gaps = tuple(b - a for a, b in zip(stamps, stamps[1:]))
+    return elapsed, (stamps[0] - started) if stamps else elapsed, gaps
 
 
 def _peak_memory(device: str) -> int | None:
@@ -81,13 +108,12 @@ def run_hf_baseline(folder: str, workload, vocab: int, progress=lambda label, fr
         if device == "cuda":
             torch.cuda.reset_peak_memory_stats()
         try:
-            ttft = _generate(model, device, batch, workload.prompt_len, 1, vocab)
-            elapsed = _generate(model, device, batch, workload.prompt_len, workload.hf_tokens, vocab)
+            elapsed, ttft, gaps = _generate(model, device, batch, workload.prompt_len, workload.hf_tokens, vocab)
         except torch.cuda.OutOfMemoryError as exc:
             results.append(HFResult(batch, workload.hf_tokens, 0.0, 0.0, None, f"out of memory: {exc}"[:200]))
             break
-        results.append(HFResult(batch, workload.hf_tokens, elapsed, ttft, _peak_memory(device)))
-        spent += elapsed + ttft
+        results.append(HFResult(batch, workload.hf_tokens, elapsed, ttft, _peak_memory(device), gaps_s=gaps))
+        spent += elapsed
         if spent > workload.hf_time_box_s:
             break
     del model

@@ -49,7 +49,7 @@ def build_rows(result: ComparisonResult) -> list[Row]:
     for label, hf in (("(c) HF generate, batch 1", hf_one), (f"(c) HF generate, best batch {best.batch_size if best else '-'}", best)):
         if hf is not None:
             rows.append(Row(label, hf.tokens_per_s, f"{hf.new_tokens} new tokens/seq",
-                            (hf.ttft_s * 1e3, hf.ttft_s * 1e3), (hf.itl_s * 1e3, hf.itl_s * 1e3),
+                            (hf.ttft_s * 1e3, hf.ttft_s * 1e3), _pct(list(hf.gaps_s)),
                             hf.peak_memory_bytes / 2**20 if hf.peak_memory_bytes else None,
                             1.0 / hf.itl_s if hf.batch_size == 1 and hf.itl_s > 0 else None))
     return rows

@@ -37,6 +37,7 @@ class BenchmarkView(QDialog):
             "output-len": QSpinBox(minimum=1, maximum=32768, value=256),
             "repeats": QSpinBox(minimum=1, maximum=20, value=3),
             "hf-tokens": QSpinBox(minimum=1, maximum=4096, value=64),
+            "single-samples": QSpinBox(minimum=1, maximum=50, value=3),
         }
         self.run_button = QPushButton("Run benchmark", objectName="runBenchmarkButton")
         self.run_button.clicked.connect(self.run)
