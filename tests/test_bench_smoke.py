@@ -11,7 +11,7 @@ def test_compare_benchmark_smoke_run(tmp_path, demo_model_path):
     run = subprocess.run(
         [sys.executable, "-m", "workbench", "bench", "--model", demo_model_path, "--max-num-seqs", "8",
          "compare", "--requests", "4", "--prompt-len", "32", "--output-len", "16", "--repeats", "1",
-         "--hf-tokens", "4", "--out", str(out)],
+         "--hf-tokens", "4", "--single-samples", "2", "--out", str(out)],
         capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     print(run.stdout[run.stdout.find("Workload"):])
@@ -21,3 +21,13 @@ def test_compare_benchmark_smoke_run(tmp_path, demo_model_path):
     rows = {r[0]: r for r in csv.reader((out / "benchmark.csv").open())}
     assert float(rows["(a) plain vLLM"][1]) > 0 and float(rows["(b) workbench loop"][1]) > 0
     assert (out / "benchmark.svg").read_text().startswith("<svg")
+    # HF's TTFT and token gaps come from the generate call that gives its rate: never negative,
+    # and its batch-1 row has a single-stream speed like (a) and (b).
+    header = rows["path"]
+    hf_one = dict(zip(header, rows["(c) HF generate, batch 1"]))
+    assert float(hf_one["ttft_ms_p50"]) > 0 and float(hf_one["itl_ms_p50"]) > 0
+    assert float(hf_one["single_stream_tok_s"]) > 0
+    assert "b/a single stream, per repeat" in run.stdout
+    cpu_line = next(line for line in run.stdout.splitlines() if line.startswith("- CPU µs per output token"))
+    client_a = float(cpu_line.split("(a) ")[1].split(" /")[0])
+    assert client_a > 0, cpu_line

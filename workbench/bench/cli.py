@@ -65,8 +65,8 @@ def cmd_loop(args) -> int:
     print(f"\n{args.requests} requests × {args.prompt_len} prompt / {args.output_len} output tokens, "
           f"{args.repeats} interleaved repeats")
     print("| path | output tok/s median | min | max | ITL ms p50 | / plain (median of medians) | "
-          "/ plain per interleaved pair: median (min–max) |")
-    print("|---|---|---|---|---|---|---|")
+          "/ plain per interleaved pair: median (min–max) | CPU µs per output token, client / engine (median) |")
+    print("|---|---|---|---|---|---|---|---|")
     plain = results["a"]
     plain_median = median_rate(plain)
     for key in variants:
@@ -74,9 +74,11 @@ def cmd_loop(args) -> int:
         median = median_rate(results[key])
         pairs = [r.tokens_per_s / p.tokens_per_s for p, r in zip(plain, results[key])]
         itl = statistics.median(g for r in results[key] for g in r.itl_s) * 1e3
+        client_cpu, engine_cpu = (statistics.median(c) for c in zip(*(r.cpu_us_per_token() for r in results[key])))
         print(f"| {VARIANTS[key][0]} | {median:,.0f} | {min(rates):,.0f} | {max(rates):,.0f} | "
               f"{itl:.2f} | {median / plain_median:.3f} | "
-              f"{statistics.median(pairs):.3f} ({min(pairs):.3f}–{max(pairs):.3f}) |")
+              f"{statistics.median(pairs):.3f} ({min(pairs):.3f}–{max(pairs):.3f}) | "
+              f"{client_cpu:.1f} / {engine_cpu:.1f} |")
     return 0
 
 

@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+import psutil
+
 from workbench.bench.engine_bench import random_prompts, start_session
 from workbench.bench.hf_baseline import HFResult, run_hf_baseline
 from workbench.bench.memory import engine_memory
@@ -47,10 +49,41 @@ class RunStats:
     itl_s: list[float] = field(default_factory=list)
     memory_bytes: int | None = None
     memory_scope: str = ""
+    client_cpu_s: float = 0.0  # CPU time of this process (all its threads) during the run
+    engine_cpu_s: float = 0.0  # CPU time of the engine's processes during the run
 
     @property
     def tokens_per_s(self) -> float:
         return self.output_tokens / self.elapsed_s if self.elapsed_s else 0.0
+
+    def cpu_us_per_token(self) -> tuple[float, float]:
+        """Client and engine CPU microseconds per output token: work done, less exposed to a noisy
+        machine's scheduling than wall-clock rates."""
+        n = self.output_tokens or 1
+        return self.client_cpu_s / n * 1e6, self.engine_cpu_s / n * 1e6
+
+
+def _engine_cpu_s(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        try:
+            times = psutil.Process(pid).cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
+
+
+class _CpuClock:
+    """CPU seconds spent by this process and by the engine's processes between start and stop."""
+
+    def __init__(self, pids: list[int]):
+        self.pids = pids
+        self.client, self.engine = time.process_time(), _engine_cpu_s(pids)
+
+    def stop(self, stats: "RunStats") -> None:
+        stats.client_cpu_s = time.process_time() - self.client
+        stats.engine_cpu_s = _engine_cpu_s(self.pids) - self.engine
 
 
 @dataclass
@@ -87,6 +120,7 @@ def run_plain_timed(session: EngineSession, prompts: list[list[int]], sampling: 
                             ignore_eos=sampling.ignore_eos, output_kind=RequestOutputKind.DELTA,
                             detokenize=session.tokenizer is not None)
     stats = RunStats("a")
+    cpu = _CpuClock(session.engine_pids)
     started = time.perf_counter()
     arrivals: dict[str, list[tuple[float, int]]] = {}
     for i, prompt in enumerate(prompts):
@@ -102,6 +136,7 @@ def run_plain_timed(session: EngineSession, prompts: list[list[int]], sampling: 
                 arrivals[out.request_id].append((now, count))
                 stats.output_tokens += count
     stats.elapsed_s = time.perf_counter() - started
+    cpu.stop(stats)
     _add_timings(stats, started, arrivals.values())
     return stats
 
@@ -133,11 +168,13 @@ def run_workbench_timed(session: EngineSession, prompts: list[list[int]], sampli
     session.record_arrivals = True
     session.arrivals.clear()
     stats = RunStats("b")
+    cpu = _CpuClock(session.engine_pids)
     started = time.perf_counter()
     for i, prompt in enumerate(prompts):
         loop.post(Submit(ChatRequest(f"b-{started}-{i}", (), sampling, prompt_token_ids=tuple(prompt))))
     loop.run_until(lambda: collector.finished >= len(prompts))
     stats.elapsed_s = time.perf_counter() - started
+    cpu.stop(stats)
     stats.output_tokens = sum(count for arrivals in session.arrivals.values() for _, count in arrivals)
     _add_timings(stats, started, session.arrivals.values())
     session.record_arrivals = False

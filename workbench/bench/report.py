@@ -112,7 +112,19 @@ def markdown(result: ComparisonResult) -> str:
     for name, (median, low, high) in pair_ratios(result).items():
         lines.append(f"- {name}, per repeat (each (b) run against the (a) run beside it): median {median:.3f} "
                      f"({low:.3f}–{high:.3f})")
+    lines.append(f"- CPU µs per output token, client / engine processes (median): {cpu_per_token(result)}")
     return "\n".join(lines) + "\n"
+
+
+def cpu_per_token(result: ComparisonResult) -> str:
+    """The work each path asked of the CPUs, per output token: (a) then (b)."""
+    parts = []
+    for key in ("a", "b"):
+        per_run = [r.cpu_us_per_token() for r in result.runs[key]]
+        if per_run:
+            client, engine = (statistics.median(c) for c in zip(*per_run))
+            parts.append(f"({key}) {client:.1f} / {engine:.1f}")
+    return ", ".join(parts) or "not measured"
 
 
 def csv_text(result: ComparisonResult) -> str:
