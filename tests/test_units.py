@@ -12,7 +12,7 @@ import pytest
 from workbench.conversation import Conversation
 from workbench.engine.backend import SamplingSettings
 from workbench.engine.kv_snapshot import (
-    BLOCK_STATE_CACHED, BLOCK_STATE_FREE, BLOCK_STATE_IN_USE, BLOCK_STATE_SHARED, KVPoolMirror,
+    BLOCK_STATE_CACHED, BLOCK_STATE_FREE, BLOCK_STATE_IN_USE, BLOCK_STATE_SHARED, CHUNK_BLOCKS, KVPoolMirror,
 )
 from workbench.engine.model_source import ModelNotFoundError, resolve_model
 from workbench.ui.kv_heatmap import grid_shape, heatmap_image
@@ -74,6 +74,29 @@ def test_mirror_applies_deltas_and_appends_block_tables():
     mirror.apply(_delta(4, False, 4, [1, 2, 3], [BLOCK_STATE_CACHED, BLOCK_STATE_FREE, BLOCK_STATE_FREE],
                         [0, 0, 0], [1, 0, 0], removed=["a-1", "b-1"]))
     assert mirror.snapshot({}, 1.0).tables == {}
+
+
+def test_snapshots_copy_only_the_chunks_a_delta_touched():
+    n = CHUNK_BLOCKS * 3 + 5  # four chunks, the last one short
+    mirror = KVPoolMirror()
+    mirror.apply(_delta(1, True, n, list(range(n)), [BLOCK_STATE_FREE] * n, [0] * n, [0] * n))
+    first = mirror.snapshot({}, 1.0)
+    changed = [CHUNK_BLOCKS + 7, n - 1]  # in the second and the last chunk
+    mirror.apply(_delta(2, False, n, changed, [BLOCK_STATE_IN_USE] * 2, [1, 1], [0, 0]))
+    second = mirror.snapshot({}, 1.0)
+    for name in ("states", "ref_cnts", "hashed", "changed_at"):
+        same = [a is b for a, b in zip(first.chunks[name], second.chunks[name])]
+        assert same == [True, False, True, False], name
+    # Each snapshot keeps the pool as it was, whatever came later, and reads as whole arrays.
+    assert first.states[changed].tolist() == [BLOCK_STATE_FREE] * 2 and first.ref_cnts.sum() == 0
+    assert second.states[changed].tolist() == [BLOCK_STATE_IN_USE] * 2 and second.ref_cnts.sum() == 2
+    assert second.changed_at[changed].tolist() == [2, 2] and len(second.hashed) == n
+    assert np.array_equal(second.states, mirror.states)
+    with pytest.raises(ValueError):
+        second.ref_cnts[0] = 5
+    # A resync (a new engine, another pool size) publishes every chunk again.
+    mirror.apply(_delta(3, True, 4, [0, 1, 2, 3], [0, 1, 1, 1], [0, 0, 0, 0], [0, 0, 0, 0]))
+    assert mirror.snapshot({}, 1.0).states.tolist() == [0, 1, 1, 1]
 
 
 def test_heatmap_bins_show_the_most_used_state():

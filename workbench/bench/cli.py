@@ -42,12 +42,13 @@ def cmd_snapshot(args) -> int:
                      kv_cache_memory_bytes=args.kv_bytes if args.kv_bytes else None)
     cost = measure_snapshot_cost(config, args.running, args.prompt_len, args.samples, _vocab(config))
     print("\n| blocks | running | samples | engine-side ms p50 / p99 | engine thread CPU ms p50 / p99 | "
-          "round trip ms p50 / p99 | "
+          "round trip ms p50 / p99 | client apply + publish ms p50 / p99 | "
           "changed blocks p50 | full resync ms | full Python scan ms | tracking |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     print(f"| {cost.num_blocks:,} | {cost.num_running} | {cost.num_samples} | {cost.engine_ms_p50:.3f} / "
           f"{cost.engine_ms_p99:.3f} | {cost.engine_cpu_ms_p50:.3f} / {cost.engine_cpu_ms_p99:.3f} | "
           f"{cost.round_trip_ms_p50:.2f} / {cost.round_trip_ms_p99:.2f} | "
+          f"{cost.client_ms_p50:.3f} / {cost.client_ms_p99:.3f} | "
           f"{cost.changed_blocks_p50:.0f} | {cost.resync_ms:.1f} | {cost.full_scan_ms:.1f} | {cost.tracking} |")
     return 0
 

@@ -43,6 +43,8 @@ class SnapshotCost:
     engine_cpu_ms_p99: float
     round_trip_ms_p50: float
     round_trip_ms_p99: float
+    client_ms_p50: float
+    client_ms_p99: float
     changed_blocks_p50: float
     resync_ms: float
     full_scan_ms: float
@@ -60,13 +62,14 @@ def measure_snapshot_cost(config: EngineConfig, num_running: int, prompt_len: in
         started = time.perf_counter()
         session.kv_snapshot()  # the first call is a full resync and installs tracking
         resync_ms = (time.perf_counter() - started) * 1e3
-        engine_ms, engine_cpu_ms, round_trip_ms, changed = [], [], [], []
+        engine_ms, engine_cpu_ms, round_trip_ms, client_ms, changed = [], [], [], [], []
         while len(engine_ms) < num_samples and session.has_work():
             session.step()
             snap = session.kv_snapshot()
             engine_ms.append(snap.engine_ms)
             engine_cpu_ms.append(snap.engine_cpu_ms)
             round_trip_ms.append(snap.round_trip_ms)
+            client_ms.append(snap.client_ms)
             changed.append(len(session.mirror.last["ids"]) // 4)
         running = len(session.mirror.tables)
         started = time.perf_counter()
@@ -77,6 +80,7 @@ def measure_snapshot_cost(config: EngineConfig, num_running: int, prompt_len: in
             engine_ms_p50=statistics.median(engine_ms), engine_ms_p99=percentile(engine_ms, 99),
             engine_cpu_ms_p50=statistics.median(engine_cpu_ms), engine_cpu_ms_p99=percentile(engine_cpu_ms, 99),
             round_trip_ms_p50=statistics.median(round_trip_ms), round_trip_ms_p99=percentile(round_trip_ms, 99),
+            client_ms_p50=statistics.median(client_ms), client_ms_p99=percentile(client_ms, 99),
             changed_blocks_p50=statistics.median(changed), resync_ms=resync_ms, full_scan_ms=full_scan_ms,
             tracking=session.mirror.last.get("tracking", "?"),
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import Mapping
 
@@ -21,6 +22,14 @@ NUM_BLOCK_STATES = 5
 BLOCK_STATE_NAMES = ("null", "free", "cached", "in use", "shared")
 
 
+# Snapshots share the pool's arrays in chunks of this many blocks: each snapshot copies only the
+# chunks that changed since the one before. Changes cluster (vLLM hands out free blocks in queue
+# order): at 300,000 blocks and 256 running requests a 10 Hz delta touched 1-2 of 37 chunks.
+CHUNK_BLOCKS = 8192
+ARRAY_NAMES = ("states", "ref_cnts", "hashed", "changed_at")
+_DTYPES = {"states": np.int8, "ref_cnts": np.int32, "hashed": np.bool_, "changed_at": np.int32}
+
+
 def _readonly(array: np.ndarray) -> np.ndarray:
     array.setflags(write=False)
     return array
@@ -33,10 +42,7 @@ class KVSnapshot:
     version: int
     num_blocks: int
     block_size: int
-    states: np.ndarray  # int8 per block, BLOCK_STATE_*
-    ref_cnts: np.ndarray  # int32 per block
-    hashed: np.ndarray  # bool per block: has a prefix-cache hash
-    changed_at: np.ndarray  # int32 per block: the version in which it last changed
+    chunks: Mapping[str, tuple[np.ndarray, ...]]  # ARRAY_NAMES -> read-only chunks, shared between snapshots
     tables: Mapping[str, np.ndarray]  # request id (the caller's own) -> block ids
     counts: tuple[int, ...]  # blocks per state
     kv_usage: float  # vLLM's own figure: blocks in use / usable blocks
@@ -45,7 +51,32 @@ class KVSnapshot:
     engine_cpu_ms: float  # CPU time of that thread: the same less any wait for a core or the GIL
     round_trip_ms: float
     scan_problems: tuple[str, ...] | None = None  # set when checked against a full scan: () = equal
+    client_ms: float = 0.0  # the stepping thread's time to apply the delta and publish this snapshot
     taken_at: float = field(default_factory=time.monotonic)
+
+    # Whole read-only arrays, one value per block, joined from the chunks on first use by the
+    # thread that reads them (the GUI's), not by the one that steps the engine.
+    @cached_property
+    def states(self) -> np.ndarray:  # int8, BLOCK_STATE_*
+        return self._joined("states")
+
+    @cached_property
+    def ref_cnts(self) -> np.ndarray:  # int32
+        return self._joined("ref_cnts")
+
+    @cached_property
+    def hashed(self) -> np.ndarray:  # bool: has a prefix-cache hash
+        return self._joined("hashed")
+
+    @cached_property
+    def changed_at(self) -> np.ndarray:  # int32: the version in which the block last changed
+        return self._joined("changed_at")
+
+    def _joined(self, name: str) -> np.ndarray:
+        parts = self.chunks[name]
+        if len(parts) == 1:
+            return parts[0]
+        return _readonly(np.concatenate(parts) if parts else np.zeros(0, _DTYPES[name]))
 
     @property
     def num_in_use(self) -> int:
@@ -76,6 +107,8 @@ class KVPoolMirror:
         self.changed_at = np.zeros(0, np.int32)
         self.tables: dict[str, np.ndarray] = {}
         self.last: dict = {}
+        self._chunks: dict[str, list[np.ndarray]] = {name: [] for name in ARRAY_NAMES}  # as last published
+        self._dirty_chunks: set[int] = set()
 
     def reset(self) -> None:
         """Forget everything: the next delta requested is a full resync (a new engine)."""
@@ -89,7 +122,10 @@ class KVPoolMirror:
             self.hashed = np.zeros(n, np.bool_)
             self.changed_at = np.zeros(n, np.int32)
             self.tables = {}
+            self._chunks = {name: [] for name in ARRAY_NAMES}
         ids = np.frombuffer(delta["ids"], np.int32)
+        if ids.size:
+            self._dirty_chunks.update((ids // CHUNK_BLOCKS).tolist())
         self.states[ids] = np.frombuffer(delta["states"], np.int8)
         self.ref_cnts[ids] = np.frombuffer(delta["ref_cnts"], np.int32)
         self.hashed[ids] = np.frombuffer(delta["hashed"], np.bool_)
@@ -107,19 +143,18 @@ class KVPoolMirror:
         self.last = delta
 
     def snapshot(self, id_map: Mapping[str, str], round_trip_ms: float,
-                 scan_problems: tuple[str, ...] | None = None) -> KVSnapshot:
+                 scan_problems: tuple[str, ...] | None = None, client_since: float | None = None) -> KVSnapshot:
         """An immutable copy; engine-internal request ids are translated with ``id_map``.
 
-        Block tables are shared, not copied: :meth:`apply` replaces a table, never writes into one."""
+        Only the chunks changed since the last snapshot are copied; the others, and the block tables
+        (:meth:`apply` replaces a table, never writes into one), are shared with earlier snapshots."""
         tables = {id_map.get(r, r): ids for r, ids in self.tables.items()}
+        chunks = self._publish_chunks()
         return KVSnapshot(
             version=self.version,
             num_blocks=len(self.states),
             block_size=self.block_size,
-            states=_readonly(self.states.copy()),
-            ref_cnts=_readonly(self.ref_cnts.copy()),
-            hashed=_readonly(self.hashed.copy()),
-            changed_at=_readonly(self.changed_at.copy()),
+            chunks=MappingProxyType(chunks),
             tables=MappingProxyType(tables),
             counts=tuple(self.last.get("counts", [0] * NUM_BLOCK_STATES)),
             kv_usage=self.last.get("kv_usage", 0.0),
@@ -128,7 +163,21 @@ class KVPoolMirror:
             engine_cpu_ms=self.last.get("engine_cpu_ns", 0) / 1e6,
             round_trip_ms=round_trip_ms,
             scan_problems=scan_problems,
+            client_ms=(time.perf_counter() - client_since) * 1e3 if client_since is not None else 0.0,
         )
+
+
+    def _publish_chunks(self) -> dict[str, tuple[np.ndarray, ...]]:
+        count = -(-len(self.states) // CHUNK_BLOCKS)
+        if len(self._chunks["states"]) != count:  # first snapshot after a resync: every chunk
+            self._chunks = {name: [None] * count for name in ARRAY_NAMES}
+            self._dirty_chunks = set(range(count))
+        for i in self._dirty_chunks:
+            part = slice(i * CHUNK_BLOCKS, (i + 1) * CHUNK_BLOCKS)
+            for name in ARRAY_NAMES:
+                self._chunks[name][i] = _readonly(getattr(self, name)[part].copy())
+        self._dirty_chunks = set()
+        return {name: tuple(chunks) for name, chunks in self._chunks.items()}
 
 
 def scan_matches(mirror: KVPoolMirror, scan: dict) -> list[str]:

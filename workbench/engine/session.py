@@ -272,10 +272,11 @@ class EngineSession(Backend):
         future, started, checked = self._kv_request
         self._kv_request = None
         delta = future.result()
-        round_trip_ms = (time.perf_counter() - started) * 1e3
+        received = time.perf_counter()
+        round_trip_ms = (received - started) * 1e3
         self.mirror.apply(delta)
         for internal in delta["removed"]:  # a finished request's table is gone: its id is needed no more
             if self.id_map.get(internal) not in self.live:  # (a preempted one comes back)
                 self.id_map.pop(internal, None)
         problems = tuple(scan_matches(self.mirror, delta["scan"])) if checked else None
-        return self.mirror.snapshot(self.id_map, round_trip_ms, scan_problems=problems)
+        return self.mirror.snapshot(self.id_map, round_trip_ms, scan_problems=problems, client_since=received)
