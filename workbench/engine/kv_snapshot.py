@@ -166,7 +166,6 @@ class KVPoolMirror:
             client_ms=(time.perf_counter() - client_since) * 1e3 if client_since is not None else 0.0,
         )
 
-
     def _publish_chunks(self) -> dict[str, tuple[np.ndarray, ...]]:
         count = -(-len(self.states) // CHUNK_BLOCKS)
         if len(self._chunks["states"]) != count:  # first snapshot after a resync: every chunk
