@@ -118,6 +118,24 @@ def test_heatmap_bins_show_the_most_used_state():
     assert cells[0] == BLOCK_STATE_FREE
 
 
+@pytest.mark.parametrize("num_blocks", [CHUNK_BLOCKS * 2 + 3, 120_859, 641_256])
+def test_heatmap_over_chunks_matches_binning_whole_arrays(num_blocks):
+    """Pools of several chunks, cells of 1, 2 and 10 blocks, sizes that leave the last cell short."""
+    from workbench.bench.heatmap_cost import synthetic_snapshot
+
+    snap = synthetic_snapshot(num_blocks, seed=num_blocks)
+    assert len(snap.chunks["states"]) > 1
+    per_cell, rows, columns = grid_shape(num_blocks)
+    padded = rows * columns * per_cell
+    states = np.zeros(padded, np.uint8)
+    states[:num_blocks] = snap.states
+    changed = np.zeros(padded, np.bool_)
+    changed[:num_blocks] = snap.changed_at > 1
+    expected = (states.reshape(-1, per_cell).max(axis=1) + 5 * changed.reshape(-1, per_cell).any(axis=1))
+    assert np.array_equal(heatmap_image(snap, since_version=1), expected.reshape(rows, columns))
+    assert heatmap_image(snap, since_version=1).dtype == np.uint8
+
+
 def test_regenerate_drops_the_last_reply_and_keeps_the_question():
     conversation = Conversation(1, "Chat 1")
     request, reply = conversation.ask("Hi", "Be brief.", SamplingSettings())

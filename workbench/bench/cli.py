@@ -1,8 +1,10 @@
-"""``vllm-workbench bench``: headless benchmarks that print their figures (no Qt needed).
+"""``vllm-workbench bench``: benchmarks that print their figures. The first three need no Qt.
 
     vllm-workbench bench snapshot --blocks 100000 --running 64
     vllm-workbench bench loop --requests 64 --prompt-len 256 --output-len 256 --repeats 5
     vllm-workbench bench compare --requests 64 --prompt-len 256 --output-len 256 --repeats 3 --out DIR
+    vllm-workbench bench gui-stall --requests 256 --output-len 256
+    vllm-workbench bench heatmap --blocks 120000,640000
 """
 from __future__ import annotations
 
@@ -117,6 +119,28 @@ def cmd_gui_stall(args) -> int:
     return 0
 
 
+def cmd_heatmap(args) -> int:
+    from workbench.bench.heatmap_cost import frame_cost
+
+    print("\n| blocks | blocks per cell | image | frame ms p50 / p99 |")
+    print("|---|---|---|---|")
+    for blocks in args.blocks:
+        r = frame_cost(blocks, args.frames)
+        print(f"| {r['blocks']:,} | {r['per_cell']} | {r['rows']} × {r['columns']} | "
+              f"{r['ms_p50']:.3f} / {r['ms_p99']:.3f} |")
+    return 0
+
+
+def _block_counts(text: str) -> list[int]:
+    try:
+        counts = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected block counts separated by commas, such as 120000,640000 (got {text!r})")
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"block counts must be 1 or more (got {text!r})")
+    return counts
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="vllm-workbench bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -154,6 +178,11 @@ def main(argv: list[str]) -> int:
     stall = sub.add_parser("gui-stall", help="GUI event-loop stalls while many requests stream (needs Qt)")
     stall.add_argument("--requests", type=int, default=256)
     stall.add_argument("--output-len", type=int, default=256)
+    heatmap = sub.add_parser("heatmap", help="the GUI thread's time to draw one heatmap frame (needs Qt, no engine)")
+    heatmap.add_argument("--blocks", type=_block_counts, default=[120_000, 640_000],
+                         help="pool sizes, comma-separated (default: 120000,640000)")
+    heatmap.add_argument("--frames", type=int, default=100)
     args = parser.parse_args(argv)
-    commands = {"snapshot": cmd_snapshot, "loop": cmd_loop, "compare": cmd_compare, "gui-stall": cmd_gui_stall}
+    commands = {"snapshot": cmd_snapshot, "loop": cmd_loop, "compare": cmd_compare, "gui-stall": cmd_gui_stall,
+                "heatmap": cmd_heatmap}
     return commands[args.command](args)
