@@ -4,8 +4,9 @@
 same arguments. Before an (a) run the plugin's block tracking is taken out of the engine, so (a) is
 vLLM as shipped; before a (b) run it is put back and the pool resynced, as when the GUI starts an
 engine (outside the timed part). TTFT and inter-token latency are measured the same way for both, on
-the client's clock as each delta arrives. (c) is the "PyTorch native" baseline, time-boxed to a fixed number of new tokens at batch 1
-and at the best batch size that fits, reported as rates. No Qt: this runs on the GPU machine too.
+the client's clock as each delta arrives. (c) is the "PyTorch native" baseline, time-boxed to a fixed
+number of new tokens at batch 1 and at the best batch size that fits, reported as rates. No Qt: this
+runs on the GPU machine too.
 """
 from __future__ import annotations
 

@@ -51,7 +51,8 @@ def record(path: Path, interval_s: float) -> None:
 def summary(path: Path) -> str:
     if not path.exists():
         return f"NVML against nvidia-smi: no samples ({path} was not written)"
-    rows = list(csv.DictReader(path.open()))
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
 
     def gaps(a: str, b: str) -> list[int]:
         return [abs(int(r[a]) - int(r[b])) for r in rows if r[a] and r[b]]

@@ -6,9 +6,12 @@
 """
 from __future__ import annotations
 
+import csv
 import os
+import re
 import sys
 import time
+from pathlib import Path
 
 
 def main(path: str) -> int:
@@ -54,23 +57,19 @@ def main(path: str) -> int:
 
 def benchmark_view(csv_path: str, path: str) -> int:
     """The Benchmark view with the rows of a ``benchmark.csv`` written by ``bench compare``."""
-    import csv
-
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
     from workbench.ui.benchmark_view import BenchmarkView
 
     app = QApplication.instance() or QApplication([])
-    markdown = os.path.join(os.path.dirname(csv_path), "benchmark.md")
-    header = open(markdown, encoding="utf-8").readline().strip() if os.path.exists(markdown) else ""
+    markdown = Path(csv_path).with_name("benchmark.md")
+    header = markdown.read_text(encoding="utf-8").split("\n", 1)[0].strip() if markdown.exists() else ""
     view = BenchmarkView(csv_path, lambda: False, lambda: None)
     view.resize(1250, 720)
     view.show()
     with open(csv_path, encoding="utf-8") as f:
         view.show_results(list(csv.reader(f)))
-    import re
-
     found = re.search(r"(\d+) requests × (\d+) prompt / (\d+) output tokens.*?(\d+) interleaved repeats", header)
     if found:
         for name, value in zip(("requests", "prompt-len", "output-len", "repeats"), found.groups()):

@@ -124,7 +124,7 @@ class KVPoolMirror:
             self.tables = {}
             self._chunks = {name: [] for name in ARRAY_NAMES}
         ids = np.frombuffer(delta["ids"], np.int32)
-        if ids.size:
+        if ids.size and not delta["full"]:  # after a resync every chunk is published anyway
             self._dirty_chunks.update((ids // CHUNK_BLOCKS).tolist())
         self.states[ids] = np.frombuffer(delta["states"], np.int8)
         self.ref_cnts[ids] = np.frombuffer(delta["ref_cnts"], np.int32)
