@@ -151,6 +151,7 @@ class _Collector:
     def engine_ready(self, info): pass
     def text_flushed(self, chunks): pass
     def snapshot_published(self, snapshot): pass
+    def engine_log_opened(self, path): pass
 
     def request_finished(self, event):
         self.finished += 1

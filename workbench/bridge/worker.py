@@ -22,6 +22,7 @@ class EngineWorker(QObject):
     text_flushed = Signal(object)  # dict: request id -> new text (a fresh dict each flush; no Qt map copy)
     request_finished = Signal(object)  # StreamEvent with figures
     request_failed = Signal(str, str)  # request id, message
+    engine_log_opened = Signal(str)  # path of the engine's own log for its latest start
 
     def __init__(self, check_with_scan: bool = False):
         super().__init__()
@@ -71,6 +72,9 @@ class _SignalListener:
 
     def snapshot_published(self, snapshot: KVSnapshot) -> None:
         self.worker._store_snapshot(snapshot)
+
+    def engine_log_opened(self, path: str) -> None:
+        self.worker.engine_log_opened.emit(path)
 
 
 class EngineThread:

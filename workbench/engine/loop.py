@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from workbench.engine.backend import Backend, ChatRequest, EngineInfo, PromptTooLongError, StreamEvent
+from workbench.engine.engine_log import read_log, root_cause
 from workbench.engine.kv_snapshot import KVSnapshot
 from workbench.engine.process_guard import describe_exit
 from workbench.engine.session import EngineConfig, EngineSession
@@ -59,6 +60,7 @@ class LoopListener(Protocol):
     def request_finished(self, event: StreamEvent) -> None: ...
     def request_failed(self, request_id: str, message: str) -> None: ...
     def snapshot_published(self, snapshot: KVSnapshot) -> None: ...
+    def engine_log_opened(self, path: str) -> None: ...
 
 
 class EngineLoop:
@@ -147,22 +149,30 @@ class EngineLoop:
     def _start_engine(self, config: EngineConfig) -> None:
         self._stop_engine()
         self._set_state("starting", starting_message(config.model))
+        backend = None
         try:
             if config.model == DEMO_MODEL:
                 config = self._with_demo_model(config)
-            self.backend = self.backend_factory(config)
-            self.backend.start(self.listener.start_progressed)
+            backend = self.backend_factory(config)
+            backend.start(self.listener.start_progressed)
         except (EngineStartError, ModelNotFoundError) as exc:
-            self.backend = None
+            self._announce_log(backend)
             self._set_state("failed", str(exc))
             return
         except Exception as exc:  # anything else that stops a start still leaves a usable window
-            self.backend = None
+            self._announce_log(backend)
             self._set_state("failed", f"The engine did not start: {type(exc).__name__}: {exc}")
             return
+        self.backend = backend
+        self._announce_log(backend)
         self.listener.engine_ready(self.backend.info())
         self._set_state("ready", f"Engine ready: {config.model}")
         self._snapshot_due = True
+
+    def _announce_log(self, backend: Backend | None) -> None:
+        path = getattr(backend, "log_path", None)
+        if path is not None:
+            self.listener.engine_log_opened(str(path))
 
     def _with_demo_model(self, config: EngineConfig) -> EngineConfig:
         from dataclasses import replace
@@ -252,10 +262,15 @@ class EngineLoop:
         pids = list(getattr(backend, "engine_pids", []))
         live = list(getattr(backend, "live", {}))
         self._flush_text()
-        message = (f"The engine stopped during a reply: {describe_exit(pids)} ({type(exc).__name__}: {exc}). "
-                   "What was streamed so far is kept. Restart the engine (Engine > Restart engine); if it "
-                   "happens again, lower max_num_seqs or max_model_len, or choose a smaller model.")
+        exit_status = describe_exit(pids)
         self._stop_engine()
+        cause = root_cause(read_log(getattr(backend, "log_path", None) or ""))
+        said = f"\n\nvLLM said (in its {cause.process or 'client'} process): {cause.exception}" if (
+            cause and cause.exception) else ""
+        message = (f"The engine stopped during a reply: {exit_status} ({type(exc).__name__}: {exc}). "
+                   "What was streamed so far is kept. Restart the engine (Engine > Restart engine); if it "
+                   "happens again, lower max_num_seqs or max_model_len, or choose a smaller model. "
+                   f"The engine log has the details (Engine > Show engine log).{said}")
         for request_id in live:
             self.listener.request_failed(request_id, message)
         self._set_state("died", message)

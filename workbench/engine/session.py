@@ -20,13 +20,21 @@ from workbench.engine.kv_snapshot import KVPoolMirror, KVSnapshot, scan_matches
 from workbench.engine.metrics import figures_from_output
 from workbench.engine.model_source import resolve_model
 from workbench.engine.process_guard import EngineWatchdog, child_pids, kill_processes, mark_owner
-from workbench.engine.start_phases import (
-    EngineStartError,
-    PhaseWatcher,
-    StartProgress,
-    explain_start_failure,
-    progress_for,
-)
+from workbench.engine.engine_log import EngineLogCapture, new_log_path
+from workbench.engine.start_failure import explain_start_failure
+from workbench.engine.start_phases import EngineStartError, PhaseWatcher, StartProgress, progress_for
+
+# vLLM forks its engine-core process unless told otherwise, and only switches to spawn when torch
+# says CUDA is initialised. Anything that merely asked torch about CUDA before (the demo model's
+# training, transformers, an earlier engine) leaves a process whose forked child cannot use CUDA:
+# "Cannot re-initialize CUDA in forked subprocess". Spawned engine processes start clean whatever
+# ran here before.
+MULTIPROC_METHOD_ENV = "VLLM_WORKER_MULTIPROC_METHOD"
+
+
+def use_spawn_for_engine_processes() -> None:
+    """Makes vLLM spawn, never fork, its engine processes (set before vLLM reads its settings)."""
+    os.environ[MULTIPROC_METHOD_ENV] = "spawn"
 
 
 @dataclass(frozen=True)
@@ -105,10 +113,32 @@ class EngineSession(Backend):
         self.record_arrivals = False  # benchmarks: keep (time, new tokens) per request
         self.arrivals: dict[str, list[tuple[float, int]]] = {}
         self.on_cpu = True
+        self.log_path: Path | None = None  # the engine's own log of its latest start
 
     # -------------------------------------------------------------- life cycle
     def start(self, report: Callable[[StartProgress], None]) -> None:
         mark_owner()
+        use_spawn_for_engine_processes()
+        self.log_path = new_log_path()
+        capture = EngineLogCapture(self.log_path)
+        capture.attach()  # the engine processes inherit it: their whole output lands in the log
+        try:
+            self._start_engine(report, capture)
+        finally:
+            capture.detach_parent()
+        engine = self.engine
+        try:
+            self.watchdog = EngineWatchdog(self.engine_pids, lambda: wake_blocked_step(engine))
+            skip_tokenizer = self.config.option("skip_tokenizer_init", False)
+            self.tokenizer = None if skip_tokenizer else self.engine.get_tokenizer()
+        except Exception as exc:  # the engine runs but is unusable: it must not outlive this start
+            self.shutdown()
+            raise EngineStartError(f"The engine started but its tokenizer could not be loaded: "
+                                   f"{type(exc).__name__}: {exc}. Check the model folder's tokenizer files.",
+                                   str(self.log_path)) from exc
+        report(progress_for("ready"))
+
+    def _start_engine(self, report: Callable[[StartProgress], None], capture: EngineLogCapture) -> None:
         report(progress_for("import"))
         self.vllm_version = check_vllm_version()
         from vllm.engine.arg_utils import EngineArgs
@@ -128,19 +158,13 @@ class EngineSession(Backend):
                 self.engine = LLMEngine.from_engine_args(args)
             except Exception as exc:
                 self.engine_pids = sorted(child_pids(vllm_only=True) - before)
+                capture.detach_parent()
                 self.shutdown()
-                raise EngineStartError(explain_start_failure(exc, watcher.error, self.config)) from exc
+                capture.wait_closed(timeout_s=5.0)  # the engine processes' last lines reach the log
+                message = explain_start_failure(exc, capture.text(), self.model_path, self.config.max_model_len,
+                                                watcher.error)
+                raise EngineStartError(message, str(self.log_path)) from exc
         self.engine_pids = sorted(child_pids(vllm_only=True) - before)
-        engine = self.engine
-        try:
-            self.watchdog = EngineWatchdog(self.engine_pids, lambda: wake_blocked_step(engine))
-            skip_tokenizer = self.config.option("skip_tokenizer_init", False)
-            self.tokenizer = None if skip_tokenizer else self.engine.get_tokenizer()
-        except Exception as exc:  # the engine runs but is unusable: it must not outlive this start
-            self.shutdown()
-            raise EngineStartError(f"The engine started but its tokenizer could not be loaded: "
-                                   f"{type(exc).__name__}: {exc}. Check the model folder's tokenizer files.") from exc
-        report(progress_for("ready"))
 
     def shutdown(self) -> None:
         if self.watchdog is not None:

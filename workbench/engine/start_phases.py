@@ -1,11 +1,10 @@
-"""Engine start, phase by phase, and start failures explained in words a user can act on.
+"""Engine start, phase by phase.
 
 The plugin writes each phase (weights, memory profiling, KV allocation) to a file as the engine-core
 process reaches it; :class:`PhaseWatcher` follows the file and reports :class:`StartProgress`.
 """
 from __future__ import annotations
 
-import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,12 @@ def progress_for(phase: str, label: str | None = None, fraction: float | None = 
 
 
 class EngineStartError(RuntimeError):
-    """The engine did not start; the message names the cause and what to change."""
+    """The engine did not start; the message names the cause and what to change, and
+    ``log_path`` is the engine's whole log of that start (None when none was written)."""
+
+    def __init__(self, message: str, log_path: str | None = None):
+        super().__init__(message)
+        self.log_path = log_path
 
 
 class PhaseWatcher:
@@ -75,21 +79,3 @@ class PhaseWatcher:
             elif phase in PHASES:
                 self.report(progress_for(phase))
         self._seen = len(lines)
-
-
-_KV_TOO_SMALL = re.compile(r"max seq len \((\d+)\).*?estimated maximum model length is (\d+)", re.S)
-
-
-def explain_start_failure(exc: BaseException, engine_error: str | None, config) -> str:
-    """One message: what went wrong (vLLM's own words kept) and what to change."""
-    cause = engine_error or f"{type(exc).__name__}: {exc}"
-    match = _KV_TOO_SMALL.search(cause)
-    if match or "KV cache is needed" in cause or "No available memory for the cache blocks" in cause:
-        need, fits = (match.group(1), match.group(2)) if match else (config.max_model_len, "fewer")
-        return (f"The engine did not start: the KV cache is too small for max_model_len={need} "
-                f"(it fits about {fits} tokens). Lower max_model_len, or give the KV cache more memory "
-                f"(KV cache size on CPU, gpu_memory_utilization on a GPU).\n\nvLLM said: {cause}")
-    if "out of memory" in cause.lower():
-        return (f"The engine did not start: out of memory. Lower gpu_memory_utilization, max_model_len or "
-                f"max_num_seqs, or choose a smaller model.\n\nvLLM said: {cause}")
-    return f"The engine did not start. Check the model and the engine settings.\n\nvLLM said: {cause}"

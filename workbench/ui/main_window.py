@@ -45,7 +45,8 @@ class MainWindow(QMainWindow):
 
     def _build_menus(self) -> None:
         engine_menu = self.menuBar().addMenu("&Engine")
-        for text, slot in (("Restart engine", self.restart_engine), ("Stop engine", self.stop_engine)):
+        for text, slot in (("Restart engine", self.restart_engine), ("Stop engine", self.stop_engine),
+                           ("Show engine log", self.status.show_engine_log)):
             action = QAction(text, self)
             action.triggered.connect(slot)
             engine_menu.addAction(action)
@@ -63,6 +64,7 @@ class MainWindow(QMainWindow):
         worker.state_changed.connect(self.status.on_worker_state_changed)
         worker.state_changed.connect(self._on_worker_state_changed)
         worker.start_progressed.connect(self.status.on_worker_start_progressed)
+        worker.engine_log_opened.connect(self.status.on_worker_engine_log_opened)
         worker.engine_ready.connect(self._on_worker_engine_ready)
         worker.text_flushed.connect(self.chat.on_worker_text_flushed)
         worker.request_finished.connect(self.chat.on_worker_request_finished)
