@@ -70,6 +70,8 @@ def run(out: Path, label: str) -> None:
     seconds = wait_for(app, lambda: engine_ready(window), START_TIMEOUT_S, "engine ready")
     print(f"[{label}] engine ready after {seconds:.1f} s: {window.windowTitle()}", flush=True)
     print(f"[{label}] reply 1: {ask(app, window, 'Hello! What is a KV cache?')}", flush=True)
+    settle_until = time.monotonic() + 0.5  # a few heatmap frames: the reply's blocks, now cached
+    wait_for(app, lambda: time.monotonic() > settle_until, 5.0, "the heatmap to catch up")
     window.grab().save(str(out / f"{label}-window.png"))
     window.restart_engine()
     seconds = wait_for(app, lambda: engine_ready(window), START_TIMEOUT_S, "engine ready after Restart engine")
