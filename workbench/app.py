@@ -6,8 +6,7 @@ import logging
 import os
 import sys
 
-from workbench.engine.loop import DEMO_MODEL
-from workbench.engine.session import EngineConfig
+from workbench.engine.spec import DEMO_MODEL, EngineConfig
 
 
 def demo_engine_config(model: str = DEMO_MODEL) -> EngineConfig:
@@ -21,12 +20,13 @@ def build_window(config: EngineConfig, check_with_scan: bool = False):
     from workbench.bridge.worker import EngineThread
     from workbench.engine.demo_model import default_system_prompt
     from workbench.engine.process_guard import mark_owner, reap_orphans
+    from workbench.model.app_model import AppModel
     from workbench.ui.main_window import MainWindow
 
     reap_orphans()
     mark_owner()
     engine = EngineThread(check_with_scan=check_with_scan)
-    window = MainWindow(engine, config, default_system_prompt())
+    window = MainWindow(engine, AppModel(config, default_system_prompt()))
     engine.start()
     window.restart_engine()
     return window, engine

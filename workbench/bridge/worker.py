@@ -1,8 +1,10 @@
-"""The bridge: a QThread that hosts the engine loop, and the signals that carry its results.
+"""The bridge: a QThread that hosts the engine loop, and the one signal that carries its messages.
 
-Commands reach the loop on its queue between steps. Text arrives in ~50 ms batches per request
-(never a signal per token); KV snapshots go to a mailbox that the GUI reads on its own timer.
-Signals are emitted on the worker thread and delivered, queued, to slots of GUI-thread QObjects.
+Commands reach the loop on its queue between steps. The loop's messages (``workbench.engine.events``:
+text in ~50 ms batches per request, never a signal per token; finished and failed requests; engine
+states) are emitted on the worker thread and delivered, queued, to :class:`ModelFeeder`, a
+GUI-thread QObject that applies them to the application model. KV snapshots go to a mailbox that
+the GUI reads on its own timer.
 """
 from __future__ import annotations
 
@@ -10,19 +12,14 @@ import threading
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
+from workbench.engine.commands import Shutdown
 from workbench.engine.kv_snapshot import KVSnapshot
-from workbench.engine.loop import EngineLoop, Shutdown
+from workbench.engine.loop import EngineLoop
 from workbench.engine.process_guard import child_pids, kill_processes
 
 
 class EngineWorker(QObject):
-    state_changed = Signal(str, str)  # state, message
-    start_progressed = Signal(object)  # StartProgress
-    engine_ready = Signal(object)  # EngineInfo
-    text_flushed = Signal(object)  # dict: request id -> new text (a fresh dict each flush; no Qt map copy)
-    request_finished = Signal(object)  # StreamEvent with figures
-    request_failed = Signal(str, str)  # request id, message
-    engine_log_opened = Signal(str)  # path of the engine's own log for its latest start
+    event_emitted = Signal(object)  # one of workbench.engine.events, immutable
 
     def __init__(self, check_with_scan: bool = False):
         super().__init__()
@@ -47,34 +44,30 @@ class EngineWorker(QObject):
 
 
 class _SignalListener:
-    """The loop's listener: turns results into signals (and snapshots into the mailbox)."""
+    """The loop's listener: messages become the worker's signal, snapshots go to the mailbox."""
 
     def __init__(self, worker: EngineWorker):
-        self.worker = worker
+        self.emit = worker.event_emitted.emit
+        self.store = worker._store_snapshot
 
-    def engine_state_changed(self, state: str, message: str) -> None:
-        self.worker.state_changed.emit(state, message)
-
-    def start_progressed(self, progress) -> None:
-        self.worker.start_progressed.emit(progress)
-
-    def engine_ready(self, info) -> None:
-        self.worker.engine_ready.emit(info)
-
-    def text_flushed(self, chunks: dict) -> None:
-        self.worker.text_flushed.emit(chunks)
-
-    def request_finished(self, event) -> None:
-        self.worker.request_finished.emit(event)
-
-    def request_failed(self, request_id: str, message: str) -> None:
-        self.worker.request_failed.emit(request_id, message)
+    def publish(self, event) -> None:
+        self.emit(event)
 
     def snapshot_published(self, snapshot: KVSnapshot) -> None:
-        self.worker._store_snapshot(snapshot)
+        self.store(snapshot)
 
-    def engine_log_opened(self, path: str) -> None:
-        self.worker.engine_log_opened.emit(path)
+
+class ModelFeeder(QObject):
+    """Lives in the GUI thread: applies the loop's messages to the application model, in order."""
+
+    def __init__(self, worker: EngineWorker, model):
+        super().__init__()
+        self.model = model
+        worker.event_emitted.connect(self._on_worker_event_emitted)
+
+    @Slot(object)
+    def _on_worker_event_emitted(self, event) -> None:
+        self.model.apply(event)
 
 
 class EngineThread:

@@ -1,66 +1,39 @@
 """The engine loop: commands in between steps, text flushed every ~50 ms, KV snapshots at ~10 Hz.
 
 Qt-free, so the GUI's worker thread, the benchmarks and a headless GPU machine run the same loop.
-Commands are small frozen values put on a thread-safe queue; results leave through a listener.
+Commands arrive as small frozen values on a thread-safe queue (``workbench.engine.commands``); what
+happens leaves as immutable messages (``workbench.engine.events``) through the listener, and KV
+snapshots through the listener's mailbox.
 """
 from __future__ import annotations
 
 import queue
 import time
-from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from workbench.engine.backend import Backend, ChatRequest, EngineInfo, PromptTooLongError, StreamEvent
+from workbench.engine.backend import Backend, ChatRequest, PromptTooLongError, StreamEvent
+from workbench.engine.commands import Abort, Shutdown, StartEngine, StopEngine, Submit
 from workbench.engine.engine_log import read_log, root_cause
+from workbench.engine.events import (
+    EngineLogOpened, EngineReady, EngineState, RequestFailed, RequestFinished, StartProgressed, StateChanged,
+    TextFlushed,
+)
 from workbench.engine.kv_snapshot import KVSnapshot
-from workbench.engine.process_guard import describe_exit
-from workbench.engine.session import EngineConfig, EngineSession
-from workbench.engine.start_phases import EngineStartError, StartProgress, progress_for
 from workbench.engine.model_source import ModelNotFoundError
-
-DEMO_MODEL = "demo"  # EngineConfig.model value meaning "the demo model, built on first use"
+from workbench.engine.session import EngineSession
+from workbench.engine.spec import EngineConfig
+from workbench.engine.start_phases import EngineStartError, StartProgress
 
 
 def starting_message(model: str) -> str:
     return f"Starting the engine on {model}…"
 
 
-@dataclass(frozen=True)
-class StartEngine:
-    config: EngineConfig
-
-
-@dataclass(frozen=True)
-class StopEngine:
-    pass
-
-
-@dataclass(frozen=True)
-class Submit:
-    request: ChatRequest
-
-
-@dataclass(frozen=True)
-class Abort:
-    request_id: str
-
-
-@dataclass(frozen=True)
-class Shutdown:
-    pass
-
-
 class LoopListener(Protocol):
-    """Receives the loop's results on the loop's own thread."""
+    """Receives the loop's messages on the loop's own thread."""
 
-    def engine_state_changed(self, state: str, message: str) -> None: ...
-    def start_progressed(self, progress: StartProgress) -> None: ...
-    def engine_ready(self, info: EngineInfo) -> None: ...
-    def text_flushed(self, chunks: dict[str, str]) -> None: ...
-    def request_finished(self, event: StreamEvent) -> None: ...
-    def request_failed(self, request_id: str, message: str) -> None: ...
+    def publish(self, event) -> None: ...
     def snapshot_published(self, snapshot: KVSnapshot) -> None: ...
-    def engine_log_opened(self, path: str) -> None: ...
 
 
 class EngineLoop:
@@ -75,7 +48,10 @@ class EngineLoop:
         self.check_with_scan = check_with_scan
         self.commands: queue.Queue = queue.Queue()
         self.backend: Backend | None = None
-        self.state = "stopped"
+        self._probe = None  # the backend's KV probe, where it has one
+        self.state = EngineState.STOPPED
+        self.start_id = 0
+        self._open: set[str] = set()  # requests submitted and not yet ended
         self._pending_text: dict[str, list[str]] = {}
         self._last_flush = self._last_snapshot = 0.0
         self._snapshot_due = self._snapshot_pending = False
@@ -98,7 +74,7 @@ class EngineLoop:
             if not self._handle_commands():
                 return False
             if self.backend is not None and self.backend.has_work():
-                self._guarded(self._step)
+                self._guarded(self._advance)
             now = time.monotonic()
             if now - self._last_flush >= self.flush_interval_s:
                 self._flush_text()
@@ -110,12 +86,13 @@ class EngineLoop:
 
     def adopt(self, backend: Backend) -> None:
         """Takes over an engine that is already running (the benchmarks share one)."""
-        self.backend, self.state, self._snapshot_due, self._snapshot_pending = backend, "ready", True, False
+        self.backend, self.state, self._probe = backend, EngineState.READY, backend.kv_probe()
+        self._snapshot_due, self._snapshot_pending = self._probe is not None, False
+        backend.connect(self)
 
     def _handle_commands(self) -> bool:
         """Runs queued commands; waits for one only when the engine is idle. False on Shutdown."""
-        busy = self.backend is not None and self.backend.has_work()
-        if busy:
+        if self.backend is not None and self.backend.has_work():
             wait_s = 0.0
         elif self._snapshot_pending:
             wait_s = 0.002
@@ -136,116 +113,115 @@ class EngineLoop:
 
     def _dispatch(self, command) -> None:
         if isinstance(command, StartEngine):
-            self._start_engine(command.config)
+            self._start_engine(command.config, command.start_id)
         elif isinstance(command, StopEngine):
             self._stop_engine()
-            self._set_state("stopped", "Engine stopped.")
+            self._set_state(EngineState.STOPPED, "Engine stopped.")
         elif isinstance(command, Submit):
             self._submit(command.request)
         elif isinstance(command, Abort):
             self._abort(command.request_id)
 
     # -------------------------------------------------------------- commands
-    def _start_engine(self, config: EngineConfig) -> None:
+    def _start_engine(self, config: EngineConfig, start_id: int) -> None:
         self._stop_engine()
-        self._set_state("starting", starting_message(config.model))
+        self.start_id = start_id
+        self._set_state(EngineState.STARTING, starting_message(config.model))
         backend = None
         try:
-            if config.model == DEMO_MODEL:
-                config = self._with_demo_model(config)
             backend = self.backend_factory(config)
-            backend.start(self.listener.start_progressed)
+            backend.connect(self)
+            backend.start(self._report_progress)
         except (EngineStartError, ModelNotFoundError) as exc:
             self._announce_log(backend)
-            self._set_state("failed", str(exc))
+            self._set_state(EngineState.FAILED, str(exc))
             return
         except Exception as exc:  # anything else that stops a start still leaves a usable window
             self._announce_log(backend)
-            self._set_state("failed", f"The engine did not start: {type(exc).__name__}: {exc}")
+            self._set_state(EngineState.FAILED, f"The engine did not start: {type(exc).__name__}: {exc}")
             return
-        self.backend = backend
+        self.backend, self._probe = backend, backend.kv_probe()
         self._announce_log(backend)
-        self.listener.engine_ready(self.backend.info())
-        self._set_state("ready", f"Engine ready: {config.model}")
-        self._snapshot_due = True
+        info = backend.info()
+        self.listener.publish(EngineReady(info))
+        self._set_state(EngineState.READY, f"Engine ready: {info.model}")
+        self._snapshot_due = self._probe is not None
+
+    def _report_progress(self, progress: StartProgress) -> None:
+        self.listener.publish(StartProgressed(progress))
 
     def _announce_log(self, backend: Backend | None) -> None:
         path = getattr(backend, "log_path", None)
         if path is not None:
-            self.listener.engine_log_opened(str(path))
-
-    def _with_demo_model(self, config: EngineConfig) -> EngineConfig:
-        from dataclasses import replace
-
-        from workbench.engine.demo_model import ensure_demo_model
-
-        def report(label: str, fraction: float) -> None:
-            self.listener.start_progressed(progress_for("model", label, fraction))
-
-        path = ensure_demo_model(report)
-        return replace(config, model=str(path))
+            self.listener.publish(EngineLogOpened(str(path)))
 
     def _stop_engine(self) -> None:
-        backend, self.backend = self.backend, None
+        backend, self.backend, self._probe = self.backend, None, None
         if backend is not None:
             backend.shutdown()
         self._pending_text.clear()
+        self._open.clear()
         self._snapshot_due = self._snapshot_pending = False
 
     def _submit(self, request: ChatRequest) -> None:
         if self.backend is None or not self.backend.running:
-            self.listener.request_failed(request.request_id,
-                                         "The engine is not running. Start it (Engine > Restart engine) and send again.")
+            self.request_failed(request.request_id,
+                                "The engine is not running. Start it (Engine > Restart engine) and send again.")
             return
         try:
             self.backend.submit(request)
         except PromptTooLongError as exc:
-            self.listener.request_failed(request.request_id, str(exc))
+            self.request_failed(request.request_id, str(exc))
         except Exception as exc:  # vLLM's own validation of a request
-            self.listener.request_failed(request.request_id, f"vLLM refused the request: {exc}")
+            self.request_failed(request.request_id, f"vLLM refused the request: {exc}")
         else:
-            self._snapshot_due = True
+            self._open.add(request.request_id)
+            self._snapshot_due = self._probe is not None
 
     def _abort(self, request_id: str) -> None:
-        if self.backend is None:
-            return
-        event = self.backend.abort(request_id)
-        if event is not None:
-            self._flush_text()
-            self.listener.request_finished(event)
-            self._snapshot_due = True
+        if self.backend is not None:
+            self.backend.abort(request_id)  # the backend pushes the request's final event
 
-    # -------------------------------------------------------------- stepping and publishing
-    def _step(self) -> None:
-        texts, finished = self.backend.step()
+    # -------------------------------------------------------------- what the backend pushes (BackendEvents)
+    def texts_arrived(self, texts: dict[str, str]) -> None:
+        """New text of each request that produced some in one step (DELTA)."""
         pending = self._pending_text
         for request_id, text in texts.items():
             if request_id in pending:
                 pending[request_id].append(text)
             else:
                 pending[request_id] = [text]
-        if finished:
-            self._flush_text()
-            for event in finished:
-                self.listener.request_finished(event)
-        self._snapshot_due = True
+
+    def request_finished(self, event: StreamEvent) -> None:
+        self._flush_text()
+        self._open.discard(event.request_id)
+        self.listener.publish(RequestFinished(event))
+
+    def request_failed(self, request_id: str, message: str) -> None:
+        self._open.discard(request_id)
+        self.listener.publish(RequestFailed(request_id, message))
+
+    # -------------------------------------------------------------- stepping and publishing
+    def _advance(self) -> None:
+        self.backend.advance()
+        self._snapshot_due = self._probe is not None
 
     def _flush_text(self) -> None:
         self._last_flush = time.monotonic()
         if self._pending_text:
             chunks = {rid: "".join(parts) for rid, parts in self._pending_text.items()}
             self._pending_text.clear()
-            self.listener.text_flushed(chunks)
+            self.listener.publish(TextFlushed.of(chunks))
 
     def _request_snapshot(self) -> None:
         """Snapshots are asked for without waiting: the answer is picked up on a later iteration."""
         self._last_snapshot = time.monotonic()
         self._snapshot_due = self.backend.has_work()
-        self.backend.request_kv_snapshot(self.check_with_scan)
+        self._probe.request_snapshot(self.check_with_scan)
         self._snapshot_pending = True
 
     def _publish_snapshot(self) -> None:
-        snapshot = self.backend.poll_kv_snapshot()
+        snapshot = self._probe.poll_snapshot()
         if snapshot is not None:
             self._snapshot_pending = False
             self.listener.snapshot_published(snapshot)
@@ -259,22 +235,21 @@ class EngineLoop:
 
     def _engine_died(self, exc: Exception) -> None:
         backend = self.backend
-        pids = list(getattr(backend, "engine_pids", []))
-        live = list(getattr(backend, "live", {}))
+        open_requests = sorted(self._open)
         self._flush_text()
-        exit_status = describe_exit(pids)
+        how = backend.describe_end() if backend is not None else "it is gone"
         self._stop_engine()
         cause = root_cause(read_log(getattr(backend, "log_path", None) or ""))
-        said = f"\n\nvLLM said (in its {cause.process or 'client'} process): {cause.exception}" if (
-            cause and cause.exception) else ""
-        message = (f"The engine stopped during a reply: {exit_status} ({type(exc).__name__}: {exc}). "
+        said = (f"\n\nvLLM said (in its {cause.process or 'client'} process): {cause.exception}"
+                if cause and cause.exception else "")
+        message = (f"The engine stopped during a reply: {how} ({type(exc).__name__}: {exc}). "
                    "What was streamed so far is kept. Restart the engine (Engine > Restart engine); if it "
                    "happens again, lower max_num_seqs or max_model_len, or choose a smaller model. "
                    f"The engine log has the details (Engine > Show engine log).{said}")
-        for request_id in live:
-            self.listener.request_failed(request_id, message)
-        self._set_state("died", message)
+        for request_id in open_requests:
+            self.request_failed(request_id, message)
+        self._set_state(EngineState.DIED, message)
 
-    def _set_state(self, state: str, message: str) -> None:
+    def _set_state(self, state: EngineState, message: str) -> None:
         self.state = state
-        self.listener.engine_state_changed(state, message)
+        self.listener.publish(StateChanged(state, message, self.start_id))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from workbench.engine.spec import EngineConfig
 from workbench.engine.backend import Backend, ChatRequest, EngineInfo, PromptTooLongError, StreamEvent
 from workbench.engine.kv_plugin import PHASE_FILE_ENV, SUPPORTED_VLLM, request_utility, wake_blocked_step
 from workbench.engine.kv_snapshot import KVPoolMirror, KVSnapshot, scan_matches
@@ -35,44 +36,6 @@ MULTIPROC_METHOD_ENV = "VLLM_WORKER_MULTIPROC_METHOD"
 def use_spawn_for_engine_processes() -> None:
     """Makes vLLM spawn, never fork, its engine processes (set before vLLM reads its settings)."""
     os.environ[MULTIPROC_METHOD_ENV] = "spawn"
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    """The engine arguments the workbench sets; anything else stays at vLLM's default."""
-
-    model: str
-    max_model_len: int = 2048
-    max_num_seqs: int = 64
-    block_size: int | None = None  # CPU attention needs a multiple of 32; GPU default is 16
-    num_gpu_blocks_override: int | None = None
-    kv_cache_memory_bytes: int | None = None
-    gpu_memory_utilization: float | None = None
-    enable_prefix_caching: bool = True
-    enforce_eager: bool | None = None  # default: eager on CPU, CUDA graphs on GPU
-    extra: tuple[tuple[str, object], ...] = field(default=())
-
-    def option(self, name: str, default=None):
-        """One of the ``extra`` engine arguments."""
-        return dict(self.extra).get(name, default)
-
-    def engine_kwargs(self, on_cpu: bool) -> dict:
-        kwargs = dict(
-            model=self.model,
-            max_model_len=self.max_model_len,
-            max_num_seqs=self.max_num_seqs,
-            enable_prefix_caching=self.enable_prefix_caching,
-            enforce_eager=on_cpu if self.enforce_eager is None else self.enforce_eager,
-            block_size=self.block_size or (32 if on_cpu else 16),
-            disable_log_stats=False,  # vLLM fills RequestOutput.metrics only with stats on
-        )
-        for name in ("num_gpu_blocks_override", "kv_cache_memory_bytes", "gpu_memory_utilization"):
-            if getattr(self, name) is not None:
-                kwargs[name] = getattr(self, name)
-        if on_cpu and self.kv_cache_memory_bytes is None and "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
-            kwargs["kv_cache_memory_bytes"] = 1 << 30
-        kwargs.update(dict(self.extra))
-        return kwargs
 
 
 def check_vllm_version() -> str:

@@ -7,12 +7,12 @@ from PySide6.QtWidgets import (
     QVBoxLayout, QWidget, QPlainTextEdit,
 )
 
-from workbench.conversation import Conversation, Turn
-from workbench.engine.backend import ChatRequest
+from workbench.model.app_model import AppModel
+from workbench.model.conversations import ChatMessage, Conversation
 from workbench.ui.sampling_panel import SamplingPanel
 
 
-def figures_text(turn: Turn) -> str:
+def figures_text(turn: ChatMessage) -> str:
     if turn.status == "error":
         return f"⚠ {turn.error}"
     f = turn.figures
@@ -35,7 +35,7 @@ def figures_text(turn: Turn) -> str:
 class MessageView(QFrame):
     """One turn; only the streaming one is re-rendered as text arrives."""
 
-    def __init__(self, turn: Turn):
+    def __init__(self, turn: ChatMessage):
         super().__init__()
         self.turn = turn
         self.setFrameShape(QFrame.StyledPanel)
@@ -74,38 +74,46 @@ class TranscriptView(QScrollArea):
         self.column = QVBoxLayout(inner)
         self.column.addStretch(1)
         self.setWidget(inner)
-        self.views: dict[int, MessageView] = {}
+        self.views: dict[str, MessageView] = {}  # message id -> its view
 
     def sync(self) -> None:
-        """Adds views for new turns, drops views of removed ones (Regenerate)."""
-        alive = {id(t) for t in self.conversation.turns}
+        """Adds views for new messages, drops views of removed ones (Regenerate)."""
+        alive = {m.message_id for m in self.conversation.messages}
         for key in [k for k in self.views if k not in alive]:
             self.views.pop(key).deleteLater()
-        for turn in self.conversation.turns:
-            if id(turn) not in self.views:
-                view = MessageView(turn)
-                self.views[id(turn)] = view
+        for message in self.conversation.messages:
+            if message.message_id not in self.views:
+                view = MessageView(message)
+                self.views[message.message_id] = view
                 self.column.insertWidget(self.column.count() - 1, view)
         self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
 
-    def render_turn(self, turn: Turn, text_only: bool = False) -> None:
-        view = self.views.get(id(turn))
+    def render_message(self, message_id: str, text_only: bool = False) -> None:
+        view = self.views.get(message_id)
         if view is not None:
             view.render_text() if text_only else view.render()
 
 
 class ChatPane(QWidget):
+    """Shows the model's conversations and asks the model for new requests; holds none of its own."""
+
     request_submitted = Signal(object)  # ChatRequest
     abort_requested = Signal(str)  # request id
 
-    def __init__(self, default_system_prompt: str = ""):
+    def __init__(self, model: AppModel):
         super().__init__()
-        self.conversations: list[Conversation] = []
-        self.transcripts: dict[int, TranscriptView] = {}
-        self.pending: dict[str, tuple[Conversation, Turn]] = {}
-        self.sampling = SamplingPanel(default_system_prompt)
+        self.model = model
+        self.order: list[str] = []  # conversation ids, as listed
+        self.transcripts: dict[str, TranscriptView] = {}
+        self.sampling = SamplingPanel(model.system_prompt)
         self._build()
-        self.new_conversation()
+        model.conversation_added.connect(self._on_model_conversation_added)
+        model.messages_changed.connect(self._on_model_messages_changed)
+        model.message_changed.connect(self._on_model_message_changed)
+        for conversation_id in model.conversations:
+            self._on_model_conversation_added(conversation_id)
+        if not model.conversations:
+            model.new_conversation()
 
     def _build(self) -> None:
         self.conversation_list = QListWidget(objectName="conversationList")
@@ -154,95 +162,69 @@ class ChatPane(QWidget):
     # -------------------------------------------------------------- conversations
     @Slot()
     def new_conversation(self) -> Conversation:
-        conversation = Conversation(len(self.conversations) + 1, f"Chat {len(self.conversations) + 1}")
-        self.conversations.append(conversation)
+        return self.model.new_conversation()
+
+    def _on_model_conversation_added(self, conversation_id: str) -> None:
+        conversation = self.model.conversations[conversation_id]
         view = TranscriptView(conversation)
-        self.transcripts[conversation.conversation_id] = view
+        self.transcripts[conversation_id] = view
+        self.order.append(conversation_id)
         self.stack.addWidget(view)
+        view.sync()
         self.conversation_list.addItem(conversation.title)
-        self.conversation_list.setCurrentRow(len(self.conversations) - 1)
-        return conversation
+        self.conversation_list.setCurrentRow(len(self.order) - 1)
 
     @property
     def current(self) -> Conversation:
-        return self.conversations[max(0, self.conversation_list.currentRow())]
+        return self.model.conversations[self.order[max(0, self.conversation_list.currentRow())]]
 
     @Slot(int)
     def _on_conversation_list_changed(self, row: int) -> None:
-        if 0 <= row < len(self.conversations):
-            self.stack.setCurrentWidget(self.transcripts[self.conversations[row].conversation_id])
+        if 0 <= row < len(self.order):
+            self.stack.setCurrentWidget(self.transcripts[self.order[row]])
             self._update_buttons()
-
-    def owner_of(self, request_id: str) -> str:
-        """The conversation a request belongs to (for the heatmap's tooltip)."""
-        for conversation in self.conversations:
-            if any(t.request_id == request_id for t in conversation.turns):
-                return conversation.title
-        return request_id
 
     # -------------------------------------------------------------- actions
     @Slot()
     def send(self) -> None:
         text = self.input.toPlainText().strip()
-        if not text or self.current.streaming_turn() is not None:
+        if not text:
             return
-        self.input.clear()
-        request, reply = self.current.ask(text, self.sampling.system_prompt(), self.sampling.settings())
-        self._dispatch(self.current, request, reply)
+        request = self.model.ask(self.current.conversation_id, text, self.sampling.settings(),
+                                 self.sampling.system_prompt())
+        if request is not None:
+            self.input.clear()
+            self._dispatch(request)
 
     @Slot()
     def regenerate(self) -> None:
-        if self.current.streaming_turn() is not None:
-            return
-        asked = self.current.regenerate(self.sampling.system_prompt(), self.sampling.settings())
-        if asked is not None:
-            self._dispatch(self.current, *asked)
+        request = self.model.regenerate(self.current.conversation_id, self.sampling.settings(),
+                                        self.sampling.system_prompt())
+        if request is not None:
+            self._dispatch(request)
 
     @Slot()
     def stop(self) -> None:
-        turn = self.current.streaming_turn()
-        if turn is not None:
-            self.abort_requested.emit(turn.request_id)
+        reply = self.current.streaming_message()
+        if reply is not None:
+            self.abort_requested.emit(reply.request_id)
 
-    def _dispatch(self, conversation: Conversation, request: ChatRequest, reply: Turn) -> None:
-        self.pending[request.request_id] = (conversation, reply)
-        self.transcripts[conversation.conversation_id].sync()
+    def _dispatch(self, request) -> None:
         self._update_buttons()
         self.request_submitted.emit(request)
 
     def _update_buttons(self) -> None:
-        streaming = bool(self.conversations) and self.current.streaming_turn() is not None
+        streaming = bool(self.order) and self.current.streaming_message() is not None
         self.stop_button.setEnabled(streaming)
         self.send_button.setEnabled(not streaming)
         self.regenerate_button.setEnabled(not streaming)
 
-    # -------------------------------------------------------------- results from the engine
-    @Slot(object)
-    def on_worker_text_flushed(self, chunks: dict) -> None:
-        for request_id, text in chunks.items():
-            found = self.pending.get(request_id)
-            if found is not None:
-                conversation, turn = found
-                turn.text += text
-                self.transcripts[conversation.conversation_id].render_turn(turn, text_only=True)
-
-    @Slot(object)
-    def on_worker_request_finished(self, event) -> None:
-        found = self.pending.pop(event.request_id, None)
-        if found is None:
-            return
-        conversation, turn = found
-        turn.status = "stopped" if event.finish_reason == "aborted" else "done"
-        turn.figures = event.figures
-        self.transcripts[conversation.conversation_id].render_turn(turn)
+    # -------------------------------------------------------------- what the model reports
+    def _on_model_messages_changed(self, conversation_id: str) -> None:
+        self.transcripts[conversation_id].sync()
         self._update_buttons()
 
-    @Slot(str, str)
-    def on_worker_request_failed(self, request_id: str, message: str) -> None:
-        found = self.pending.pop(request_id, None)
-        if found is None:
-            return
-        conversation, turn = found
-        turn.status, turn.error = "error", message
-        self.transcripts[conversation.conversation_id].render_turn(turn)
-        self._update_buttons()
+    def _on_model_message_changed(self, conversation_id: str, message_id: str, text_only: bool) -> None:
+        self.transcripts[conversation_id].render_message(message_id, text_only)
+        if not text_only:
+            self._update_buttons()

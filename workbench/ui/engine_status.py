@@ -1,23 +1,28 @@
-"""The engine's state above the panes: start progress by phase, faults in words, Restart."""
+"""The engine's state above the panes: start progress by phase, faults in words, the engine log, Restart."""
 from __future__ import annotations
 
 from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
 
+from workbench.engine.events import EngineState
+from workbench.model.app_model import AppModel
+from workbench.model.engine_status import EngineStatus
+
 STATE_STYLES = {
-    "failed": "background: #fde8e8; color: #9b1c1c; padding: 6px;",
-    "died": "background: #fde8e8; color: #9b1c1c; padding: 6px;",
-    "ready": "background: #e7f6ec; color: #03543f; padding: 6px;",
+    EngineState.FAILED: "background: #fde8e8; color: #9b1c1c; padding: 6px;",
+    EngineState.DIED: "background: #fde8e8; color: #9b1c1c; padding: 6px;",
+    EngineState.READY: "background: #e7f6ec; color: #03543f; padding: 6px;",
 }
 
 
 class EngineStatusBar(QWidget):
+    """Shows the model's engine status; holds no state of its own."""
+
     restart_requested = Signal()
 
-    def __init__(self):
+    def __init__(self, model: AppModel):
         super().__init__()
-        self.state = "stopped"
-        self.log_path = ""  # the engine's own log of its latest start
+        self.model = model
         self.log_dialog = None
         self.message = QLabel("Engine not started.", objectName="engineMessage")
         self.message.setWordWrap(True)
@@ -36,38 +41,31 @@ class EngineStatusBar(QWidget):
         layout.addWidget(self.progress)
         layout.addWidget(self.log_button)
         layout.addWidget(self.restart_button)
+        model.engine_changed.connect(self._on_model_engine_changed)
+        self._on_model_engine_changed(model.engine)
 
-    @Slot(str)
-    def on_worker_engine_log_opened(self, path: str) -> None:
-        self.log_path = path
+    def _on_model_engine_changed(self, status: EngineStatus) -> None:
+        starting = status.state is EngineState.STARTING
+        self.message.setText(status.message)
+        self.message.setStyleSheet(STATE_STYLES.get(status.state, "padding: 6px;"))
+        self.progress.setVisible(starting)
+        if starting:
+            progress = status.progress
+            self.progress.setValue(int(progress.fraction * 100) if progress else 0)
+            self.progress.setFormat(f"{progress.label} %p%" if progress else "%p%")
+        self.restart_button.setEnabled(not starting)
+        self.log_button.setVisible(status.state in (EngineState.FAILED, EngineState.DIED) and bool(status.log_path))
 
     @Slot()
     def show_engine_log(self):
         """Opens the log of the latest engine start (a message when there is none yet)."""
         from workbench.ui.engine_log_view import EngineLogDialog
 
-        if not self.log_path:
+        if not self.model.engine.log_path:
             self.message.setText(self.message.text() + "\n(No engine has been started yet, so there is no log.)")
             return None
         if self.log_dialog is not None:
             self.log_dialog.close()
-        self.log_dialog = EngineLogDialog(self.log_path, self.window())
+        self.log_dialog = EngineLogDialog(self.model.engine.log_path, self.window())
         self.log_dialog.show()
         return self.log_dialog
-
-    @Slot(object)
-    def on_worker_start_progressed(self, progress) -> None:
-        self.progress.show()
-        self.progress.setValue(int(progress.fraction * 100))
-        self.progress.setFormat(f"{progress.label} %p%")
-
-    @Slot(str, str)
-    def on_worker_state_changed(self, state: str, message: str) -> None:
-        self.state = state
-        self.message.setText(message)
-        self.message.setStyleSheet(STATE_STYLES.get(state, "padding: 6px;"))
-        self.progress.setVisible(state == "starting")
-        if state == "starting":
-            self.progress.setValue(0)
-        self.restart_button.setEnabled(state != "starting")
-        self.log_button.setVisible(state in ("failed", "died") and bool(self.log_path))

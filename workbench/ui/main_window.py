@@ -8,9 +8,12 @@ from PySide6.QtCore import QTimer, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMainWindow, QSplitter, QVBoxLayout, QWidget
 
-from workbench.bridge.worker import EngineThread
-from workbench.engine.loop import Abort, StartEngine, StopEngine, Submit, starting_message
-from workbench.engine.session import EngineConfig
+from workbench.bridge.worker import EngineThread, ModelFeeder
+from workbench.engine.commands import Abort, StartEngine, StopEngine, Submit
+from workbench.engine.events import EngineState
+from workbench.engine.spec import EngineConfig
+from workbench.model.app_model import AppModel
+from workbench.model.engine_status import EngineStatus
 from workbench.ui.chat_pane import ChatPane
 from workbench.ui.engine_status import EngineStatusBar
 from workbench.ui.kv_heatmap import KVHeatmapView
@@ -19,15 +22,16 @@ HEATMAP_INTERVAL_MS = 100  # the GUI reads the latest snapshot at 10 Hz
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, engine: EngineThread, config: EngineConfig, system_prompt: str = ""):
+    def __init__(self, engine: EngineThread, model: AppModel):
         super().__init__()
         self.setWindowTitle("vLLM Workbench")
         self.engine = engine
-        self.config = config
-        self.engine_model = ""  # the resolved model folder of the running engine
-        self.chat = ChatPane(system_prompt)
-        self.heatmap = KVHeatmapView(owner_name=self.chat.owner_of)
-        self.status = EngineStatusBar()
+        self.model = model
+        self.feeder = ModelFeeder(engine.worker, model)
+        self._last_logged = (model.engine.state, model.engine.start_id)
+        self.chat = ChatPane(model)
+        self.heatmap = KVHeatmapView(owner_name=model.owner_label)
+        self.status = EngineStatusBar(model)
         splitter = QSplitter()
         splitter.addWidget(self.chat)
         splitter.addWidget(self.heatmap)
@@ -60,32 +64,29 @@ class MainWindow(QMainWindow):
         tools_menu.addAction(benchmark)
 
     def _wire(self) -> None:
-        worker = self.engine.worker
-        worker.state_changed.connect(self.status.on_worker_state_changed)
-        worker.state_changed.connect(self._on_worker_state_changed)
-        worker.start_progressed.connect(self.status.on_worker_start_progressed)
-        worker.engine_log_opened.connect(self.status.on_worker_engine_log_opened)
-        worker.engine_ready.connect(self._on_worker_engine_ready)
-        worker.text_flushed.connect(self.chat.on_worker_text_flushed)
-        worker.request_finished.connect(self.chat.on_worker_request_finished)
-        worker.request_failed.connect(self.chat.on_worker_request_failed)
+        self.model.engine_changed.connect(self._on_model_engine_changed)
         self.chat.request_submitted.connect(self._on_chat_request_submitted)
         self.chat.abort_requested.connect(self._on_chat_abort_requested)
         self.status.restart_requested.connect(self.restart_engine)
 
     # -------------------------------------------------------------- commands to the engine
     @Slot()
-    def restart_engine(self) -> None:
-        self.status.on_worker_state_changed("starting", starting_message(self.config.model))
-        self.engine.worker.post(StartEngine(self.config))
+    def restart_engine(self) -> int:
+        """Starts the engine on the model's configuration; returns the start's id (see EngineStatus.settled)."""
+        start_id = self.model.next_start_id()
+        self.engine.worker.post(StartEngine(self.model.config, start_id))
+        return start_id
+
+    def start_engine(self, config: EngineConfig) -> int:
+        self.model.set_config(config)
+        return self.restart_engine()
 
     @Slot()
     def stop_engine(self) -> None:
         self.engine.worker.post(StopEngine())
 
-    def start_with_model(self, model: str) -> None:
-        self.config = replace(self.config, model=model)
-        self.restart_engine()
+    def start_with_model(self, model: str) -> int:
+        return self.start_engine(replace(self.model.config, model=model))
 
     @Slot()
     def choose_model(self) -> None:
@@ -99,8 +100,9 @@ class MainWindow(QMainWindow):
     def open_benchmark(self, ask_to_stop=None):
         from workbench.ui.benchmark_view import BenchmarkView
 
-        model = self.engine_model or self.config.model
-        view = BenchmarkView(model, lambda: self.status.state == "ready", self.stop_engine, self, ask_to_stop)
+        info = self.model.engine.info
+        model = info.model if info is not None else self.model.config.model
+        view = BenchmarkView(model, lambda: self.model.engine.ready, self.stop_engine, self, ask_to_stop)
         view.show()
         return view
 
@@ -112,23 +114,23 @@ class MainWindow(QMainWindow):
     def _on_chat_abort_requested(self, request_id: str) -> None:
         self.engine.worker.post(Abort(request_id))
 
-    # -------------------------------------------------------------- results
-    @Slot(object)
-    def _on_worker_engine_ready(self, info) -> None:
-        self.engine_model = info.model
-        self.chat.sampling.show_chat_template(info.chat_template)
-        self.setWindowTitle(f"vLLM Workbench — {info.model} (vLLM {info.vllm_version}, {info.device})")
-
-    @Slot(str, str)
-    def _on_worker_state_changed(self, state: str, message: str) -> None:
-        logging.getLogger("workbench").info("engine %s: %s", state, message.splitlines()[0] if message else "")
-        if state in ("stopped", "failed", "died", "starting"):
-            self.heatmap.clear({"starting": "Engine starting…"}.get(state, "No engine running."))
+    # -------------------------------------------------------------- what the model reports
+    def _on_model_engine_changed(self, status: EngineStatus) -> None:
+        if (status.state, status.start_id) != self._last_logged:
+            self._last_logged = (status.state, status.start_id)
+            first_line = status.message.splitlines()[0] if status.message else ""
+            logging.getLogger("workbench").info("engine %s: %s", status.state.value, first_line)
+        if status.state is EngineState.READY and status.info is not None:
+            info = status.info
+            self.chat.sampling.show_chat_template(info.chat_template)
+            self.setWindowTitle(f"vLLM Workbench — {info.model} (vLLM {info.vllm_version}, {info.device})")
+        elif status.state is not EngineState.READY:
+            self.heatmap.clear("Engine starting…" if status.state is EngineState.STARTING else "No engine running.")
 
     @Slot()
     def _on_heatmap_timer(self) -> None:
         snapshot = self.engine.worker.latest_snapshot()
-        if snapshot is not None and self.status.state == "ready":
+        if snapshot is not None and self.model.engine.ready:
             self.heatmap.show_snapshot(snapshot)
 
     def closeEvent(self, event) -> None:

@@ -1,0 +1,146 @@
+"""The application model: engine state, the configuration in use, conversations and requests.
+
+One writer, the GUI thread. The engine loop's reports arrive as messages and :meth:`AppModel.apply`
+applies them; widgets observe the signals below and read the model, never each other.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+from functools import singledispatchmethod
+
+from psygnal import Signal
+
+from workbench.engine.backend import ChatRequest, SamplingSettings
+from workbench.engine.events import (
+    EngineLogOpened, EngineReady, EngineState, RequestFailed, RequestFinished, StartProgressed, StateChanged,
+    TextFlushed,
+)
+from workbench.engine.spec import EngineConfig
+from workbench.model.conversations import ChatMessage, Conversation
+from workbench.model.engine_status import EngineStatus
+from workbench.model.requests import Owner, RequestRegistry
+
+
+class AppModel:
+    engine_changed = Signal(object)  # EngineStatus
+    config_changed = Signal(object)  # EngineConfig
+    conversation_added = Signal(str)  # conversation id
+    message_changed = Signal(str, str, bool)  # conversation id, message id, text only
+    messages_changed = Signal(str)  # conversation id: messages added or removed
+
+    def __init__(self, config: EngineConfig, system_prompt: str = ""):
+        self.config = config
+        self.system_prompt = system_prompt
+        self.engine = EngineStatus()
+        self.conversations: dict[str, Conversation] = {}
+        self.requests = RequestRegistry()
+        self._start_ids = itertools.count(1)
+        self._replies: dict[str, tuple[str, str]] = {}  # request id -> (conversation id, message id)
+
+    # ------------------------------------------------------------------ configuration
+    def set_config(self, config: EngineConfig) -> None:
+        self.config = config
+        self.config_changed.emit(config)
+
+    def next_start_id(self) -> int:
+        """A number for the next StartEngine command; the loop reports its states under it."""
+        return next(self._start_ids)
+
+    # ------------------------------------------------------------------ conversations
+    def new_conversation(self) -> Conversation:
+        conversation = Conversation(f"Chat {len(self.conversations) + 1}")
+        self.conversations[conversation.conversation_id] = conversation
+        self.conversation_added.emit(conversation.conversation_id)
+        return conversation
+
+    def ask(self, conversation_id: str, text: str, sampling: SamplingSettings,
+            system_prompt: str | None = None) -> ChatRequest | None:
+        """Adds the user's message and a streaming reply; None while a reply still streams."""
+        conversation = self.conversations[conversation_id]
+        if conversation.streaming_message() is not None:
+            return None
+        request, reply = conversation.ask(text, self._system(system_prompt), sampling)
+        return self._register(conversation, request, reply)
+
+    def regenerate(self, conversation_id: str, sampling: SamplingSettings,
+                   system_prompt: str | None = None) -> ChatRequest | None:
+        conversation = self.conversations[conversation_id]
+        if conversation.streaming_message() is not None:
+            return None
+        asked = conversation.regenerate(self._system(system_prompt), sampling)
+        return self._register(conversation, *asked) if asked is not None else None
+
+    def _system(self, system_prompt: str | None) -> str:
+        if system_prompt is not None:
+            self.system_prompt = system_prompt
+        return self.system_prompt
+
+    def _register(self, conversation: Conversation, request: ChatRequest, reply: ChatMessage) -> ChatRequest:
+        owner = Owner("chat", conversation.conversation_id, reply.message_id, conversation.title)
+        self.requests.add(request.request_id, owner)
+        self._replies[request.request_id] = (conversation.conversation_id, reply.message_id)
+        self.messages_changed.emit(conversation.conversation_id)
+        return request
+
+    def owner_label(self, request_id: str) -> str:
+        return self.requests.label(request_id)
+
+    def reply_of(self, request_id: str) -> ChatMessage | None:
+        found = self._replies.get(request_id)
+        return self.conversations[found[0]].message(found[1]) if found else None
+
+    # ------------------------------------------------------------------ messages from the engine loop
+    @singledispatchmethod
+    def apply(self, event) -> None:
+        raise TypeError(f"the application model has no handler for {type(event).__name__}")
+
+    @apply.register
+    def _(self, event: StateChanged) -> None:
+        ready = event.state is EngineState.READY
+        self._set_engine(state=event.state, message=event.message, start_id=event.start_id,
+                         progress=None, info=self.engine.info if ready else None)
+
+    @apply.register
+    def _(self, event: StartProgressed) -> None:
+        self._set_engine(progress=event.progress)
+
+    @apply.register
+    def _(self, event: EngineReady) -> None:
+        self._set_engine(info=event.info)
+
+    @apply.register
+    def _(self, event: EngineLogOpened) -> None:
+        self._set_engine(log_path=event.path)
+
+    @apply.register
+    def _(self, event: TextFlushed) -> None:
+        for request_id, text in event.chunks.items():
+            found = self._replies.get(request_id)
+            reply = self.reply_of(request_id)
+            if reply is not None and reply.status == "streaming":
+                reply.text += text
+                self.message_changed.emit(found[0], found[1], True)
+
+    @apply.register
+    def _(self, event: RequestFinished) -> None:
+        stream = event.event
+        status = "stopped" if stream.finish_reason == "aborted" else "done"
+        self._end_reply(stream.request_id, status, figures=stream.figures)
+
+    @apply.register
+    def _(self, event: RequestFailed) -> None:
+        self._end_reply(event.request_id, "error", error=event.message)
+
+    def _end_reply(self, request_id: str, status: str, figures=None, error: str = "") -> None:
+        self.requests.finish(request_id, status, figures)
+        found = self._replies.pop(request_id, None)
+        reply = self.conversations[found[0]].message(found[1]) if found else None
+        if reply is None or reply.status != "streaming":
+            return
+        reply.status, reply.figures, reply.error = status, figures, error
+        self.message_changed.emit(found[0], found[1], False)
+
+    def _set_engine(self, **changes) -> None:
+        self.engine = replace(self.engine, **changes)
+        self.engine_changed.emit(self.engine)

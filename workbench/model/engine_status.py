@@ -1,0 +1,26 @@
+"""The engine as the window knows it: state, message, start progress, facts, log. No Qt."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workbench.engine.backend import EngineInfo
+from workbench.engine.events import EngineState
+from workbench.engine.start_phases import StartProgress
+
+
+@dataclass(frozen=True)
+class EngineStatus:
+    state: EngineState = EngineState.STOPPED
+    message: str = "Engine not started."
+    start_id: int = 0  # the latest start command that the loop has reported on
+    progress: StartProgress | None = None  # while starting
+    info: EngineInfo | None = None  # while ready
+    log_path: str = ""  # the engine's own log of its latest start
+
+    @property
+    def ready(self) -> bool:
+        return self.state is EngineState.READY
+
+    def settled(self, start_id: int) -> bool:
+        """True once the start ``start_id`` has ended, ready or not."""
+        return self.start_id >= start_id and self.state is not EngineState.STARTING
