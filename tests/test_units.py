@@ -15,7 +15,7 @@ from workbench.engine.kv_snapshot import (
     BLOCK_STATE_CACHED, BLOCK_STATE_FREE, BLOCK_STATE_IN_USE, BLOCK_STATE_SHARED, CHUNK_BLOCKS, KVPoolMirror,
 )
 from workbench.engine.model_source import ModelNotFoundError, resolve_model
-from workbench.ui.kv_heatmap import grid_shape, heatmap_image
+from workbench.engine.heatmap_image import grid_shape, heatmap_image
 
 ROOT = Path(__file__).resolve().parent.parent
 

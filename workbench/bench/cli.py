@@ -178,7 +178,7 @@ def main(argv: list[str]) -> int:
     stall = sub.add_parser("gui-stall", help="GUI event-loop stalls while many requests stream (needs Qt)")
     stall.add_argument("--requests", type=int, default=256)
     stall.add_argument("--output-len", type=int, default=256)
-    heatmap = sub.add_parser("heatmap", help="the GUI thread's time to draw one heatmap frame (needs Qt, no engine)")
+    heatmap = sub.add_parser("heatmap", help="the GUI thread's time to draw one heatmap frame (no engine)")
     heatmap.add_argument("--blocks", type=_block_counts, default=[120_000, 640_000],
                          help="pool sizes, comma-separated (default: 120000,640000)")
     heatmap.add_argument("--frames", type=int, default=100)
