@@ -22,6 +22,7 @@ from workbench.bench.hf_baseline import HFResult, run_hf_baseline
 from workbench.bench.memory import engine_memory
 from workbench.engine.backend import ChatRequest, SamplingSettings
 from workbench.engine.loop import EngineLoop, Submit
+from workbench.engine.metrics import gap_tokens_per_s, timings_from_arrivals, tokens_per_s
 from workbench.engine.session import EngineConfig, EngineSession
 
 Progress = Callable[[str, float], None]
@@ -55,7 +56,7 @@ class RunStats:
 
     @property
     def tokens_per_s(self) -> float:
-        return self.output_tokens / self.elapsed_s if self.elapsed_s else 0.0
+        return tokens_per_s(self.output_tokens, self.elapsed_s)
 
     def cpu_us_per_token(self) -> tuple[float, float]:
         """Client and engine CPU microseconds per output token: work done, less exposed to a noisy
@@ -95,16 +96,6 @@ class ComparisonResult:
     single_stream: dict[str, list[RunStats]]  # "a", "b" -> single-request runs
     hf: list[HFResult]
     environment: dict[str, str]
-
-
-def timings_from_arrivals(submitted: float, arrivals: list[tuple[float, int]]) -> tuple[float | None, list[float]]:
-    """TTFT and per-token gaps from (arrival time, new tokens) pairs of one request."""
-    if not arrivals:
-        return None, []
-    gaps = []
-    for (prev, _), (now, count) in zip(arrivals, arrivals[1:]):
-        gaps.extend([(now - prev) / count] * count)
-    return arrivals[0][0] - submitted, gaps
 
 
 def run_plain_timed(session: EngineSession, prompts: list[list[int]], sampling: SamplingSettings,
@@ -257,9 +248,9 @@ def median_rate(runs: list[RunStats]) -> float:
     return statistics.median(r.tokens_per_s for r in runs) if runs else 0.0
 
 
-def decode_rate(run: RunStats) -> float:
-    """Single-stream decode speed: tokens after the first over the time after the first."""
-    return 1.0 / statistics.mean(run.itl_s) if run.itl_s else 0.0
+def single_stream_rate(run: RunStats) -> float:
+    """A single-request run's decode speed on the client's clock (see ``gap_tokens_per_s``)."""
+    return gap_tokens_per_s(run.itl_s)
 
 
 def _run_without_snapshots(session, prompts, sampling) -> RunStats:

@@ -10,12 +10,8 @@ import time
 from dataclasses import dataclass
 
 from workbench.engine.backend import ChatRequest, SamplingSettings
+from workbench.engine.metrics import percentile
 from workbench.engine.session import EngineConfig, EngineSession
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))] if ordered else float("nan")
 
 
 def random_prompts(num: int, length: int, vocab: int, seed: int) -> list[list[int]]:

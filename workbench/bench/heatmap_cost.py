@@ -10,9 +10,9 @@ import time
 
 import numpy as np
 
-from workbench.bench.engine_bench import percentile
 from workbench.engine.heatmap_image import grid_shape, heatmap_image
 from workbench.engine.kv_snapshot import NUM_BLOCK_STATES, KVPoolMirror, KVSnapshot
+from workbench.engine.metrics import percentile
 
 
 def _delta(version: int, full: bool, num_blocks: int, ids: np.ndarray, states: np.ndarray) -> dict:

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from workbench.bench.compare import ComparisonResult, decode_rate, median_rate
-from workbench.bench.engine_bench import percentile
+from workbench.bench.compare import ComparisonResult, median_rate, single_stream_rate
 from workbench.bench.hf_baseline import best_batch
+from workbench.engine.metrics import gap_tokens_per_s, percentile
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ def build_rows(result: ComparisonResult) -> list[Row]:
         runs = result.runs[key]
         rates = [r.tokens_per_s for r in runs]
         memory = [r.memory_bytes for r in runs if r.memory_bytes]
-        singles = [decode_rate(r) for r in result.single_stream[key]]
+        singles = [single_stream_rate(r) for r in result.single_stream[key]]
         rows.append(Row(
             names[key], median_rate(runs), f"{min(rates):,.0f}–{max(rates):,.0f}" if rates else "",
             _pct([t for r in runs for t in r.ttft_s]), _pct([g for r in runs for g in r.itl_s]),
@@ -51,7 +51,7 @@ def build_rows(result: ComparisonResult) -> list[Row]:
             rows.append(Row(label, hf.tokens_per_s, f"{hf.new_tokens} new tokens/seq",
                             (hf.ttft_s * 1e3, hf.ttft_s * 1e3), _pct(list(hf.gaps_s)),
                             hf.peak_memory_bytes / 2**20 if hf.peak_memory_bytes else None,
-                            1.0 / hf.itl_s if hf.batch_size == 1 and hf.itl_s > 0 else None))
+                            (gap_tokens_per_s(hf.gaps_s) or None) if hf.batch_size == 1 else None))
     return rows
 
 
@@ -72,7 +72,7 @@ def pair_ratios(result: ComparisonResult) -> dict[str, tuple[float, float, float
     the ratio of medians."""
     out = {}
     for name, runs, rate in (("b/a throughput", result.runs, lambda r: r.tokens_per_s),
-                             ("b/a single stream", result.single_stream, decode_rate)):
+                             ("b/a single stream", result.single_stream, single_stream_rate)):
         pairs = [rate(b) / rate(a) for a, b in zip(runs["a"], runs["b"]) if rate(a) and rate(b)]
         if pairs:
             out[name] = (statistics.median(pairs), min(pairs), max(pairs))
