@@ -20,9 +20,10 @@ import psutil
 from workbench.bench.engine_bench import random_prompts, start_session
 from workbench.bench.hf_baseline import HFResult, run_hf_baseline
 from workbench.bench.memory import engine_memory
-from workbench.engine.backend import ChatRequest, SamplingSettings
+from workbench.engine.backend import ChatRequest
 from workbench.engine.loop import EngineLoop, Submit
 from workbench.engine.metrics import gap_tokens_per_s, timings_from_arrivals, tokens_per_s
+from workbench.engine.sampling import SamplingSettings, to_sampling_params
 from workbench.engine.session import EngineConfig, EngineSession
 
 Progress = Callable[[str, float], None]
@@ -100,17 +101,13 @@ class ComparisonResult:
 
 def run_plain_timed(session: EngineSession, prompts: list[list[int]], sampling: SamplingSettings,
                     tracked: bool = False) -> RunStats:
-    """(a): ``add_request`` and ``step()`` in a tight loop, DELTA outputs, same sampling parameters.
+    """(a): ``add_request`` and ``step()`` in a tight loop, DELTA outputs, the same ``SamplingParams`` as (b).
 
     ``tracked``: leave the plugin's block tracking in the engine (to measure what it costs alone)."""
-    from vllm import SamplingParams
-    from vllm.sampling_params import RequestOutputKind
-
     _set_tracking(session, tracked)
     engine = session.engine
-    params = SamplingParams(temperature=sampling.temperature, max_tokens=sampling.max_tokens,
-                            ignore_eos=sampling.ignore_eos, output_kind=RequestOutputKind.DELTA,
-                            detokenize=session.tokenizer is not None)
+    room = session.config.max_model_len - max(len(p) for p in prompts)  # as session.submit caps (b)
+    params = to_sampling_params(sampling, room, session.tokenizer is not None)
     stats = RunStats("a")
     cpu = _CpuClock(session.engine_pids)
     started = time.perf_counter()

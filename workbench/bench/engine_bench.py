@@ -9,8 +9,9 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from workbench.engine.backend import ChatRequest, SamplingSettings
+from workbench.engine.backend import ChatRequest
 from workbench.engine.metrics import percentile
+from workbench.engine.sampling import SamplingSettings
 from workbench.engine.session import EngineConfig, EngineSession
 
 

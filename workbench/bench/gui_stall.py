@@ -58,9 +58,10 @@ def _run_event_loop(probe: Probe) -> None:
 
 
 def _send_requests(window, engine, num_requests: int, num_chat: int, output_len: int) -> None:
-    from workbench.engine.backend import ChatRequest, Message, SamplingSettings
+    from workbench.engine.backend import ChatRequest, Message
     from workbench.engine.demo_model import default_system_prompt
     from workbench.engine.loop import Submit
+    from workbench.engine.sampling import SamplingSettings
 
     chat = window.chat
     chat.sampling.ignore_eos.setChecked(True)

@@ -20,6 +20,7 @@ from workbench.engine.kv_snapshot import KVPoolMirror, KVSnapshot, scan_matches
 from workbench.engine.metrics import figures_from_output
 from workbench.engine.model_source import resolve_model
 from workbench.engine.process_guard import EngineWatchdog, child_pids, kill_processes, mark_owner
+from workbench.engine.sampling import to_sampling_params
 from workbench.engine.start_phases import (
     EngineStartError,
     PhaseWatcher,
@@ -190,9 +191,6 @@ class EngineSession(Backend):
         return list(ids)
 
     def submit(self, request: ChatRequest) -> None:
-        from vllm import SamplingParams
-        from vllm.sampling_params import RequestOutputKind
-
         prompt_ids = request.prompt_token_ids or self.render_prompt(request)
         limit = self.config.max_model_len
         if len(prompt_ids) >= limit:
@@ -200,13 +198,7 @@ class EngineSession(Backend):
                 f"The prompt is {len(prompt_ids)} tokens (system prompt and conversation), but the engine's "
                 f"max_model_len is {limit}. Shorten the system prompt or the message, start a new chat, "
                 f"or raise max_model_len in the engine settings.")
-        s = request.sampling
-        params = SamplingParams(
-            temperature=s.temperature, top_p=s.top_p, top_k=s.top_k if s.top_k > 0 else -1,
-            max_tokens=min(s.max_tokens, limit - len(prompt_ids)), seed=s.seed,
-            ignore_eos=s.ignore_eos, output_kind=RequestOutputKind.DELTA,
-            detokenize=self.tokenizer is not None,
-        )
+        params = to_sampling_params(request.sampling, limit - len(prompt_ids), self.tokenizer is not None)
         internal = self.engine.add_request(request.request_id, {"prompt_token_ids": prompt_ids}, params)
         internal = internal if isinstance(internal, str) else request.request_id
         self.live[request.request_id] = _Live(time.monotonic())
