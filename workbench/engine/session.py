@@ -103,8 +103,6 @@ class EngineSession(Backend):
         self.model_path = config.model
         self.watchdog: EngineWatchdog | None = None
         self._kv_request = None  # (future, sent at, checked against a scan)
-        self.record_arrivals = False  # benchmarks: keep (time, new tokens) per request
-        self.arrivals: dict[str, list[tuple[float, int]]] = {}
         self.on_cpu = True
 
     # -------------------------------------------------------------- life cycle
@@ -215,16 +213,18 @@ class EngineSession(Backend):
         return bool(self.live)
 
     def step(self) -> tuple[dict[str, str], list[StreamEvent]]:
-        """One engine step: new text per request, and a final event for each request that ended.
+        """One engine step: new text per request, and a final event for each request that ended."""
+        now = time.monotonic()
+        return self._stream_events(self.engine.step(), now)
+
+    def _stream_events(self, outputs, now: float) -> tuple[dict[str, str], list[StreamEvent]]:
+        """What one step's outputs mean for each live request; ``now`` is the step's start.
 
         Runs once per output per step (256 outputs a step at full batch), so it creates no object
         per token: text goes into one dict, and events are made only for finished requests."""
         texts: dict[str, str] = {}
         finished: list[StreamEvent] = []
-        now = time.monotonic()
-        live_requests, record = self.live, self.record_arrivals
-        outputs = self.engine.step()
-        arrived, arrivals = (time.perf_counter(), self.arrivals) if record else (0.0, None)
+        live_requests = self.live
         for out in outputs:
             live = live_requests.get(out.request_id)
             if live is None or not out.outputs:
@@ -236,8 +236,6 @@ class EngineSession(Backend):
                     live.first = now
                 live.last = now
                 live.num_tokens += num_new
-                if record:
-                    arrivals.setdefault(out.request_id, []).append((arrived, num_new))
             if completion.text:
                 texts[out.request_id] = completion.text
             if out.finished:
@@ -251,12 +249,6 @@ class EngineSession(Backend):
         if self._kv_request is None:
             future = request_utility(self.engine, "workbench_kv_delta", self.mirror.version, check_with_scan)
             self._kv_request = (future, time.perf_counter(), check_with_scan)
-
-    def stop_kv_tracking(self) -> None:
-        """Benchmarks: puts vLLM's block class back as it was; the next snapshot resyncs."""
-        self._kv_request = None
-        self.engine.engine_core.call_utility("workbench_kv_untrack")
-        self.mirror.reset()
 
     def poll_kv_snapshot(self) -> KVSnapshot | None:
         if self._kv_request is None or not self._kv_request[0].done():
