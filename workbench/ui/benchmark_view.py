@@ -3,7 +3,6 @@ plot, and saves them where the user chooses. The live engine can be stopped firs
 most of the memory the benchmark's own engine needs."""
 from __future__ import annotations
 
-import csv
 import shutil
 import sys
 import tempfile
@@ -16,7 +15,7 @@ from PySide6.QtWidgets import (
     QTableWidget, QTableWidgetItem, QVBoxLayout,
 )
 
-from workbench.bench.report import BAR_COLOURS
+from workbench.bench.results import BAR_COLOURS, COLUMNS, BenchmarkResults, read_results
 
 
 class BenchmarkView(QDialog):
@@ -155,32 +154,31 @@ class BenchmarkView(QDialog):
             self.message.setText(f"The benchmark failed (exit code {exit_code}). Its last output:\n{tail}{restart}")
             return
         self.results_dir = self.out_dir
-        with csv_path.open(encoding="utf-8") as f:
-            self.show_results(list(csv.reader(f)))
+        self.show_results(read_results(csv_path))
         self.save_button.setEnabled(True)
         self.message.setText("Done. Save… writes the table (Markdown, CSV), the plot (SVG) and a picture of it (PNG)."
                              + restart)
 
-    def show_results(self, rows: list[list[str]]) -> None:
-        header, body = rows[0], rows[1:]
-        self.table.setColumnCount(len(header))
-        self.table.setHorizontalHeaderLabels(header)
+    def show_results(self, results: BenchmarkResults) -> None:
+        """The table as the results file holds it, and a bar per path."""
+        body = results.table()
+        self.table.setColumnCount(len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(list(COLUMNS))
         self.table.setRowCount(len(body))
         for r, row in enumerate(body):
             for c, value in enumerate(row):
                 self.table.setItem(r, c, QTableWidgetItem(value))
         self.table.resizeColumnsToContents()
-        paths = [row for row in body if not row[0].startswith("ratio")]
         self.plot.clear()
-        for i, row in enumerate(paths):
-            rate = float(row[1])
+        for i, row in enumerate(results.rows):
+            rate = row.tokens_per_s
             self.plot.addItem(pg.BarGraphItem(x=[i], height=[rate], width=0.6, brush=BAR_COLOURS[i % len(BAR_COLOURS)]))
             label = pg.TextItem(f"{rate:,.0f}", anchor=(0.5, 1.0), color="w")
             label.setPos(i, rate)
             self.plot.addItem(label)
-        self.plot.getAxis("bottom").setTicks([[(i, row[0]) for i, row in enumerate(paths)]])
-        if paths:
-            self.plot.setYRange(0, max(float(row[1]) for row in paths) * 1.15, padding=0)
+        self.plot.getAxis("bottom").setTicks([[(i, row.path) for i, row in enumerate(results.rows)]])
+        if results.rows:
+            self.plot.setYRange(0, max(row.tokens_per_s for row in results.rows) * 1.15, padding=0)
 
     @Slot()
     def _on_save_clicked(self) -> None:
