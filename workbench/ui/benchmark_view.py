@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import QProcess, Slot
+from PySide6.QtCore import QProcess, QTimer, Slot
 from PySide6.QtWidgets import (
     QDialog, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QMessageBox, QProgressBar, QPushButton, QSpinBox,
     QTableWidget, QTableWidgetItem, QVBoxLayout,
@@ -19,6 +19,8 @@ from workbench.bench.results import BAR_COLOURS, COLUMNS, BenchmarkResults, read
 
 
 class BenchmarkView(QDialog):
+    KILL_AFTER_MS = 5000  # a cancelled run that has not ended by then is killed
+
     def __init__(self, model: str, engine_running, stop_engine, parent=None, ask_to_stop=None):
         super().__init__(parent)
         self.setObjectName("benchmarkView")
@@ -30,6 +32,8 @@ class BenchmarkView(QDialog):
         self.cancelled = self.stopped_live_engine = False
         self.output_lines: list[str] = []
         self.process: QProcess | None = None
+        self.kill_timer = QTimer(self, singleShot=True)
+        self.kill_timer.timeout.connect(self._on_kill_timer_timeout)
         self.fields = {
             "requests": QSpinBox(minimum=1, maximum=4096, value=64),
             "prompt-len": QSpinBox(minimum=1, maximum=32768, value=256),
@@ -124,14 +128,21 @@ class BenchmarkView(QDialog):
 
     @Slot()
     def cancel(self) -> None:
-        """Stops the benchmark process; its engine processes die with it (the plugin's death signal)."""
-        if not self.running:
+        """Asks the benchmark process to stop and returns at once; its engine processes die with it
+        (the plugin's death signal). The view updates when the process has finished; a process still
+        running ``KILL_AFTER_MS`` later is killed."""
+        if not self.running or self.cancelled:
             return
         self.cancelled = True
+        self.cancel_button.setEnabled(False)
+        self.progress.setFormat("Cancelling… %p%")
         self.process.terminate()
-        if not self.process.waitForFinished(5000):
+        self.kill_timer.start(self.KILL_AFTER_MS)
+
+    @Slot()
+    def _on_kill_timer_timeout(self) -> None:
+        if self.running:
             self.process.kill()
-            self.process.waitForFinished(5000)
 
     def closeEvent(self, event) -> None:
         self.cancel()  # closing the view while it runs stops the run: nothing keeps running unseen
@@ -139,6 +150,7 @@ class BenchmarkView(QDialog):
 
     @Slot(int, QProcess.ExitStatus)
     def _on_process_finished(self, exit_code: int, status) -> None:
+        self.kill_timer.stop()
         self.run_button.setEnabled(True)
         self.cancel_button.setEnabled(False)
         self.save_button.setEnabled(self.results_dir is not None)
