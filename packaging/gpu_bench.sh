@@ -11,7 +11,7 @@ show() {
   if grep -q -- "$1" "$3"; then grep -A"$2" -- "$1" "$3"; else tail -30 "$3"; fi | tee -a "$OUT/summary.txt"
 }
 nvml() {
-  python3 -c "from workbench.telemetry.gpu_memory import read_gpu_memory as r; print('pynvml used MiB', [m.used_bytes // 2**20 for m in r()])" | tee -a "$OUT/summary.txt"
+  python3 -c "from workbench.telemetry.gpu_memory import gpu_telemetry as t; r = t().read_devices(); print('pynvml used MiB', [m.used_bytes // 2**20 for m in r] if r is not None else t().unavailable)" | tee -a "$OUT/summary.txt"
   nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader | tee -a "$OUT/summary.txt"
 }
 python3 -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__)" | tee -a "$OUT/summary.txt"

@@ -1,8 +1,10 @@
-"""The engine layer without Qt: block tracking taken out and put back stays exact against a scan."""
+"""The engine layer without Qt: block tracking taken out and put back stays exact against a scan;
+the benchmarks' session records when each request's tokens arrive."""
 from __future__ import annotations
 
 import numpy as np
 
+from workbench.bench.engine_bench import BenchSession
 from workbench.engine.backend import ChatRequest, SamplingSettings
 from workbench.engine.kv_snapshot import BLOCK_STATE_IN_USE, BLOCK_STATE_SHARED
 from workbench.engine.session import EngineConfig, EngineSession
@@ -15,7 +17,7 @@ def _step(session: EngineSession, times: int) -> None:
 
 
 def test_tracking_removed_and_restored_matches_a_full_scan(demo_model_path):
-    session = EngineSession(EngineConfig(model=demo_model_path, max_model_len=512, max_num_seqs=8,
+    session = BenchSession(EngineConfig(model=demo_model_path, max_model_len=512, max_num_seqs=8,
                                          kv_cache_memory_bytes=64 << 20))
     session.start(lambda progress: None)
     try:
@@ -31,7 +33,15 @@ def test_tracking_removed_and_restored_matches_a_full_scan(demo_model_path):
         assert set(first.tables) == {"r0", "r1"}
 
         session.stop_kv_tracking()  # blocks now change with nobody watching
-        _step(session, 40)
+        with session.recording_arrivals() as arrivals:
+            _step(session, 40)
+        assert set(arrivals) == {"r0", "r1"}
+        for request in arrivals.values():  # one new token a step while decoding, in time order
+            assert 30 <= sum(count for _, count in request) <= 40
+            assert [t for t, _ in request] == sorted(t for t, _ in request)
+        recorded = {rid: len(request) for rid, request in arrivals.items()}
+        _step(session, 1)
+        assert {rid: len(request) for rid, request in arrivals.items()} == recorded  # ended with the block
         again = session.kv_snapshot(check_with_scan=True)  # a full resync, then deltas as before
         assert again.scan_problems == ()
         assert again.version == 1 and len(again.tables["r0"]) > len(first.tables["r0"])

@@ -15,7 +15,7 @@ from workbench.engine.kv_snapshot import (
     BLOCK_STATE_CACHED, BLOCK_STATE_FREE, BLOCK_STATE_IN_USE, BLOCK_STATE_SHARED, CHUNK_BLOCKS, KVPoolMirror,
 )
 from workbench.engine.model_source import ModelNotFoundError, resolve_model
-from workbench.ui.kv_heatmap import grid_shape, heatmap_image
+from workbench.engine.heatmap_image import grid_shape, heatmap_image
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -147,19 +147,22 @@ def test_regenerate_drops_the_last_reply_and_keeps_the_question():
 
 
 def test_engine_layer_imports_without_qt():
-    """The GPU machine has no PySide6: the engine layer, telemetry and the headless benchmarks must
-    import with Qt absent."""
+    """The GPU machine has no PySide6: the engine layer, telemetry and the headless benchmarks (all of
+    ``bench`` but ``bench/gui``) must import with Qt absent, and import nothing of ``ui`` or ``bridge``."""
+    import pkgutil
     import subprocess
     import sys
 
-    modules = ["workbench.engine." + m for m in ("backend", "session", "loop", "kv_plugin", "kv_snapshot",
-                                                   "metrics", "model_source", "demo_model", "process_guard")]
-    modules += ["workbench.telemetry.gpu_memory", "workbench.bench.cli", "workbench.bench.compare",
-                "workbench.bench.engine_bench", "workbench.bench.report", "workbench.bench.hf_baseline",
-                "workbench.bench.memory_check"]
+    import workbench
+
+    modules = [m.name for m in pkgutil.walk_packages(workbench.__path__, "workbench.")
+               if m.name.startswith(("workbench.engine.", "workbench.telemetry.", "workbench.bench."))
+               and not m.name.startswith("workbench.bench.gui")]
+    assert {"workbench.engine.heatmap_image", "workbench.bench.results", "workbench.bench.cli"} <= set(modules)
     code = ("import sys\nfor name in ('PySide6', 'pyqtgraph', 'shiboken6'):\n    sys.modules[name] = None\n"
             + "".join(f"import {m}\n" for m in modules)
-            + "assert not any(k.startswith(('PySide6.', 'pyqtgraph.')) for k in sys.modules)\n")
+            + "assert not any(k.startswith(('PySide6.', 'pyqtgraph.')) for k in sys.modules)\n"
+            + "assert not any(k.startswith(('workbench.ui', 'workbench.bridge')) for k in sys.modules)\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
 

@@ -22,7 +22,9 @@ def build_window(config: EngineConfig, check_with_scan: bool = False):
     from workbench.engine.process_guard import mark_owner, reap_orphans
     from workbench.model.app_model import AppModel
     from workbench.ui.main_window import MainWindow
+    from workbench.ui.pg_setup import configure_pyqtgraph
 
+    configure_pyqtgraph()
     reap_orphans()
     mark_owner()
     engine = EngineThread(check_with_scan=check_with_scan)

@@ -1,4 +1,4 @@
-"""``vllm-workbench bench``: benchmarks that print their figures. The first three need no Qt.
+"""``vllm-workbench bench``: benchmarks that print their figures. All but gui-stall need no Qt.
 
     vllm-workbench bench snapshot --blocks 100000 --running 64
     vllm-workbench bench loop --requests 64 --prompt-len 256 --output-len 256 --repeats 5
@@ -107,7 +107,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_gui_stall(args) -> int:
-    from workbench.bench.gui_stall import run_gui_stall
+    from workbench.bench.gui.gui_stall import run_gui_stall
 
     r = run_gui_stall(args.requests, args.output_len)
     print(f"\nGUI event-loop stalls (5 ms probe timer), {r['requests']} requests × {args.output_len} output "
@@ -178,7 +178,7 @@ def main(argv: list[str]) -> int:
     stall = sub.add_parser("gui-stall", help="GUI event-loop stalls while many requests stream (needs Qt)")
     stall.add_argument("--requests", type=int, default=256)
     stall.add_argument("--output-len", type=int, default=256)
-    heatmap = sub.add_parser("heatmap", help="the GUI thread's time to draw one heatmap frame (needs Qt, no engine)")
+    heatmap = sub.add_parser("heatmap", help="the GUI thread's time to draw one heatmap frame (no engine)")
     heatmap.add_argument("--blocks", type=_block_counts, default=[120_000, 640_000],
                          help="pool sizes, comma-separated (default: 120000,640000)")
     heatmap.add_argument("--frames", type=int, default=100)

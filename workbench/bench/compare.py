@@ -17,12 +17,14 @@ from typing import Callable
 
 import psutil
 
-from workbench.bench.engine_bench import random_prompts, start_session
+from workbench.bench.engine_bench import BenchSession, random_prompts, record_arrivals, start_session
 from workbench.bench.hf_baseline import HFResult, run_hf_baseline
 from workbench.bench.memory import engine_memory
-from workbench.engine.backend import ChatRequest, SamplingSettings
+from workbench.engine.backend import ChatRequest
 from workbench.engine.loop import EngineLoop, Submit
-from workbench.engine.session import EngineConfig, EngineSession
+from workbench.engine.metrics import gap_tokens_per_s, timings_from_arrivals, tokens_per_s
+from workbench.engine.sampling import SamplingSettings, to_sampling_params
+from workbench.engine.session import EngineConfig
 
 Progress = Callable[[str, float], None]
 
@@ -55,7 +57,7 @@ class RunStats:
 
     @property
     def tokens_per_s(self) -> float:
-        return self.output_tokens / self.elapsed_s if self.elapsed_s else 0.0
+        return tokens_per_s(self.output_tokens, self.elapsed_s)
 
     def cpu_us_per_token(self) -> tuple[float, float]:
         """Client and engine CPU microseconds per output token: work done, less exposed to a noisy
@@ -97,45 +99,24 @@ class ComparisonResult:
     environment: dict[str, str]
 
 
-def timings_from_arrivals(submitted: float, arrivals: list[tuple[float, int]]) -> tuple[float | None, list[float]]:
-    """TTFT and per-token gaps from (arrival time, new tokens) pairs of one request."""
-    if not arrivals:
-        return None, []
-    gaps = []
-    for (prev, _), (now, count) in zip(arrivals, arrivals[1:]):
-        gaps.extend([(now - prev) / count] * count)
-    return arrivals[0][0] - submitted, gaps
-
-
-def run_plain_timed(session: EngineSession, prompts: list[list[int]], sampling: SamplingSettings,
+def run_plain_timed(session: BenchSession, prompts: list[list[int]], sampling: SamplingSettings,
                     tracked: bool = False) -> RunStats:
-    """(a): ``add_request`` and ``step()`` in a tight loop, DELTA outputs, same sampling parameters.
+    """(a): ``add_request`` and ``step()`` in a tight loop, DELTA outputs, the same ``SamplingParams`` as (b).
 
     ``tracked``: leave the plugin's block tracking in the engine (to measure what it costs alone)."""
-    from vllm import SamplingParams
-    from vllm.sampling_params import RequestOutputKind
-
     _set_tracking(session, tracked)
     engine = session.engine
-    params = SamplingParams(temperature=sampling.temperature, max_tokens=sampling.max_tokens,
-                            ignore_eos=sampling.ignore_eos, output_kind=RequestOutputKind.DELTA,
-                            detokenize=session.tokenizer is not None)
+    room = session.config.max_model_len - max(len(p) for p in prompts)  # as session.submit caps (b)
+    params = to_sampling_params(sampling, room, session.tokenizer is not None)
     stats = RunStats("a")
     cpu = _CpuClock(session.engine_pids)
     started = time.perf_counter()
     arrivals: dict[str, list[tuple[float, int]]] = {}
     for i, prompt in enumerate(prompts):
-        request_id = f"a-{started}-{i}"
-        engine.add_request(request_id, {"prompt_token_ids": prompt}, params)
-        arrivals[request_id] = []
+        engine.add_request(f"a-{started}-{i}", {"prompt_token_ids": prompt}, params)
     while engine.has_unfinished_requests():
         outputs = engine.step()
-        now = time.perf_counter()
-        for out in outputs:
-            count = len(out.outputs[0].token_ids)
-            if count:
-                arrivals[out.request_id].append((now, count))
-                stats.output_tokens += count
+        stats.output_tokens += record_arrivals(outputs, time.perf_counter(), arrivals)
     stats.elapsed_s = time.perf_counter() - started
     cpu.stop(stats)
     _add_timings(stats, started, arrivals.values())
@@ -160,30 +141,28 @@ class _Collector:
         self.finished += 1
 
 
-def run_workbench_timed(session: EngineSession, prompts: list[list[int]], sampling: SamplingSettings,
+def run_workbench_timed(session: BenchSession, prompts: list[list[int]], sampling: SamplingSettings,
                         snapshot_interval_s: float = 0.1) -> RunStats:
     """(b): the loop as the GUI drives it; arrivals are recorded by the session as deltas come in."""
     _set_tracking(session, snapshot_interval_s != float("inf"))
     collector = _Collector()
     loop = EngineLoop(collector, snapshot_interval_s=snapshot_interval_s)
     loop.adopt(session)
-    session.record_arrivals = True
-    session.arrivals.clear()
     stats = RunStats("b")
-    cpu = _CpuClock(session.engine_pids)
-    started = time.perf_counter()
-    for i, prompt in enumerate(prompts):
-        loop.post(Submit(ChatRequest(f"b-{started}-{i}", (), sampling, prompt_token_ids=tuple(prompt))))
-    loop.run_until(lambda: collector.finished >= len(prompts))
-    stats.elapsed_s = time.perf_counter() - started
-    cpu.stop(stats)
-    stats.output_tokens = sum(count for arrivals in session.arrivals.values() for _, count in arrivals)
-    _add_timings(stats, started, session.arrivals.values())
-    session.record_arrivals = False
+    with session.recording_arrivals() as arrivals:
+        cpu = _CpuClock(session.engine_pids)
+        started = time.perf_counter()
+        for i, prompt in enumerate(prompts):
+            loop.post(Submit(ChatRequest(f"b-{started}-{i}", (), sampling, prompt_token_ids=tuple(prompt))))
+        loop.run_until(lambda: collector.finished >= len(prompts))
+        stats.elapsed_s = time.perf_counter() - started
+        cpu.stop(stats)
+    stats.output_tokens = sum(count for request in arrivals.values() for _, count in request)
+    _add_timings(stats, started, arrivals.values())
     return stats
 
 
-def _set_tracking(session: EngineSession, on: bool) -> None:
+def _set_tracking(session: BenchSession, on: bool) -> None:
     """Block tracking in the engine and the mirror in sync (as in the GUI after a start), or taken out."""
     if on:
         session.kv_snapshot()
@@ -199,7 +178,7 @@ def _rotation(variants: tuple[str, ...], repeats: int):
             yield rep, offset, key
 
 
-def _warm_up(session: EngineSession, variants: tuple[str, ...], num: int, prompt_len: int, vocab: int,
+def _warm_up(session: BenchSession, variants: tuple[str, ...], num: int, prompt_len: int, vocab: int,
              sampling: SamplingSettings) -> None:
     warm = random_prompts(min(4, num), prompt_len, vocab, seed=999)
     for key in variants:
@@ -245,7 +224,7 @@ def run_comparison(config: EngineConfig, workload: Workload, vocab: int, hf_mode
     return ComparisonResult(workload, config, runs, single_stream, hf, environment)
 
 
-def _single_streams(session: EngineSession, into: dict[str, list[RunStats]], workload: Workload, vocab: int,
+def _single_streams(session: BenchSession, into: dict[str, list[RunStats]], workload: Workload, vocab: int,
                     sampling: SamplingSettings, rep: int) -> None:
     """Single-request runs alternating a, b / b, a, so each pair ran seconds apart on the same prompt."""
     for sample in range(workload.single_stream_samples):
@@ -258,9 +237,9 @@ def median_rate(runs: list[RunStats]) -> float:
     return statistics.median(r.tokens_per_s for r in runs) if runs else 0.0
 
 
-def decode_rate(run: RunStats) -> float:
-    """Single-stream decode speed: tokens after the first over the time after the first."""
-    return 1.0 / statistics.mean(run.itl_s) if run.itl_s else 0.0
+def single_stream_rate(run: RunStats) -> float:
+    """A single-request run's decode speed on the client's clock (see ``gap_tokens_per_s``)."""
+    return gap_tokens_per_s(run.itl_s)
 
 
 def _run_without_snapshots(session, prompts, sampling) -> RunStats:

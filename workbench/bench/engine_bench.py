@@ -1,21 +1,21 @@
 """Benchmarks of the engine layer, headless: the cost of a KV snapshot, and shared helpers.
 
-Both run without Qt, so they run on the GPU machine too.
+Both run without Qt, so they run on the GPU machine too. :class:`BenchSession` holds what the
+benchmarks need of an engine session and the product does not.
 """
 from __future__ import annotations
 
 import random
 import statistics
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator
 
-from workbench.engine.backend import ChatRequest, SamplingSettings
+from workbench.engine.backend import ChatRequest
+from workbench.engine.metrics import percentile
+from workbench.engine.sampling import SamplingSettings
 from workbench.engine.session import EngineConfig, EngineSession
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))] if ordered else float("nan")
 
 
 def random_prompts(num: int, length: int, vocab: int, seed: int) -> list[list[int]]:
@@ -24,8 +24,57 @@ def random_prompts(num: int, length: int, vocab: int, seed: int) -> list[list[in
     return [[rng.randrange(10, vocab - 10) for _ in range(length)] for _ in range(num)]
 
 
-def start_session(config: EngineConfig) -> EngineSession:
-    session = EngineSession(config)
+Arrivals = dict[str, list[tuple[float, int]]]  # request id -> (arrival time, new tokens), in order
+
+
+def record_arrivals(outputs, arrived: float, into: Arrivals) -> int:
+    """Notes ``(arrived, new tokens)`` for each DELTA output that brought tokens; returns their sum.
+    Both benchmark paths record with this, so they pay the same for it."""
+    total = 0
+    for out in outputs:
+        if out.outputs:
+            count = len(out.outputs[0].token_ids)
+            if count:
+                into.setdefault(out.request_id, []).append((arrived, count))
+                total += count
+    return total
+
+
+class BenchSession(EngineSession):
+    """The engine session plus two things only the benchmarks use: the arrival time of every
+    request's new tokens (on the client's clock, while :meth:`recording_arrivals` is open), and
+    taking the KV plugin's block tracking out of the engine so that it runs as vLLM ships."""
+
+    def __init__(self, config: EngineConfig):
+        super().__init__(config)
+        self._arrivals: Arrivals | None = None
+
+    def step(self):
+        if self._arrivals is None:
+            return super().step()
+        now = time.monotonic()
+        outputs = self.engine.step()
+        record_arrivals(outputs, time.perf_counter(), self._arrivals)
+        return self._stream_events(outputs, now)
+
+    @contextmanager
+    def recording_arrivals(self) -> Iterator[Arrivals]:
+        """Arrivals of the steps taken inside the block, per request."""
+        self._arrivals = arrivals = {}
+        try:
+            yield arrivals
+        finally:
+            self._arrivals = None
+
+    def stop_kv_tracking(self) -> None:
+        """Puts vLLM's block class back as it was; the next snapshot resyncs (and tracks again)."""
+        self._kv_request = None
+        self.engine.engine_core.call_utility("workbench_kv_untrack")
+        self.mirror.reset()
+
+
+def start_session(config: EngineConfig) -> BenchSession:
+    session = BenchSession(config)
     session.start(lambda progress: print(f"  {progress.label}", flush=True))
     return session
 

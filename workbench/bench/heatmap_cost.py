@@ -1,20 +1,18 @@
 """What one heatmap frame costs the GUI thread: ``heatmap_image`` on a pool of the given size, with
-about 2 % of its blocks changed since the previous frame. Needs the Qt packages (the heatmap module
-imports them); no engine: the cost depends on the pool's size, not on which model filled it.
+about 2 % of its blocks changed since the previous frame. No Qt (the image is computed in the engine
+layer, as the GUI thread computes it) and no engine: the cost depends on the pool's size, not on which
+model filled it.
 """
 from __future__ import annotations
 
-import os
 import statistics
 import time
 
 import numpy as np
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
-from workbench.bench.engine_bench import percentile  # noqa: E402
-from workbench.engine.kv_snapshot import NUM_BLOCK_STATES, KVPoolMirror, KVSnapshot  # noqa: E402
-from workbench.ui.kv_heatmap import grid_shape, heatmap_image  # noqa: E402
+from workbench.engine.heatmap_image import grid_shape, heatmap_image
+from workbench.engine.kv_snapshot import NUM_BLOCK_STATES, KVPoolMirror, KVSnapshot
+from workbench.engine.metrics import percentile
 
 
 def _delta(version: int, full: bool, num_blocks: int, ids: np.ndarray, states: np.ndarray) -> dict:

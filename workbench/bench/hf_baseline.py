@@ -6,6 +6,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.engine.metrics import tokens_per_s
+
 BATCH_SIZES = (1, 4, 8, 16, 32, 64, 128, 256)
 
 
@@ -21,12 +23,7 @@ class HFResult:
 
     @property
     def tokens_per_s(self) -> float:
-        return self.batch_size * self.new_tokens / self.elapsed_s if self.elapsed_s and not self.error else 0.0
-
-    @property
-    def itl_s(self) -> float:
-        """Mean gap between new tokens."""
-        return sum(self.gaps_s) / len(self.gaps_s) if self.gaps_s else 0.0
+        return 0.0 if self.error else tokens_per_s(self.batch_size * self.new_tokens, self.elapsed_s)
 
 
 def load_hf_model(folder: str):

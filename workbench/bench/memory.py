@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import psutil
 
-from workbench.telemetry.gpu_memory import process_gpu_memory, read_gpu_memory
+from workbench.telemetry.gpu_memory import gpu_telemetry
 
 SCOPE_PROCESS_GPU = "GPU memory of the engine's processes (NVML)"
 SCOPE_DEVICE_GPU = "GPU memory in use on the whole device (NVML gave no per-process figure)"
@@ -13,10 +13,11 @@ SCOPE_RSS = "resident memory of the engine's processes"
 
 def engine_memory(pids: list[int]) -> tuple[int, str]:
     """Bytes, and what they cover (one of the SCOPE_* texts)."""
-    own = process_gpu_memory(pids)
+    telemetry = gpu_telemetry()
+    own = telemetry.process_memory(pids)
     if own:
         return own, SCOPE_PROCESS_GPU
-    gpus = read_gpu_memory()
+    gpus = telemetry.read_devices()
     if gpus:
         return sum(g.used_bytes for g in gpus), SCOPE_DEVICE_GPU
     total = 0

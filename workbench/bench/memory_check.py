@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from workbench.telemetry.gpu_memory import gpu_memory_by_pid, read_gpu_memory
+from workbench.telemetry.gpu_memory import gpu_telemetry
 
 FIELDS = ["time_s", "gpu", "nvml_used_mib", "smi_used_mib", "pid", "nvml_process_mib", "smi_process_mib"]
 
@@ -25,12 +25,12 @@ def _smi(query: str) -> list[list[str]]:
 def sample() -> list[dict]:
     """One row per GPU, and one per compute process, each with both readings side by side."""
     now, rows = time.time(), []
-    gpus = read_gpu_memory() or []
+    gpus = gpu_telemetry().read_devices() or ()
     smi_gpus = {int(i): int(used) for i, used in _smi("gpu=index,memory.used")}
     for gpu in gpus:
         rows.append({"time_s": f"{now:.1f}", "gpu": gpu.index, "nvml_used_mib": gpu.used_bytes // 2**20,
                      "smi_used_mib": smi_gpus.get(gpu.index, "")})
-    by_pid = gpu_memory_by_pid() or {}
+    by_pid = gpu_telemetry().memory_by_pid() or {}
     for pid, used in _smi("compute-apps=pid,used_memory"):
         own = by_pid.get(int(pid))
         rows.append({"time_s": f"{now:.1f}", "pid": pid, "smi_process_mib": used,
@@ -73,8 +73,8 @@ def main(argv: list[str]) -> int:
     if args.summary:
         print(summary(args.summary))
         return 0
-    if read_gpu_memory() is None:
-        print("No NVIDIA driver here: nothing to compare.")
+    if gpu_telemetry().read_devices() is None:
+        print(f"Nothing to compare: {gpu_telemetry().unavailable}")
         return 1
     record(args.out or Path("memory.csv"), args.interval)
     return 0

@@ -1,45 +1,30 @@
-"""The comparison as a table (Markdown and CSV) and a bar plot (SVG, no plotting library needed)."""
+"""The comparison as a table (Markdown and CSV) and a bar plot (SVG, no plotting library needed).
+The rows and the CSV's columns are those of ``bench/results.py``."""
 from __future__ import annotations
 
-import csv
-import io
 import statistics
-from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from workbench.bench.compare import ComparisonResult, decode_rate, median_rate
-from workbench.bench.engine_bench import percentile
+from workbench.bench.compare import ComparisonResult, median_rate, single_stream_rate
 from workbench.bench.hf_baseline import best_batch
-
-
-@dataclass(frozen=True)
-class Row:
-    path: str
-    tokens_per_s: float
-    spread: str
-    ttft_ms: tuple[float, float] | None  # p50, p99
-    itl_ms: tuple[float, float] | None
-    memory_mib: float | None
-    single_stream_tok_s: float | None
-
-
-BAR_COLOURS = ["#2563eb", "#f59e0b", "#9ca3af", "#6b7280"]  # (a), (b), (c) batch 1, (c) best batch
+from workbench.bench.results import BAR_COLOURS, BenchmarkResults, RatioRow, ResultRow, results_csv
+from workbench.engine.metrics import gap_tokens_per_s, percentile
 
 
 def _pct(values: list[float]) -> tuple[float, float] | None:
     return (percentile(values, 50) * 1e3, percentile(values, 99) * 1e3) if values else None
 
 
-def build_rows(result: ComparisonResult) -> list[Row]:
+def build_rows(result: ComparisonResult) -> list[ResultRow]:
     rows = []
     names = {"a": "(a) plain vLLM", "b": "(b) workbench loop"}
     for key in ("a", "b"):
         runs = result.runs[key]
         rates = [r.tokens_per_s for r in runs]
         memory = [r.memory_bytes for r in runs if r.memory_bytes]
-        singles = [decode_rate(r) for r in result.single_stream[key]]
-        rows.append(Row(
+        singles = [single_stream_rate(r) for r in result.single_stream[key]]
+        rows.append(ResultRow(
             names[key], median_rate(runs), f"{min(rates):,.0f}–{max(rates):,.0f}" if rates else "",
             _pct([t for r in runs for t in r.ttft_s]), _pct([g for r in runs for g in r.itl_s]),
             max(memory) / 2**20 if memory else None, statistics.median(singles) if singles else None,
@@ -48,14 +33,14 @@ def build_rows(result: ComparisonResult) -> list[Row]:
     best = best_batch(result.hf)
     for label, hf in (("(c) HF generate, batch 1", hf_one), (f"(c) HF generate, best batch {best.batch_size if best else '-'}", best)):
         if hf is not None:
-            rows.append(Row(label, hf.tokens_per_s, f"{hf.new_tokens} new tokens/seq",
+            rows.append(ResultRow(label, hf.tokens_per_s, f"{hf.new_tokens} new tokens/seq",
                             (hf.ttft_s * 1e3, hf.ttft_s * 1e3), _pct(list(hf.gaps_s)),
                             hf.peak_memory_bytes / 2**20 if hf.peak_memory_bytes else None,
-                            1.0 / hf.itl_s if hf.batch_size == 1 and hf.itl_s > 0 else None))
+                            (gap_tokens_per_s(hf.gaps_s) or None) if hf.batch_size == 1 else None))
     return rows
 
 
-def ratios(rows: list[Row]) -> dict[str, float]:
+def ratios(rows: list[ResultRow]) -> dict[str, float]:
     """b/a in throughput and single-stream speed; a/c against each HF row."""
     a, b, hf_rows = rows[0], rows[1], rows[2:]
     out = {"b/a throughput": b.tokens_per_s / a.tokens_per_s if a.tokens_per_s else 0.0}
@@ -72,7 +57,7 @@ def pair_ratios(result: ComparisonResult) -> dict[str, tuple[float, float, float
     the ratio of medians."""
     out = {}
     for name, runs, rate in (("b/a throughput", result.runs, lambda r: r.tokens_per_s),
-                             ("b/a single stream", result.single_stream, decode_rate)):
+                             ("b/a single stream", result.single_stream, single_stream_rate)):
         pairs = [rate(b) / rate(a) for a, b in zip(runs["a"], runs["b"]) if rate(a) and rate(b)]
         if pairs:
             out[name] = (statistics.median(pairs), min(pairs), max(pairs))
@@ -127,24 +112,13 @@ def cpu_per_token(result: ComparisonResult) -> str:
     return ", ".join(parts) or "not measured"
 
 
-def csv_text(result: ComparisonResult) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(["path", "output_tok_s", "spread", "ttft_ms_p50", "ttft_ms_p99", "itl_ms_p50", "itl_ms_p99",
-                     "peak_memory_mib", "single_stream_tok_s"])
-    def numbers(pair) -> list[str]:
-        return [f"{v:.3f}" for v in pair] if pair else ["", ""]
-
+def benchmark_results(result: ComparisonResult) -> BenchmarkResults:
+    """The rows of the results file: the paths, the ratios, then the per-repeat ratios."""
     rows = build_rows(result)
-    for r in rows:
-        writer.writerow([r.path, f"{r.tokens_per_s:.1f}", r.spread, *numbers(r.ttft_ms), *numbers(r.itl_ms),
-                         f"{r.memory_mib:.0f}" if r.memory_mib else "",
-                         f"{r.single_stream_tok_s:.1f}" if r.single_stream_tok_s else ""])
-    for name, value in ratios(rows).items():
-        writer.writerow([f"ratio {name}", f"{value:.4f}"])
-    for name, (median, low, high) in pair_ratios(result).items():
-        writer.writerow([f"ratio {name} per repeat", f"{median:.4f}", f"{low:.4f}–{high:.4f}"])
-    return buffer.getvalue()
+    ratio_rows = [RatioRow(name, value) for name, value in ratios(rows).items()]
+    ratio_rows += [RatioRow(f"{name} per repeat", median, (low, high))
+                   for name, (median, low, high) in pair_ratios(result).items()]
+    return BenchmarkResults(tuple(rows), tuple(ratio_rows))
 
 
 def svg_plot(result: ComparisonResult) -> str:
@@ -168,6 +142,6 @@ def write_outputs(result: ComparisonResult, folder: Path) -> dict[str, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     paths = {"md": folder / "benchmark.md", "csv": folder / "benchmark.csv", "svg": folder / "benchmark.svg"}
     paths["md"].write_text(markdown(result), encoding="utf-8")
-    paths["csv"].write_text(csv_text(result), encoding="utf-8")
+    paths["csv"].write_text(results_csv(benchmark_results(result)), encoding="utf-8")
     paths["svg"].write_text(svg_plot(result), encoding="utf-8")
     return paths

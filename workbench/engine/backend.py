@@ -11,6 +11,7 @@ from typing import Callable
 
 from workbench.engine.kv_snapshot import KVSnapshot
 from workbench.engine.metrics import RequestFigures
+from workbench.engine.sampling import SamplingSettings
 from workbench.engine.start_phases import StartProgress
 
 
@@ -22,16 +23,6 @@ class PromptTooLongError(ValueError):
 class Message:
     role: str  # "system", "user" or "assistant"
     content: str
-
-
-@dataclass(frozen=True)
-class SamplingSettings:
-    temperature: float = 0.7
-    top_p: float = 0.95
-    top_k: int = 0  # 0: off
-    max_tokens: int = 256
-    seed: int | None = None
-    ignore_eos: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,14 @@
-"""Per-request figures, defined once: TTFT, decode speed, prompt and cached-prompt tokens.
+"""Figures defined once: TTFT, inter-token gaps, tokens/s, percentiles; the figures of one request.
 
-They come from vLLM's own request metrics (``RequestOutput.metrics``, filled when stats logging
-is on); where a field is missing the client's own clock stands in, and the figure says so.
+The chat pane's per-request figures come from vLLM's own request metrics (``RequestOutput.metrics``,
+filled when stats logging is on); where a field is missing the client's own clock stands in, and the
+figure says so. The benchmarks' figures come from the client's clock as outputs arrive.
 """
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
+from typing import Iterable
 
 
 @dataclass(frozen=True)
@@ -24,11 +27,54 @@ class RequestFigures:
         return self.cached_prompt_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
 
 
-def decode_rate(num_tokens: int, first_s: float, last_s: float) -> float | None:
-    """Tokens after the first, divided by the time between first and last token."""
+def decode_tokens_per_s(num_tokens: int, first_s: float, last_s: float) -> float | None:
+    """One request's decode speed from its token count and first and last token times: the tokens
+    after the first, divided by the time between the first token and the last. None for fewer than
+    two tokens (no decode to time)."""
     if num_tokens < 2 or last_s <= first_s:
         return None
     return (num_tokens - 1) / (last_s - first_s)
+
+
+def tokens_per_s(num_tokens: int, elapsed_s: float) -> float:
+    """Throughput: tokens over the wall-clock seconds they took; 0.0 when no time was measured."""
+    return num_tokens / elapsed_s if elapsed_s else 0.0
+
+
+def gap_tokens_per_s(gaps_s: Iterable[float]) -> float:
+    """The speed implied by inter-token gaps: 1 / their mean, in tokens per second; 0.0 for no gaps.
+
+    Over one request's gaps (as :func:`timings_from_arrivals` gives them) this is its decode speed on
+    the client's clock: the tokens after its first arrival, divided by the time from that arrival to
+    the last. Unlike :func:`decode_tokens_per_s` it counts from the first *arrival*, which may hold
+    more than one token; over several requests' gaps pooled, it weighs each request by its tokens."""
+    gaps = list(gaps_s)
+    return 1.0 / statistics.fmean(gaps) if gaps else 0.0
+
+
+def timings_from_arrivals(submitted: float, arrivals: list[tuple[float, int]]) -> tuple[float | None, list[float]]:
+    """TTFT and inter-token gaps of one request from its (arrival time, new tokens) pairs, in seconds.
+
+    TTFT is the first arrival less ``submitted``. Each later arrival of ``count`` tokens adds
+    ``count`` equal gaps that share the time since the arrival before it. (None, []) for no arrivals."""
+    if not arrivals:
+        return None, []
+    gaps = []
+    for (prev, _), (now, count) in zip(arrivals, arrivals[1:]):
+        gaps.extend([(now - prev) / count] * count)
+    return arrivals[0][0] - submitted, gaps
+
+
+def percentile(values: Iterable[float], q: float) -> float:
+    """The ``q``-th percentile (0 to 100) of ``values``, as one of the values (no interpolation).
+
+    Nearest rank on a rounded index: the sorted values' element at ``round(q / 100 * (n - 1))``,
+    rounded by Python's ``round`` (halves to even: p50 of four values is the third, of six the
+    third too). p0 is the minimum, p100 the maximum; NaN for no values."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
 def figures_from_output(output, num_output_tokens: int, client_times: tuple[float, float, float]) -> RequestFigures:
@@ -48,6 +94,6 @@ def figures_from_output(output, num_output_tokens: int, client_times: tuple[floa
         cached_prompt_tokens=output.num_cached_tokens or 0,
         output_tokens=num_generated,
         ttft_s=ttft if ttft > 0 else None,
-        decode_tokens_per_s=decode_rate(num_generated, first_ts, last_ts),
+        decode_tokens_per_s=decode_tokens_per_s(num_generated, first_ts, last_ts),
         source=source,
     )

@@ -21,6 +21,7 @@ from workbench.engine.kv_snapshot import KVPoolMirror, KVSnapshot, scan_matches
 from workbench.engine.metrics import figures_from_output
 from workbench.engine.model_source import resolve_model
 from workbench.engine.process_guard import EngineWatchdog, child_pids, kill_processes, mark_owner
+from workbench.engine.sampling import to_sampling_params
 from workbench.engine.engine_log import EngineLogCapture, new_log_path
 from workbench.engine.start_failure import explain_start_failure
 from workbench.engine.start_phases import EngineStartError, PhaseWatcher, StartProgress, progress_for
@@ -73,8 +74,6 @@ class EngineSession(Backend):
         self.model_path = config.model
         self.watchdog: EngineWatchdog | None = None
         self._kv_request = None  # (future, sent at, checked against a scan)
-        self.record_arrivals = False  # benchmarks: keep (time, new tokens) per request
-        self.arrivals: dict[str, list[tuple[float, int]]] = {}
         self.on_cpu = True
         self.log_path: Path | None = None  # the engine's own log of its latest start
 
@@ -177,9 +176,6 @@ class EngineSession(Backend):
         return list(ids)
 
     def submit(self, request: ChatRequest) -> None:
-        from vllm import SamplingParams
-        from vllm.sampling_params import RequestOutputKind
-
         prompt_ids = request.prompt_token_ids or self.render_prompt(request)
         limit = self.config.max_model_len
         if len(prompt_ids) >= limit:
@@ -187,13 +183,7 @@ class EngineSession(Backend):
                 f"The prompt is {len(prompt_ids)} tokens (system prompt and conversation), but the engine's "
                 f"max_model_len is {limit}. Shorten the system prompt or the message, start a new chat, "
                 f"or raise max_model_len in the engine settings.")
-        s = request.sampling
-        params = SamplingParams(
-            temperature=s.temperature, top_p=s.top_p, top_k=s.top_k if s.top_k > 0 else -1,
-            max_tokens=min(s.max_tokens, limit - len(prompt_ids)), seed=s.seed,
-            ignore_eos=s.ignore_eos, output_kind=RequestOutputKind.DELTA,
-            detokenize=self.tokenizer is not None,
-        )
+        params = to_sampling_params(request.sampling, limit - len(prompt_ids), self.tokenizer is not None)
         internal = self.engine.add_request(request.request_id, {"prompt_token_ids": prompt_ids}, params)
         internal = internal if isinstance(internal, str) else request.request_id
         self.live[request.request_id] = _Live(time.monotonic())
@@ -210,16 +200,18 @@ class EngineSession(Backend):
         return bool(self.live)
 
     def step(self) -> tuple[dict[str, str], list[StreamEvent]]:
-        """One engine step: new text per request, and a final event for each request that ended.
+        """One engine step: new text per request, and a final event for each request that ended."""
+        now = time.monotonic()
+        return self._stream_events(self.engine.step(), now)
+
+    def _stream_events(self, outputs, now: float) -> tuple[dict[str, str], list[StreamEvent]]:
+        """What one step's outputs mean for each live request; ``now`` is the step's start.
 
         Runs once per output per step (256 outputs a step at full batch), so it creates no object
         per token: text goes into one dict, and events are made only for finished requests."""
         texts: dict[str, str] = {}
         finished: list[StreamEvent] = []
-        now = time.monotonic()
-        live_requests, record = self.live, self.record_arrivals
-        outputs = self.engine.step()
-        arrived, arrivals = (time.perf_counter(), self.arrivals) if record else (0.0, None)
+        live_requests = self.live
         for out in outputs:
             live = live_requests.get(out.request_id)
             if live is None or not out.outputs:
@@ -231,8 +223,6 @@ class EngineSession(Backend):
                     live.first = now
                 live.last = now
                 live.num_tokens += num_new
-                if record:
-                    arrivals.setdefault(out.request_id, []).append((arrived, num_new))
             if completion.text:
                 texts[out.request_id] = completion.text
             if out.finished:
@@ -246,12 +236,6 @@ class EngineSession(Backend):
         if self._kv_request is None:
             future = request_utility(self.engine, "workbench_kv_delta", self.mirror.version, check_with_scan)
             self._kv_request = (future, time.perf_counter(), check_with_scan)
-
-    def stop_kv_tracking(self) -> None:
-        """Benchmarks: puts vLLM's block class back as it was; the next snapshot resyncs."""
-        self._kv_request = None
-        self.engine.engine_core.call_utility("workbench_kv_untrack")
-        self.mirror.reset()
 
     def poll_kv_snapshot(self) -> KVSnapshot | None:
         if self._kv_request is None or not self._kv_request[0].done():

@@ -3,23 +3,24 @@ plot, and saves them where the user chooses. The live engine can be stopped firs
 most of the memory the benchmark's own engine needs."""
 from __future__ import annotations
 
-import csv
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import QProcess, Slot
+from PySide6.QtCore import QProcess, QTimer, Slot
 from PySide6.QtWidgets import (
     QDialog, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QMessageBox, QProgressBar, QPushButton, QSpinBox,
     QTableWidget, QTableWidgetItem, QVBoxLayout,
 )
 
-from workbench.bench.report import BAR_COLOURS
+from workbench.bench.results import BAR_COLOURS, COLUMNS, BenchmarkResults, read_results
 
 
 class BenchmarkView(QDialog):
+    KILL_AFTER_MS = 5000  # a cancelled run that has not ended by then is killed
+
     def __init__(self, model: str, engine_running, stop_engine, parent=None, ask_to_stop=None):
         super().__init__(parent)
         self.setObjectName("benchmarkView")
@@ -31,6 +32,8 @@ class BenchmarkView(QDialog):
         self.cancelled = self.stopped_live_engine = False
         self.output_lines: list[str] = []
         self.process: QProcess | None = None
+        self.kill_timer = QTimer(self, singleShot=True)
+        self.kill_timer.timeout.connect(self._on_kill_timer_timeout)
         self.fields = {
             "requests": QSpinBox(minimum=1, maximum=4096, value=64),
             "prompt-len": QSpinBox(minimum=1, maximum=32768, value=256),
@@ -125,14 +128,21 @@ class BenchmarkView(QDialog):
 
     @Slot()
     def cancel(self) -> None:
-        """Stops the benchmark process; its engine processes die with it (the plugin's death signal)."""
-        if not self.running:
+        """Asks the benchmark process to stop and returns at once; its engine processes die with it
+        (the plugin's death signal). The view updates when the process has finished; a process still
+        running ``KILL_AFTER_MS`` later is killed."""
+        if not self.running or self.cancelled:
             return
         self.cancelled = True
+        self.cancel_button.setEnabled(False)
+        self.progress.setFormat("Cancelling… %p%")
         self.process.terminate()
-        if not self.process.waitForFinished(5000):
+        self.kill_timer.start(self.KILL_AFTER_MS)
+
+    @Slot()
+    def _on_kill_timer_timeout(self) -> None:
+        if self.running:
             self.process.kill()
-            self.process.waitForFinished(5000)
 
     def closeEvent(self, event) -> None:
         self.cancel()  # closing the view while it runs stops the run: nothing keeps running unseen
@@ -140,6 +150,7 @@ class BenchmarkView(QDialog):
 
     @Slot(int, QProcess.ExitStatus)
     def _on_process_finished(self, exit_code: int, status) -> None:
+        self.kill_timer.stop()
         self.run_button.setEnabled(True)
         self.cancel_button.setEnabled(False)
         self.save_button.setEnabled(self.results_dir is not None)
@@ -155,32 +166,31 @@ class BenchmarkView(QDialog):
             self.message.setText(f"The benchmark failed (exit code {exit_code}). Its last output:\n{tail}{restart}")
             return
         self.results_dir = self.out_dir
-        with csv_path.open(encoding="utf-8") as f:
-            self.show_results(list(csv.reader(f)))
+        self.show_results(read_results(csv_path))
         self.save_button.setEnabled(True)
         self.message.setText("Done. Save… writes the table (Markdown, CSV), the plot (SVG) and a picture of it (PNG)."
                              + restart)
 
-    def show_results(self, rows: list[list[str]]) -> None:
-        header, body = rows[0], rows[1:]
-        self.table.setColumnCount(len(header))
-        self.table.setHorizontalHeaderLabels(header)
+    def show_results(self, results: BenchmarkResults) -> None:
+        """The table as the results file holds it, and a bar per path."""
+        body = results.table()
+        self.table.setColumnCount(len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(list(COLUMNS))
         self.table.setRowCount(len(body))
         for r, row in enumerate(body):
             for c, value in enumerate(row):
                 self.table.setItem(r, c, QTableWidgetItem(value))
         self.table.resizeColumnsToContents()
-        paths = [row for row in body if not row[0].startswith("ratio")]
         self.plot.clear()
-        for i, row in enumerate(paths):
-            rate = float(row[1])
+        for i, row in enumerate(results.rows):
+            rate = row.tokens_per_s
             self.plot.addItem(pg.BarGraphItem(x=[i], height=[rate], width=0.6, brush=BAR_COLOURS[i % len(BAR_COLOURS)]))
             label = pg.TextItem(f"{rate:,.0f}", anchor=(0.5, 1.0), color="w")
             label.setPos(i, rate)
             self.plot.addItem(label)
-        self.plot.getAxis("bottom").setTicks([[(i, row[0]) for i, row in enumerate(paths)]])
-        if paths:
-            self.plot.setYRange(0, max(float(row[1]) for row in paths) * 1.15, padding=0)
+        self.plot.getAxis("bottom").setTicks([[(i, row.path) for i, row in enumerate(results.rows)]])
+        if results.rows:
+            self.plot.setYRange(0, max(row.tokens_per_s for row in results.rows) * 1.15, padding=0)
 
     @Slot()
     def _on_save_clicked(self) -> None:

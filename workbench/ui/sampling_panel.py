@@ -5,21 +5,23 @@ from PySide6.QtWidgets import (
     QCheckBox, QDoubleSpinBox, QFormLayout, QLabel, QPlainTextEdit, QSpinBox, QVBoxLayout, QWidget,
 )
 
-from workbench.engine.backend import SamplingSettings
+from workbench.engine.sampling import DEFAULT_SAMPLING, SamplingSettings
 
 
 class SamplingPanel(QWidget):
     def __init__(self, default_system_prompt: str = ""):
         super().__init__()
         self.system = QPlainTextEdit(default_system_prompt, objectName="systemPrompt")
-        self.temperature = self._double("temperature", 0.0, 2.0, 0.7, 0.05)
-        self.top_p = self._double("topP", 0.01, 1.0, 0.95, 0.01)
-        self.top_k = QSpinBox(objectName="topK", minimum=0, maximum=1000, value=0)
+        d = DEFAULT_SAMPLING
+        self.temperature = self._double("temperature", 0.0, 2.0, d.temperature, 0.05)
+        self.top_p = self._double("topP", 0.01, 1.0, d.top_p, 0.01)
+        self.top_k = QSpinBox(objectName="topK", minimum=0, maximum=1000, value=d.top_k)
         self.top_k.setSpecialValueText("off")
-        self.max_tokens = QSpinBox(objectName="maxTokens", minimum=1, maximum=32768, value=256)
-        self.seed = QSpinBox(objectName="seed", minimum=-1, maximum=2**31 - 1, value=-1)
+        self.max_tokens = QSpinBox(objectName="maxTokens", minimum=1, maximum=32768, value=d.max_tokens)
+        self.seed = QSpinBox(objectName="seed", minimum=-1, maximum=2**31 - 1, value=-1 if d.seed is None else d.seed)
         self.seed.setSpecialValueText("random")
         self.ignore_eos = QCheckBox("Run to max_tokens (ignore end of turn)", objectName="ignoreEos")
+        self.ignore_eos.setChecked(d.ignore_eos)
         self.template = QPlainTextEdit(objectName="chatTemplate")
         self.template.setReadOnly(True)
         self.template.setPlaceholderText("The model's chat template appears here once the engine is up.")

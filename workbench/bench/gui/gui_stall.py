@@ -17,6 +17,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal, Slot  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
+from workbench.engine.metrics import percentile  # noqa: E402
+
 PROBE_INTERVAL_MS = 5
 TIMEOUT_MS = 600_000
 
@@ -56,9 +58,10 @@ def _run_event_loop(probe: Probe) -> None:
 
 
 def _send_requests(window, engine, num_requests: int, num_chat: int, output_len: int) -> None:
-    from workbench.engine.backend import ChatRequest, Message, SamplingSettings
+    from workbench.engine.backend import ChatRequest, Message
     from workbench.engine.demo_model import default_system_prompt
     from workbench.engine.loop import Submit
+    from workbench.engine.sampling import SamplingSettings
 
     chat = window.chat
     chat.sampling.ignore_eos.setChecked(True)
@@ -77,12 +80,9 @@ def _send_requests(window, engine, num_requests: int, num_chat: int, output_len:
 
 def _stall_figures(ticks: list[float]) -> dict:
     gaps_ms = [(b - a) * 1e3 for a, b in zip(ticks, ticks[1:])]
-    stalls = sorted(max(0.0, g - PROBE_INTERVAL_MS) for g in gaps_ms)
-
-    def pick(q: float) -> float:
-        return stalls[min(len(stalls) - 1, int(q / 100 * (len(stalls) - 1)))] if stalls else float("nan")
-
-    return {"stall_ms_p50": pick(50), "stall_ms_p90": pick(90), "stall_ms_p99": pick(99), "stall_ms_max": pick(100),
+    stalls = [max(0.0, g - PROBE_INTERVAL_MS) for g in gaps_ms]
+    return {"stall_ms_p50": percentile(stalls, 50), "stall_ms_p90": percentile(stalls, 90),
+            "stall_ms_p99": percentile(stalls, 99), "stall_ms_max": percentile(stalls, 100),
             "stall_ms_mean": statistics.mean(stalls) if stalls else float("nan")}
 
 

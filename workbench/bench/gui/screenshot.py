@@ -1,12 +1,11 @@
 """Offscreen screenshots for the docs.
 
-    python -m workbench.bench.screenshot OUT.png            the window mid-reply, the heatmap filling
-    python -m workbench.bench.screenshot --benchmark CSV OUT.png
+    python -m workbench.bench.gui.screenshot OUT.png        the window mid-reply, the heatmap filling
+    python -m workbench.bench.gui.screenshot --benchmark CSV OUT.png
                                                             the Benchmark view showing a saved result
 """
 from __future__ import annotations
 
-import csv
 import os
 import re
 import sys
@@ -60,16 +59,18 @@ def benchmark_view(csv_path: str, path: str) -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
+    from workbench.bench.results import read_results
     from workbench.ui.benchmark_view import BenchmarkView
+    from workbench.ui.pg_setup import configure_pyqtgraph
 
     app = QApplication.instance() or QApplication([])
+    configure_pyqtgraph()
     markdown = Path(csv_path).with_name("benchmark.md")
     header = markdown.read_text(encoding="utf-8").split("\n", 1)[0].strip() if markdown.exists() else ""
     view = BenchmarkView(csv_path, lambda: False, lambda: None)
     view.resize(1250, 720)
     view.show()
-    with open(csv_path, encoding="utf-8") as f:
-        view.show_results(list(csv.reader(f)))
+    view.show_results(read_results(Path(csv_path)))
     found = re.search(r"(\d+) requests × (\d+) prompt / (\d+) output tokens.*?(\d+) interleaved repeats", header)
     if found:
         for name, value in zip(("requests", "prompt-len", "output-len", "repeats"), found.groups()):
