@@ -33,10 +33,13 @@ def wait_for(app, condition, timeout_s: float, what: str) -> float:
     return time.monotonic() - started
 
 
-def engine_ready(window) -> bool:
-    if window.status.state in ("failed", "died"):
-        raise SystemExit(f"FAILED: the engine did not start:\n{window.status.message.text()}")
-    return window.status.state == "ready"
+def engine_ready(window, start_id: int) -> bool:
+    status = window.model.engine
+    if not status.settled(start_id):
+        return False
+    if not status.ready:
+        raise SystemExit(f"FAILED: the engine did not start:\n{status.message}")
+    return True
 
 
 def ask(app, window, text: str) -> str:
@@ -44,7 +47,7 @@ def ask(app, window, text: str) -> str:
 
     window.findChild(QPlainTextEdit, "chatInput").setPlainText(text)
     window.findChild(QPushButton, "sendButton").click()
-    reply = window.chat.current.turns[-1]
+    reply = window.chat.current.messages[-1]
     wait_for(app, lambda: reply.status != "streaming", REPLY_TIMEOUT_S, f"a reply to {text!r}")
     if reply.status != "done" or not reply.text:
         raise SystemExit(f"FAILED: the reply ended {reply.status}: {reply.error or 'no text'}")
@@ -67,14 +70,14 @@ def run(out: Path, label: str) -> None:
     window, engine = build_window(demo_engine_config())
     window.resize(1400, 860)
     window.show()
-    seconds = wait_for(app, lambda: engine_ready(window), START_TIMEOUT_S, "engine ready")
+    seconds = wait_for(app, lambda: engine_ready(window, 1), START_TIMEOUT_S, "engine ready")
     print(f"[{label}] engine ready after {seconds:.1f} s: {window.windowTitle()}", flush=True)
     print(f"[{label}] reply 1: {ask(app, window, 'Hello! What is a KV cache?')}", flush=True)
     settle_until = time.monotonic() + 0.5  # a few heatmap frames: the reply's blocks, now cached
     wait_for(app, lambda: time.monotonic() > settle_until, 5.0, "the heatmap to catch up")
     window.grab().save(str(out / f"{label}-window.png"))
-    window.restart_engine()
-    seconds = wait_for(app, lambda: engine_ready(window), START_TIMEOUT_S, "engine ready after Restart engine")
+    restart = window.restart_engine()
+    seconds = wait_for(app, lambda: engine_ready(window, restart), START_TIMEOUT_S, "engine ready after Restart engine")
     print(f"[{label}] Restart engine: ready again after {seconds:.1f} s", flush=True)
     print(f"[{label}] reply 2: {ask(app, window, 'And what is prefix caching?')}", flush=True)
     window.close()

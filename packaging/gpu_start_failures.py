@@ -51,7 +51,7 @@ def try_start(cause: str, config, out: Path) -> None:
 
 
 def dummy_config(shape_dir: Path, utilization: float):
-    from workbench.engine.session import EngineConfig
+    from workbench.engine.spec import EngineConfig
 
     return EngineConfig(model=str(shape_dir), max_model_len=4096, gpu_memory_utilization=utilization,
                         extra=(("load_format", "dummy"), ("skip_tokenizer_init", True)))
@@ -79,7 +79,7 @@ def fork_failure(out: Path, demo_model: str) -> None:
     import torch
 
     import workbench.engine.session as session_module
-    from workbench.engine.session import EngineConfig
+    from workbench.engine.spec import EngineConfig
 
     torch.cuda.is_available()  # what transformers and the demo training do: the process now holds CUDA
     spawn = session_module.use_spawn_for_engine_processes

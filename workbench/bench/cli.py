@@ -12,7 +12,7 @@ import argparse
 import statistics
 
 from workbench.bench.engine_bench import measure_snapshot_cost
-from workbench.engine.session import EngineConfig
+from workbench.engine.spec import EngineConfig
 
 
 def _config(args, **overrides) -> EngineConfig:

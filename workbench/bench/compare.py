@@ -20,11 +20,13 @@ import psutil
 from workbench.bench.engine_bench import BenchSession, random_prompts, record_arrivals, start_session
 from workbench.bench.hf_baseline import HFResult, run_hf_baseline
 from workbench.bench.memory import engine_memory
-from workbench.engine.backend import ChatRequest
-from workbench.engine.loop import EngineLoop, Submit
+from workbench.engine.backend import ChatRequest, wait_for_snapshot
+from workbench.engine.commands import Submit
+from workbench.engine.events import RequestFailed, RequestFinished
+from workbench.engine.loop import EngineLoop
 from workbench.engine.metrics import gap_tokens_per_s, timings_from_arrivals, tokens_per_s
 from workbench.engine.sampling import SamplingSettings, to_sampling_params
-from workbench.engine.session import EngineConfig
+from workbench.engine.spec import EngineConfig
 
 Progress = Callable[[str, float], None]
 
@@ -124,21 +126,17 @@ def run_plain_timed(session: BenchSession, prompts: list[list[int]], sampling: S
 
 
 class _Collector:
+    """The loop's listener in path (b): counts ended requests, drops everything else."""
+
     def __init__(self):
         self.finished = 0
 
-    def engine_state_changed(self, state, message): pass
-    def start_progressed(self, progress): pass
-    def engine_ready(self, info): pass
-    def text_flushed(self, chunks): pass
-    def snapshot_published(self, snapshot): pass
-    def engine_log_opened(self, path): pass
+    def publish(self, event) -> None:
+        if isinstance(event, (RequestFinished, RequestFailed)):
+            self.finished += 1
 
-    def request_finished(self, event):
-        self.finished += 1
-
-    def request_failed(self, request_id, message):
-        self.finished += 1
+    def snapshot_published(self, snapshot) -> None:
+        pass
 
 
 def run_workbench_timed(session: BenchSession, prompts: list[list[int]], sampling: SamplingSettings,
@@ -165,7 +163,7 @@ def run_workbench_timed(session: BenchSession, prompts: list[list[int]], samplin
 def _set_tracking(session: BenchSession, on: bool) -> None:
     """Block tracking in the engine and the mirror in sync (as in the GUI after a start), or taken out."""
     if on:
-        session.kv_snapshot()
+        wait_for_snapshot(session.probe)
     else:
         session.stop_kv_tracking()
 

@@ -12,10 +12,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
-from workbench.engine.backend import ChatRequest
+from workbench.engine.backend import ChatRequest, wait_for_snapshot
 from workbench.engine.metrics import percentile
 from workbench.engine.sampling import SamplingSettings
-from workbench.engine.session import EngineConfig, EngineSession
+from workbench.engine.session import EngineSession
+from workbench.engine.spec import EngineConfig
 
 
 def random_prompts(num: int, length: int, vocab: int, seed: int) -> list[list[int]]:
@@ -68,9 +69,8 @@ class BenchSession(EngineSession):
 
     def stop_kv_tracking(self) -> None:
         """Puts vLLM's block class back as it was; the next snapshot resyncs (and tracks again)."""
-        self._kv_request = None
+        self.probe.reset()
         self.engine.engine_core.call_utility("workbench_kv_untrack")
-        self.mirror.reset()
 
 
 def start_session(config: EngineConfig) -> BenchSession:
@@ -109,29 +109,29 @@ def measure_snapshot_cost(config: EngineConfig, num_running: int, prompt_len: in
         for i, prompt in enumerate(random_prompts(num_running, prompt_len, vocab, seed=7)):
             session.submit(ChatRequest(f"s{i}", (), sampling, prompt_token_ids=tuple(prompt)))
         started = time.perf_counter()
-        session.kv_snapshot()  # the first call is a full resync and installs tracking
+        wait_for_snapshot(session.probe)  # the first call is a full resync and installs tracking
         resync_ms = (time.perf_counter() - started) * 1e3
         engine_ms, engine_cpu_ms, round_trip_ms, client_ms, changed = [], [], [], [], []
         while len(engine_ms) < num_samples and session.has_work():
             session.step()
-            snap = session.kv_snapshot()
+            snap = wait_for_snapshot(session.probe)
             engine_ms.append(snap.engine_ms)
             engine_cpu_ms.append(snap.engine_cpu_ms)
             round_trip_ms.append(snap.round_trip_ms)
             client_ms.append(snap.client_ms)
-            changed.append(len(session.mirror.last["ids"]) // 4)
-        running = len(session.mirror.tables)
+            changed.append(len(session.probe.mirror.last["ids"]) // 4)
+        running = len(session.probe.mirror.tables)
         started = time.perf_counter()
         session.engine.engine_core.call_utility("workbench_kv_scan")
         full_scan_ms = (time.perf_counter() - started) * 1e3
         return SnapshotCost(
-            num_blocks=len(session.mirror.states), num_running=running, num_samples=len(engine_ms),
+            num_blocks=len(session.probe.mirror.states), num_running=running, num_samples=len(engine_ms),
             engine_ms_p50=statistics.median(engine_ms), engine_ms_p99=percentile(engine_ms, 99),
             engine_cpu_ms_p50=statistics.median(engine_cpu_ms), engine_cpu_ms_p99=percentile(engine_cpu_ms, 99),
             round_trip_ms_p50=statistics.median(round_trip_ms), round_trip_ms_p99=percentile(round_trip_ms, 99),
             client_ms_p50=statistics.median(client_ms), client_ms_p99=percentile(client_ms, 99),
             changed_blocks_p50=statistics.median(changed), resync_ms=resync_ms, full_scan_ms=full_scan_ms,
-            tracking=session.mirror.last.get("tracking", "?"),
+            tracking=session.probe.mirror.last.get("tracking", "?"),
         )
     finally:
         session.shutdown()

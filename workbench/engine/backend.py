@@ -7,7 +7,7 @@ from __future__ import annotations
 import abc
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
 
 from workbench.engine.kv_snapshot import KVSnapshot
 from workbench.engine.metrics import RequestFigures
@@ -54,8 +54,60 @@ class EngineInfo:
     engine_pids: tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can show, declared up front so panes offer only what it has."""
+
+    kv_blocks: str  # "physical": the block pool itself, live; "prefix-events": vLLM's KV events; "none"
+    memory: str  # "nvml" (GPU memory per process), "host", "remote" (a server's own figures), "none"
+    stats: frozenset[str]  # per-request figures it gives: "ttft", "decode_rate", "cached_tokens", "queue_time"
+
+
+class BackendEvents(Protocol):
+    """Where a backend pushes what happens, on the thread that drives it (the engine loop)."""
+
+    def texts_arrived(self, texts: dict[str, str]) -> None:
+        """New text per request since the last push (one dict for many requests)."""
+
+    def request_finished(self, event: StreamEvent) -> None:
+        """A request ended (stop, length, aborted), with its figures."""
+
+    def request_failed(self, request_id: str, message: str) -> None:
+        """A request could not run; the message says why and what to do."""
+
+
+class KVProbe(Protocol):
+    """The block pool, read without blocking the thread that drives the engine."""
+
+    def request_snapshot(self, check_with_scan: bool = False) -> None:
+        """Asks for the pool's state (one request in flight at a time); with ``check_with_scan``,
+        the snapshot is also compared against a full scan."""
+
+    def poll_snapshot(self) -> KVSnapshot | None:
+        """The snapshot asked for, once it has arrived; None until then."""
+
+
+def wait_for_snapshot(probe: KVProbe, check_with_scan: bool = False, timeout_s: float = 60.0) -> KVSnapshot:
+    """Blocking convenience for tests and benchmarks: ask and wait."""
+    probe.request_snapshot(check_with_scan)
+    deadline = time.monotonic() + timeout_s
+    while (snapshot := probe.poll_snapshot()) is None:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the engine did not answer the KV snapshot request")
+        time.sleep(0.0005)
+    return snapshot
+
+
 class Backend(abc.ABC):
-    """What runs the model. Methods are called from one thread only: the one that steps it."""
+    """What runs the model: a local engine, or (later) a server. Its methods are called from one
+    thread only, the one that drives it; what happens is pushed to the :class:`BackendEvents` given
+    to :meth:`connect`. Nothing here assumes where vLLM's client runs."""
+
+    capabilities: Capabilities
+
+    def connect(self, events: BackendEvents) -> None:
+        """Where to push text, finished and failed requests from now on."""
+        self.events = events
 
     @abc.abstractmethod
     def start(self, report: Callable[[StartProgress], None]) -> None:
@@ -70,40 +122,29 @@ class Backend(abc.ABC):
         """Queues a request; raises PromptTooLongError when the prompt does not fit."""
 
     @abc.abstractmethod
-    def abort(self, request_id: str) -> StreamEvent | None:
-        """Stops a request; returns its final event (vLLM sends none for aborts)."""
+    def abort(self, request_id: str) -> None:
+        """Stops a request and pushes its final event (finish reason "aborted")."""
 
     @abc.abstractmethod
     def has_work(self) -> bool:
         """True while requests are running or waiting."""
 
     @abc.abstractmethod
-    def step(self) -> tuple[dict[str, str], list[StreamEvent]]:
-        """Runs one engine step: the new text of each request that produced some (DELTA), and a
-        final event (with figures) for each request that ended."""
+    def advance(self) -> None:
+        """Does the next piece of work (a local engine's step, a server's stream reads) and pushes
+        what came of it; raises when the engine has gone."""
 
-    @abc.abstractmethod
-    def request_kv_snapshot(self, check_with_scan: bool = False) -> None:
-        """Asks for the block pool's state without waiting (one request in flight at a time);
-        with ``check_with_scan``, the snapshot is also compared against a full scan."""
-
-    @abc.abstractmethod
-    def poll_kv_snapshot(self) -> KVSnapshot | None:
-        """The snapshot asked for, once it has arrived; None until then."""
-
-    def kv_snapshot(self, check_with_scan: bool = False, timeout_s: float = 60.0) -> KVSnapshot:
-        """Blocking convenience: ask and wait."""
-        self.request_kv_snapshot(check_with_scan)
-        deadline = time.monotonic() + timeout_s
-        while (snapshot := self.poll_kv_snapshot()) is None:
-            if time.monotonic() > deadline:
-                raise TimeoutError("the engine did not answer the KV snapshot request")
-            time.sleep(0.0005)
-        return snapshot
+    def kv_probe(self) -> KVProbe | None:
+        """The block pool's reader, where ``capabilities.kv_blocks`` is "physical"."""
+        return None
 
     @abc.abstractmethod
     def info(self) -> EngineInfo:
         """Facts about the running engine."""
+
+    def describe_end(self) -> str:
+        """How the engine ended, in words, after it went away."""
+        return "it is gone"
 
     @property
     @abc.abstractmethod

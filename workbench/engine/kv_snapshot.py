@@ -1,6 +1,6 @@
 """Block states, and the client-side mirror of vLLM's block pool built from versioned deltas.
 
-The engine-core process sends deltas (see ``kv_plugin``); :class:`KVPoolMirror` applies them and
+The engine-core process sends deltas (see ``vllm_plugin.kv_methods``); :class:`KVPoolMirror` applies them and
 hands out :class:`KVSnapshot` values: immutable, with read-only arrays, safe to pass to any thread.
 """
 from __future__ import annotations

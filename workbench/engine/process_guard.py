@@ -12,7 +12,7 @@ from typing import Callable
 
 import psutil
 
-from workbench.engine.kv_plugin import OWNER_ENV
+from workbench.engine.vllm_plugin.process_life import OWNER_ENV
 
 VLLM_PROCESS_PREFIX = "VLLM::"
 

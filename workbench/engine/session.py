@@ -10,20 +10,21 @@ import gc
 import os
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from workbench.engine.spec import EngineConfig
-from workbench.engine.backend import Backend, ChatRequest, EngineInfo, PromptTooLongError, StreamEvent
-from workbench.engine.kv_plugin import PHASE_FILE_ENV, SUPPORTED_VLLM, request_utility, wake_blocked_step
-from workbench.engine.kv_snapshot import KVPoolMirror, KVSnapshot, scan_matches
+from workbench.engine.backend import Backend, Capabilities, ChatRequest, EngineInfo, PromptTooLongError, StreamEvent
+from workbench.engine.engine_log import EngineLogCapture, new_log_path
+from workbench.engine.kv_probe import LocalKVProbe
 from workbench.engine.metrics import figures_from_output
 from workbench.engine.model_source import resolve_model
-from workbench.engine.process_guard import EngineWatchdog, child_pids, kill_processes, mark_owner
+from workbench.engine.process_guard import EngineWatchdog, child_pids, describe_exit, kill_processes, mark_owner
 from workbench.engine.sampling import to_sampling_params
-from workbench.engine.engine_log import EngineLogCapture, new_log_path
+from workbench.engine.spec import DEMO_MODEL, EngineConfig
 from workbench.engine.start_failure import explain_start_failure
+from workbench.engine.vllm_plugin import PHASE_FILE_ENV, SUPPORTED_VLLM
+from workbench.engine.vllm_plugin.utility_call import wake_blocked_step
 from workbench.engine.start_phases import EngineStartError, PhaseWatcher, StartProgress, progress_for
 
 # vLLM forks its engine-core process unless told otherwise, and only switches to spawn when torch
@@ -62,18 +63,22 @@ class _Live:
 
 
 class EngineSession(Backend):
+    """The local engine: vLLM's ``LLMEngine`` in this process, its EngineCore in a process of its own."""
+
+    capabilities = Capabilities(kv_blocks="physical", memory="nvml",
+                                stats=frozenset({"ttft", "decode_rate", "cached_tokens", "queue_time"}))
+
     def __init__(self, config: EngineConfig):
         self.config = config
         self.engine = None
         self.tokenizer = None
         self.engine_pids: list[int] = []
-        self.mirror = KVPoolMirror()
+        self.probe = LocalKVProbe(self)
         self.live: dict[str, _Live] = {}
         self.id_map: dict[str, str] = {}  # engine-internal id -> the caller's id
         self.vllm_version = ""
         self.model_path = config.model
         self.watchdog: EngineWatchdog | None = None
-        self._kv_request = None  # (future, sent at, checked against a scan)
         self.on_cpu = True
         self.log_path: Path | None = None  # the engine's own log of its latest start
 
@@ -81,6 +86,8 @@ class EngineSession(Backend):
     def start(self, report: Callable[[StartProgress], None]) -> None:
         mark_owner()
         use_spawn_for_engine_processes()
+        if self.config.model == DEMO_MODEL:
+            self.model_path = self._build_demo_model(report)
         self.log_path = new_log_path()
         capture = EngineLogCapture(self.log_path)
         capture.attach()  # the engine processes inherit it: their whole output lands in the log
@@ -100,6 +107,13 @@ class EngineSession(Backend):
                                    str(self.log_path)) from exc
         report(progress_for("ready"))
 
+    @staticmethod
+    def _build_demo_model(report: Callable[[StartProgress], None]) -> str:
+        """The demo model's folder, built first when this machine has none (progress as phase "model")."""
+        from workbench.engine.demo_model import ensure_demo_model
+
+        return str(ensure_demo_model(lambda label, fraction: report(progress_for("model", label, fraction))))
+
     def _start_engine(self, report: Callable[[StartProgress], None], capture: EngineLogCapture) -> None:
         report(progress_for("import"))
         self.vllm_version = check_vllm_version()
@@ -109,7 +123,7 @@ class EngineSession(Backend):
 
         self.on_cpu = current_platform.is_cpu()
         dummy_weights = self.config.option("load_format") == "dummy"
-        self.model_path = resolve_model(self.config.model, require_weights=not dummy_weights)
+        self.model_path = resolve_model(self.model_path, require_weights=not dummy_weights)
         args = EngineArgs(**{**self.config.engine_kwargs(self.on_cpu), "model": self.model_path})
         phase_file = Path(tempfile.gettempdir()) / f"workbench-phases-{os.getpid()}.log"
         os.environ[PHASE_FILE_ENV] = str(phase_file)
@@ -144,8 +158,7 @@ class EngineSession(Backend):
         self.engine_pids = []
         self.live.clear()
         self.id_map.clear()
-        self.mirror.reset()
-        self._kv_request = None
+        self.probe.reset()
 
     @property
     def running(self) -> bool:
@@ -189,15 +202,24 @@ class EngineSession(Backend):
         self.live[request.request_id] = _Live(time.monotonic())
         self.id_map[internal] = request.request_id
 
-    def abort(self, request_id: str) -> StreamEvent | None:
+    def abort(self, request_id: str) -> None:
+        """vLLM gives no final output for an abort in ``LLMEngine``: the session makes it."""
         live = self.live.pop(request_id, None)
         if live is None:
-            return None
+            return
         self.engine.abort_request([request_id])
-        return StreamEvent(request_id, "", finished=True, finish_reason="aborted")
+        self.events.request_finished(StreamEvent(request_id, "", finished=True, finish_reason="aborted"))
 
     def has_work(self) -> bool:
         return bool(self.live)
+
+    def advance(self) -> None:
+        texts, finished = self.step()
+        events = self.events
+        if texts:
+            events.texts_arrived(texts)
+        for event in finished:
+            events.request_finished(event)
 
     def step(self) -> tuple[dict[str, str], list[StreamEvent]]:
         """One engine step: new text per request, and a final event for each request that ended."""
@@ -232,22 +254,8 @@ class EngineSession(Backend):
         return texts, finished
 
     # -------------------------------------------------------------- KV cache
-    def request_kv_snapshot(self, check_with_scan: bool = False) -> None:
-        if self._kv_request is None:
-            future = request_utility(self.engine, "workbench_kv_delta", self.mirror.version, check_with_scan)
-            self._kv_request = (future, time.perf_counter(), check_with_scan)
+    def kv_probe(self) -> LocalKVProbe:
+        return self.probe
 
-    def poll_kv_snapshot(self) -> KVSnapshot | None:
-        if self._kv_request is None or not self._kv_request[0].done():
-            return None
-        future, started, checked = self._kv_request
-        self._kv_request = None
-        delta = future.result()
-        received = time.perf_counter()
-        round_trip_ms = (received - started) * 1e3
-        self.mirror.apply(delta)
-        for internal in delta["removed"]:  # a finished request's table is gone: its id is needed no more
-            if self.id_map.get(internal) not in self.live:  # (a preempted one comes back)
-                self.id_map.pop(internal, None)
-        problems = tuple(scan_matches(self.mirror, delta["scan"])) if checked else None
-        return self.mirror.snapshot(self.id_map, round_trip_ms, scan_problems=problems, client_since=received)
+    def describe_end(self) -> str:
+        return describe_exit(self.engine_pids)

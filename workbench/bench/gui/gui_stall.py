@@ -17,6 +17,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal, Slot  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
+from workbench.engine.events import EngineState, RequestFailed, RequestFinished, StateChanged  # noqa: E402
 from workbench.engine.metrics import percentile  # noqa: E402
 
 PROBE_INTERVAL_MS = 5
@@ -38,14 +39,12 @@ class Probe(QObject):
         self.ticks.append(time.perf_counter())
 
     @Slot(object)
-    def on_worker_request_finished(self, event) -> None:
-        self.finished += 1
-        if self.finished == self.expected:
-            self.all_finished.emit()
-
-    @Slot(str, str)
-    def on_worker_state_changed(self, state: str, message: str) -> None:
-        if state in ("ready", "failed", "died"):
+    def on_worker_event_emitted(self, event) -> None:
+        if isinstance(event, (RequestFinished, RequestFailed)):
+            self.finished += 1
+            if self.finished == self.expected:
+                self.all_finished.emit()
+        elif isinstance(event, StateChanged) and event.state is not EngineState.STARTING:
             self.all_finished.emit()  # ends a wait for the engine (or a run it broke)
 
 
@@ -60,14 +59,14 @@ def _run_event_loop(probe: Probe) -> None:
 def _send_requests(window, engine, num_requests: int, num_chat: int, output_len: int) -> None:
     from workbench.engine.backend import ChatRequest, Message
     from workbench.engine.demo_model import default_system_prompt
-    from workbench.engine.loop import Submit
+    from workbench.engine.commands import Submit
     from workbench.engine.sampling import SamplingSettings
 
     chat = window.chat
     chat.sampling.ignore_eos.setChecked(True)
     chat.sampling.max_tokens.setValue(output_len)
     for i in range(min(num_chat, num_requests)):
-        if chat.current.turns:
+        if chat.current.messages:
             chat.new_conversation()
         chat.input.setPlainText(f"Question {i}: what is a KV cache?")
         chat.send()
@@ -95,12 +94,12 @@ def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16) -> dic
     window.resize(1500, 900)
     window.show()
     probe = Probe(num_requests)
-    engine.worker.state_changed.connect(probe.on_worker_state_changed)
-    if window.status.state != "ready":
+    engine.worker.event_emitted.connect(probe.on_worker_event_emitted)
+    if not window.model.engine.ready:
         _run_event_loop(probe)
-    if window.status.state != "ready":
-        raise RuntimeError(f"engine did not start: {window.status.message.text()}")
-    engine.worker.request_finished.connect(probe.on_worker_request_finished)
+    if not window.model.engine.ready:
+        raise RuntimeError(f"engine did not start: {window.model.engine.message}")
+    probe.finished = 0
     timer = QTimer()
     timer.setInterval(PROBE_INTERVAL_MS)
     timer.timeout.connect(probe.on_tick)

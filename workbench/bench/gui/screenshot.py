@@ -32,20 +32,20 @@ def main(path: str) -> int:
             time.sleep(0.005)
         return condition()
 
-    if not wait(lambda: window.status.state == "ready", 600):
-        print("engine did not start:", window.status.message.text())
+    if not wait(lambda: window.model.engine.settled(1), 600) or not window.model.engine.ready:
+        print("engine did not start:", window.model.engine.message)
         return 1
     chat = window.chat
     chat.sampling.ignore_eos.setChecked(True)
     chat.sampling.max_tokens.setValue(1500)
     for question in ("What is prefix caching?", "What is a KV cache?", "Why do two chats share blocks?",
                      "What is continuous batching?"):
-        if chat.current.turns:
+        if chat.current.messages:
             chat.new_conversation()
         chat.input.setPlainText(question)
         chat.send()
     chat.conversation_list.setCurrentRow(0)
-    first = chat.conversations[0].turns[-1]
+    first = next(iter(window.model.conversations.values())).messages[-1]
     wait(lambda: len(first.text) > 600 and window.heatmap.snapshot is not None
          and window.heatmap.snapshot.num_in_use > 40, 120)
     window.grab().save(path)

@@ -1,0 +1,47 @@
+"""The local engine's block pool, read between steps inside vLLM's engine-core process.
+
+The plugin's ``workbench_kv_delta`` answers with what changed since the version the client holds;
+the probe sends the call without waiting (see ``vllm_plugin.utility_call``), applies the delta to
+its mirror when it arrives, and hands out immutable snapshots.
+"""
+from __future__ import annotations
+
+import time
+
+from workbench.engine.vllm_plugin.utility_call import request_utility
+from workbench.engine.kv_snapshot import KVPoolMirror, KVSnapshot, scan_matches
+
+
+class LocalKVProbe:
+    """Implements ``backend.KVProbe`` for an :class:`~workbench.engine.session.EngineSession`."""
+
+    def __init__(self, session):
+        self.session = session
+        self.mirror = KVPoolMirror()
+        self._in_flight = None  # (future, sent at, checked against a scan)
+
+    def request_snapshot(self, check_with_scan: bool = False) -> None:
+        if self._in_flight is None:
+            future = request_utility(self.session.engine, "workbench_kv_delta", self.mirror.version, check_with_scan)
+            self._in_flight = (future, time.perf_counter(), check_with_scan)
+
+    def poll_snapshot(self) -> KVSnapshot | None:
+        if self._in_flight is None or not self._in_flight[0].done():
+            return None
+        future, started, checked = self._in_flight
+        self._in_flight = None
+        delta = future.result()
+        received = time.perf_counter()
+        self.mirror.apply(delta)
+        id_map, live = self.session.id_map, self.session.live
+        for internal in delta["removed"]:  # a finished request's table is gone: its id is needed no more
+            if id_map.get(internal) not in live:  # (a preempted one comes back)
+                id_map.pop(internal, None)
+        problems = tuple(scan_matches(self.mirror, delta["scan"])) if checked else None
+        return self.mirror.snapshot(id_map, (received - started) * 1e3, scan_problems=problems,
+                                    client_since=received)
+
+    def reset(self) -> None:
+        """Forgets the pool: the next snapshot is a full resync."""
+        self._in_flight = None
+        self.mirror.reset()
