@@ -1,0 +1,1 @@
+"""The application model: no Qt."""
