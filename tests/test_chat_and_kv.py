@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton, QStackedWidget
 
 from chat_driver import SnapshotRecorder, type_and_send, wait_finished
 from workbench.engine.kv_snapshot import BLOCK_STATE_CACHED, BLOCK_STATE_IN_USE, BLOCK_STATE_SHARED
 from workbench.ui.kv_heatmap import heatmap_image
+
+pytestmark = pytest.mark.slow  # the real engine, started once for the session
 
 
 def test_chat_round_trip_through_widgets(window, qtbot):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from workbench.engine.backend import ChatRequest, SamplingSettings
 from workbench.engine.kv_snapshot import BLOCK_STATE_IN_USE, BLOCK_STATE_SHARED
@@ -14,6 +15,7 @@ def _step(session: EngineSession, times: int) -> None:
             session.step()
 
 
+@pytest.mark.slow
 def test_tracking_removed_and_restored_matches_a_full_scan(demo_model_path):
     session = EngineSession(EngineConfig(model=demo_model_path, max_model_len=512, max_num_seqs=8,
                                          kv_cache_memory_bytes=64 << 20))

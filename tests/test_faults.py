@@ -5,11 +5,14 @@ import os
 import signal
 
 import psutil
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton
 
 from chat_driver import ENGINE_START_TIMEOUT_MS, type_and_send, wait_finished
 from workbench.engine.process_guard import is_running
+
+pytestmark = pytest.mark.slow  # the real engine, started once for the session
 
 
 def engine_message(window) -> str:
