@@ -1,7 +1,8 @@
 """Shared fixtures: the demo model built once per run, one window with one real vLLM engine.
 
 Tests run offscreen against the real vLLM CPU engine; each test that needs an engine gets the
-shared window with its engine ready (restarted if an earlier test stopped or broke it).
+shared window with its engine ready on the demo configuration (restarted if an earlier test
+stopped it, broke it or changed any of its settings).
 """
 from __future__ import annotations
 
@@ -16,6 +17,25 @@ if "WORKBENCH_DATA_DIR" not in os.environ:  # one fresh data dir per run: the de
 import pytest
 from chat_driver import ENGINE_START_TIMEOUT_MS
 
+ENGINE_FIXTURES = {"demo_model_path", "shared_window", "window"}  # each builds or starts the real engine
+
+
+def pytest_collection_modifyitems(config, items):
+    """Keeps the markers true: a test that uses the real engine must say ``slow`` itself, so that
+    ``-m "not slow"`` is the fast set; ``gpu`` tests are skipped where there is no NVIDIA GPU."""
+    unmarked = [item.nodeid for item in items
+                if ENGINE_FIXTURES & set(item.fixturenames) and item.get_closest_marker("slow") is None]
+    if unmarked:
+        raise pytest.UsageError("These tests use the real engine but are not marked slow:\n  "
+                                + "\n  ".join(unmarked))
+    gpu_tests = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if gpu_tests:
+        from workbench.telemetry.gpu_memory import read_gpu_memory
+
+        if not read_gpu_memory():
+            skip = pytest.mark.skip(reason="needs an NVIDIA GPU: NVML finds no driver or no device here")
+            for item in gpu_tests:
+                item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")
@@ -49,10 +69,12 @@ def window(shared_window, qtbot, demo_model_path):
     from workbench.app import demo_engine_config
     from workbench.engine.demo_model import default_system_prompt
 
-    if shared_window.status.state != "ready" or shared_window.config.model != demo_model_path:
-        shared_window.config = demo_engine_config(demo_model_path)
-        if shared_window.status.state != "starting":
-            shared_window.restart_engine()
+    demo_config = demo_engine_config(demo_model_path)
+    if shared_window.config != demo_config:  # an earlier test changed a setting, whichever: start afresh
+        shared_window.config = demo_config
+        shared_window.restart_engine()
+    elif shared_window.status.state not in ("ready", "starting"):
+        shared_window.restart_engine()
     qtbot.waitUntil(lambda: shared_window.status.state == "ready", timeout=ENGINE_START_TIMEOUT_MS)
     shared_window.chat.new_conversation()
     sampling = shared_window.chat.sampling

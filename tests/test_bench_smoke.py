@@ -5,7 +5,10 @@ import csv
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.slow
 def test_compare_benchmark_smoke_run(tmp_path, demo_model_path):
     out = tmp_path / "bench"
     run = subprocess.run(

@@ -2,8 +2,11 @@
 shows the table, and saves the files."""
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QTableWidget
+
+pytestmark = pytest.mark.slow  # the real engine, and the benchmark's own
 
 
 def test_benchmark_view_runs_shows_and_saves(window, qtbot, tmp_path):

@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton, QStackedWidget
 
 from chat_driver import SnapshotRecorder, type_and_send, wait_finished
-from workbench.engine.kv_snapshot import BLOCK_STATE_CACHED, BLOCK_STATE_IN_USE, BLOCK_STATE_SHARED
-from workbench.ui.kv_heatmap import heatmap_image
+from workbench.engine.kv_snapshot import (
+    BLOCK_STATE_CACHED, BLOCK_STATE_IN_USE, BLOCK_STATE_SHARED, NUM_BLOCK_STATES,
+)
+from workbench.ui.kv_heatmap import CHANGED_COLOURS, STATE_COLOURS
+
+pytestmark = pytest.mark.slow  # the real engine, started once for the session
 
 
 def test_chat_round_trip_through_widgets(window, qtbot):
@@ -46,8 +51,38 @@ def test_heatmap_from_deltas_equals_full_scan_during_and_after(window, qtbot):
     assert np.all(after.states[full_blocks] == BLOCK_STATE_CACHED), "finished blocks should turn cached"
     qtbot.waitUntil(lambda: window.heatmap.snapshot is not None and window.heatmap.snapshot.version == after.version,
                     timeout=5000)
-    shown = window.heatmap.image.image
-    assert np.array_equal(shown % 5, heatmap_image(after, after.version) % 5)
+    assert np.array_equal(window.heatmap.image.image % NUM_BLOCK_STATES, _as_cells(window.heatmap, after.states))
+    _changed_blocks_are_drawn_brighter(window.heatmap, during[0], during[-1])
+
+
+def _as_cells(heatmap, per_block: np.ndarray) -> np.ndarray:
+    """One value per block laid out as the view's grid (the demo's pool is drawn a cell per block)."""
+    per_cell, rows, columns = heatmap.grid
+    assert per_cell == 1
+    cells = np.zeros(rows * columns, np.uint8)
+    cells[: len(per_block)] = per_block
+    return cells.reshape(rows, columns)
+
+
+def _changed_blocks_are_drawn_brighter(heatmap, previous, latest) -> None:
+    """Shows two frames; blocks changed between them are drawn in their state's brighter colour."""
+    heatmap.show_snapshot(previous)
+    heatmap.show_snapshot(latest)
+    changed = latest.changed_at > previous.version
+    in_use = latest.states == BLOCK_STATE_IN_USE
+    grown, kept = np.flatnonzero(changed & in_use), np.flatnonzero(~changed & in_use)
+    assert len(grown) and len(kept), "the reply should have grown by a block between the two frames"
+    highlighted = latest.states + NUM_BLOCK_STATES * changed  # the colour table's second half
+    assert np.array_equal(heatmap.image.image, _as_cells(heatmap, highlighted))
+    heatmap.image.render()
+    _, _, columns = heatmap.grid
+
+    def drawn(block: int):
+        return heatmap.image.qimage.pixelColor(int(block) % columns, int(block) // columns)
+
+    assert drawn(grown[0]).value() > drawn(kept[0]).value(), "a changed block should be drawn brighter"
+    assert drawn(grown[0]).getRgb()[:3] == CHANGED_COLOURS[BLOCK_STATE_IN_USE]
+    assert drawn(kept[0]).getRgb()[:3] == STATE_COLOURS[BLOCK_STATE_IN_USE]
 
 
 def test_prefix_reuse_and_shared_blocks_across_two_conversations(window, qtbot):
@@ -92,12 +127,16 @@ def test_stop_frees_the_requests_blocks(window, qtbot):
     conversation, reply = type_and_send(window, qtbot, "Count to five.")
     recorder.wait_until(qtbot, lambda: recorder.snapshots and reply.request_id in recorder.snapshots[-1].tables
                         and len(reply.text) > 0)
-    own_blocks = recorder.snapshots[-1].tables[reply.request_id]
+    held_at_stop = recorder.snapshots[-1].tables[reply.request_id]
     qtbot.mouseClick(window.findChild(QPushButton, "stopButton"), Qt.LeftButton)
     qtbot.waitUntil(lambda: reply.status == "stopped", timeout=10_000)
+    text_at_stop = reply.text
     recorder.wait_until(qtbot, lambda: reply.request_id not in recorder.snapshots[-1].tables, timeout=10_000)
+    last_held = [s for s in recorder.snapshots if reply.request_id in s.tables][-1].tables[reply.request_id]
     after = recorder.snapshots[-1]
     assert after.scan_problems == ()
-    assert np.all(after.ref_cnts[own_blocks] == 0), "a stopped request must hold no block"
-    assert reply.text, "what streamed before Stop stays in the transcript"
-    assert reply.figures is None or reply.status == "stopped"
+    # vLLM got the abort: the request stopped growing at once (a block is 32 tokens; unstopped, it
+    # would have run on to 1,800) and every block it held went back to the pool.
+    assert len(last_held) <= len(held_at_stop) + 2, "the engine kept generating after Stop"
+    assert np.all(after.ref_cnts[last_held] == 0) and after.num_in_use == 0, "a stopped request must hold no block"
+    assert reply.text and reply.text == text_at_stop, "what streamed before Stop stays, and nothing after it"

@@ -3,6 +3,7 @@ the benchmarks' session records when each request's tokens arrive."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from workbench.bench.engine_bench import BenchSession
 from workbench.engine.backend import ChatRequest, SamplingSettings
@@ -16,6 +17,7 @@ def _step(session: EngineSession, times: int) -> None:
             session.step()
 
 
+@pytest.mark.slow
 def test_tracking_removed_and_restored_matches_a_full_scan(demo_model_path):
     session = BenchSession(EngineConfig(model=demo_model_path, max_model_len=512, max_num_seqs=8,
                                          kv_cache_memory_bytes=64 << 20))

@@ -5,11 +5,14 @@ import os
 import signal
 
 import psutil
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton
 
 from chat_driver import ENGINE_START_TIMEOUT_MS, type_and_send, wait_finished
 from workbench.engine.process_guard import is_running
+
+pytestmark = pytest.mark.slow  # the real engine, started once for the session
 
 
 def engine_message(window) -> str:
@@ -51,12 +54,23 @@ def test_prompt_longer_than_max_model_len(window, qtbot):
 def test_engine_that_fails_to_start_kv_cache_too_small(window, qtbot, demo_model_path):
     from dataclasses import replace
 
-    window.config = replace(window.config, num_gpu_blocks_override=None, kv_cache_memory_bytes=64 * 1024)
-    window.restart_engine()  # the status turns "starting" at once, so the wait below sees the outcome
-    assert window.status.state == "starting"
-    qtbot.waitUntil(lambda: window.status.state in ("failed", "ready"), timeout=ENGINE_START_TIMEOUT_MS)
+    signalled = []  # the states the engine loop reported through the worker, in order
+
+    def record(state: str, message: str) -> None:
+        signalled.append((state, message))
+
+    window.engine.worker.state_changed.connect(record)
+    try:
+        window.config = replace(window.config, num_gpu_blocks_override=None, kv_cache_memory_bytes=64 * 1024)
+        window.restart_engine()
+        qtbot.waitUntil(lambda: any(state in ("failed", "ready") for state, _ in signalled),
+                        timeout=ENGINE_START_TIMEOUT_MS)
+    finally:
+        window.engine.worker.state_changed.disconnect(record)
+    assert [state for state, _ in signalled] == ["starting", "failed"]
     assert window.status.state == "failed"
     message = engine_message(window)
+    assert message == signalled[-1][1]
     assert "KV cache is too small for max_model_len=2048" in message
     assert "Lower max_model_len" in message
 

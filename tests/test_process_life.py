@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from workbench.engine.kv_plugin import OWNER_ENV
 from workbench.engine.process_guard import is_running, owner_tag, reap_orphans
 
@@ -21,6 +23,7 @@ if __name__ == "__main__":
 '''
 
 
+@pytest.mark.slow
 def test_engine_processes_die_with_a_killed_app(tmp_path, demo_model_path):
     script = tmp_path / "headless_app.py"
     script.write_text(HEADLESS_APP)

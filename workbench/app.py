@@ -42,6 +42,9 @@ def no_display() -> bool:
 def run_gui(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="vllm-workbench", description="Run vLLM and watch its KV cache.")
     parser.add_argument("--model", default=DEMO_MODEL, help="model folder or cached hub id (default: the demo model)")
+    parser.add_argument("--quit-when-ready", action="store_true",
+                        help="exit once the engine has started: 0 when it is ready, 1 (with the message) when "
+                             "it failed; checks an install end to end")
     args = parser.parse_args(argv)
     if no_display():
         print("vllm-workbench: no display found (DISPLAY and WAYLAND_DISPLAY are not set). Start it from a "
@@ -55,4 +58,28 @@ def run_gui(argv: list[str]) -> int:
     window, _ = build_window(demo_engine_config(args.model))
     window.resize(1400, 860)
     window.show()
+    if args.quit_when_ready:
+        return quit_when_ready(app, window)
     return app.exec()
+
+
+def quit_when_ready(app, window) -> int:
+    """Runs the app until the engine has started or failed, closes the window (which stops the
+    engine), and returns the exit code: 0 for ready, 1 for failed (its message on stderr)."""
+    from PySide6.QtCore import QTimer
+
+    outcome: list[int] = []
+
+    def check() -> None:  # the status turns ready or failed only when the engine loop says so
+        state = window.status.state
+        if state in ("ready", "failed", "died") and not outcome:
+            if state != "ready":
+                print(f"vllm-workbench: {window.status.message.text()}", file=sys.stderr)
+            outcome.append(0 if state == "ready" else 1)
+            window.close()
+
+    timer = QTimer(window)
+    timer.timeout.connect(check)
+    timer.start(100)
+    app.exec()
+    return outcome[0] if outcome else 1

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from importlib.resources import files
 from pathlib import Path
 
 APP_NAME = "vllm-workbench"
@@ -20,5 +21,8 @@ def data_dir() -> Path:
 
 
 def resources_dir() -> Path:
-    """The shipped resources: inside the source tree, next to the package."""
-    return Path(__file__).resolve().parent.parent / "resources"
+    """The shipped resources (the demo corpus): package data, so a wheel install has them too.
+
+    A real folder is promised: the package is installed as files, never imported from a zip.
+    """
+    return Path(str(files("workbench") / "resources"))

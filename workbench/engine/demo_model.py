@@ -1,7 +1,7 @@
 """Builds the demo model: a small Qwen2-architecture model with its own byte-level BPE tokenizer.
 
 No model hub is needed: the tokenizer and the model are trained here, in a few CPU minutes at most,
-on the chat samples shipped in ``resources/demo_corpus`` (provenance and licence recorded there).
+on the chat samples shipped in ``workbench/resources/demo_corpus`` (provenance and licence there).
 The result is an ordinary Hugging Face model folder, loaded through the same path as any other.
 """
 from __future__ import annotations

@@ -1,0 +1,39 @@
+"""The layers hold: import-linter's contracts (pyproject.toml, [tool.importlinter]) over the whole
+import graph, and the engine layer really importing and running with Qt absent, as on the GPU machine."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+QT_PACKAGES = ("PySide6", "shiboken6", "pyqtgraph", "superqt")
+
+
+def test_import_contracts_are_kept():
+    lint_imports = Path(sys.executable).with_name("lint-imports")
+    run = subprocess.run([str(lint_imports), "--no-cache", "--config", str(ROOT / "pyproject.toml")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
+    assert "0 broken" in run.stdout
+
+
+QT_ABSENT = f"""
+import importlib, pkgutil, sys
+for name in {QT_PACKAGES!r}:
+    sys.modules[name] = None  # any import of them now fails, as where they are not installed
+import workbench.engine, workbench.telemetry, workbench.model
+for package in (workbench.engine, workbench.telemetry, workbench.model):
+    for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        importlib.import_module(module.name)
+from workbench.__main__ import main
+sys.exit(main(["bench", "--help"]))
+"""
+
+
+def test_engine_layer_runs_with_qt_absent():
+    """Every module of the engine layer, telemetry and the application model imports with Qt
+    absent, and the headless entry point (``vllm-workbench bench``) starts."""
+    run = subprocess.run([sys.executable, "-c", QT_ABSENT], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "compare" in run.stdout, run.stdout[-2000:]
