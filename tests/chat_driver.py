@@ -14,7 +14,7 @@ def type_and_send(window, qtbot, text: str):
     chat_input.setPlainText(text)
     qtbot.mouseClick(window.findChild(QPushButton, "sendButton"), Qt.LeftButton)
     conversation = window.chat.current
-    return conversation, conversation.turns[-1]
+    return conversation, conversation.messages[-1]
 
 
 def wait_finished(qtbot, turn, timeout=REPLY_TIMEOUT_MS):

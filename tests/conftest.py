@@ -30,9 +30,9 @@ def pytest_collection_modifyitems(config, items):
                                 + "\n  ".join(unmarked))
     gpu_tests = [item for item in items if item.get_closest_marker("gpu") is not None]
     if gpu_tests:
-        from workbench.telemetry.gpu_memory import read_gpu_memory
+        from workbench.telemetry.gpu_memory import gpu_telemetry
 
-        if not read_gpu_memory():
+        if not gpu_telemetry().read_devices():
             skip = pytest.mark.skip(reason="needs an NVIDIA GPU: NVML finds no driver or no device here")
             for item in gpu_tests:
                 item.add_marker(skip)
@@ -70,12 +70,15 @@ def window(shared_window, qtbot, demo_model_path):
     from workbench.engine.demo_model import default_system_prompt
 
     demo_config = demo_engine_config(demo_model_path)
-    if shared_window.config != demo_config:  # an earlier test changed a setting, whichever: start afresh
-        shared_window.config = demo_config
-        shared_window.restart_engine()
-    elif shared_window.status.state not in ("ready", "starting"):
-        shared_window.restart_engine()
-    qtbot.waitUntil(lambda: shared_window.status.state == "ready", timeout=ENGINE_START_TIMEOUT_MS)
+    model = shared_window.model
+    if model.config != demo_config:  # an earlier test changed a setting, whichever: start afresh
+        start_id = shared_window.start_engine(demo_config)
+    elif model.engine.state not in ("ready", "starting"):
+        start_id = shared_window.restart_engine()
+    else:
+        start_id = model.engine.start_id
+    qtbot.waitUntil(lambda: model.engine.settled(start_id), timeout=ENGINE_START_TIMEOUT_MS)
+    assert model.engine.ready, model.engine.message
     shared_window.chat.new_conversation()
     sampling = shared_window.chat.sampling
     sampling.system.setPlainText(default_system_prompt())

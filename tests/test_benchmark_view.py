@@ -16,7 +16,7 @@ def test_benchmark_view_runs_shows_and_saves(window, qtbot, tmp_path):
         view.fields[name].setValue(value)
     view.run()
     assert asked, "the view should offer to stop the live engine"
-    qtbot.waitUntil(lambda: window.status.state == "stopped", timeout=60_000)
+    qtbot.waitUntil(lambda: window.model.engine.state == "stopped", timeout=60_000)
     qtbot.waitUntil(lambda: view.run_button.isEnabled(), timeout=900_000)
     table = view.findChild(QTableWidget, "benchmarkTable")
     assert table.rowCount() >= 4, view.message.text()
@@ -43,5 +43,5 @@ def test_cancel_stops_the_run_and_its_engine_processes(window, qtbot):
     qtbot.waitUntil(lambda: not (child_pids(vllm_only=True) - before), timeout=30_000)
     assert "Cancelled" in view.message.text() and view.run_button.isEnabled()
     assert not view.save_button.isEnabled()  # no earlier results to save
-    assert window.status.state == "ready"
+    assert window.model.engine.state == "ready"
     view.close()

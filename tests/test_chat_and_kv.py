@@ -10,7 +10,7 @@ from chat_driver import SnapshotRecorder, type_and_send, wait_finished
 from workbench.engine.kv_snapshot import (
     BLOCK_STATE_CACHED, BLOCK_STATE_IN_USE, BLOCK_STATE_SHARED, NUM_BLOCK_STATES,
 )
-from workbench.ui.kv_heatmap import CHANGED_COLOURS, STATE_COLOURS
+from workbench.engine.heatmap_image import CHANGED_COLOURS, STATE_COLOURS
 
 pytestmark = pytest.mark.slow  # the real engine, started once for the session
 

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from workbench.bench.engine_bench import BenchSession
-from workbench.engine.backend import ChatRequest, SamplingSettings
+from workbench.engine.backend import ChatRequest, SamplingSettings, wait_for_snapshot
 from workbench.engine.kv_snapshot import BLOCK_STATE_IN_USE, BLOCK_STATE_SHARED
-from workbench.engine.session import EngineConfig, EngineSession
+from workbench.engine.session import EngineSession
+from workbench.engine.spec import EngineConfig
 
 
 def _step(session: EngineSession, times: int) -> None:
@@ -29,7 +30,7 @@ def test_tracking_removed_and_restored_matches_a_full_scan(demo_model_path):
             prompt = shared_prefix + [200 + i] * 40
             session.submit(ChatRequest(f"r{i}", (), sampling, prompt_token_ids=tuple(prompt)))
         _step(session, 3)
-        first = session.kv_snapshot(check_with_scan=True)
+        first = wait_for_snapshot(session.probe, check_with_scan=True)
         assert first.scan_problems == ()
         assert first.counts[BLOCK_STATE_SHARED] >= 3 and first.counts[BLOCK_STATE_IN_USE] >= 2
         assert set(first.tables) == {"r0", "r1"}
@@ -44,13 +45,13 @@ def test_tracking_removed_and_restored_matches_a_full_scan(demo_model_path):
         recorded = {rid: len(request) for rid, request in arrivals.items()}
         _step(session, 1)
         assert {rid: len(request) for rid, request in arrivals.items()} == recorded  # ended with the block
-        again = session.kv_snapshot(check_with_scan=True)  # a full resync, then deltas as before
+        again = wait_for_snapshot(session.probe, check_with_scan=True)  # a full resync, then deltas as before
         assert again.scan_problems == ()
         assert again.version == 1 and len(again.tables["r0"]) > len(first.tables["r0"])
 
         _step(session, 200)  # both finish: their blocks go back to the pool, hashed ones stay cached
         assert not session.has_work()
-        last = session.kv_snapshot(check_with_scan=True)
+        last = wait_for_snapshot(session.probe, check_with_scan=True)
         assert last.scan_problems == ()
         assert dict(last.tables) == {} and last.num_in_use == 0
         assert np.count_nonzero(last.hashed) >= 3
@@ -65,11 +66,11 @@ def test_plugin_mirror_small_and_large_deltas_match_a_scan():
 
     from vllm.v1.core.kv_cache_utils import KVCacheBlock
 
-    from workbench.engine import kv_plugin
+    from workbench.engine.vllm_plugin import block_tracking, kv_methods
 
     blocks = [KVCacheBlock(i) for i in range(6000)]
     blocks[0].is_null = True
-    mirror = kv_plugin._PoolMirror(types.SimpleNamespace(blocks=blocks))
+    mirror = block_tracking.PoolMirror(types.SimpleNamespace(blocks=blocks))
     try:
         assert mirror.tracking
         mirror.resync()
@@ -77,7 +78,7 @@ def test_plugin_mirror_small_and_large_deltas_match_a_scan():
         def check(expected_changed: set[int], changes) -> None:
             ids = set(np.frombuffer(changes[0], np.int32).tolist())
             assert ids == expected_changed
-            state, ref, hashed = kv_plugin._scan_python(blocks)
+            state, ref, hashed = kv_methods._scan_python(blocks)
             assert bytes(mirror.state) == state.tobytes() and mirror.ref.tobytes() == ref.tobytes()
             assert bytes(mirror.hashed) == hashed.tobytes()
             assert mirror.counts == np.bincount(state, minlength=5).tolist()
@@ -88,7 +89,7 @@ def test_plugin_mirror_small_and_large_deltas_match_a_scan():
         blocks[8].ref_cnt = 1
         blocks[8].ref_cnt = 0  # written twice, back where it was: not a change
         check({5, 6, 7}, mirror.changes())
-        assert len(kv_plugin._dirty_block_ids) == 0
+        assert len(block_tracking.dirty_block_ids) == 0
 
         for block in blocks[100:5100]:  # above _VECTOR_FROM: the numpy path
             block.ref_cnt = 1
@@ -96,5 +97,5 @@ def test_plugin_mirror_small_and_large_deltas_match_a_scan():
         blocks[5].ref_cnt = 0
         check(set(range(100, 5100)) | {5}, mirror.changes())
     finally:
-        kv_plugin._uninstall_dirty_tracking(KVCacheBlock)
+        block_tracking.uninstall_dirty_tracking(KVCacheBlock)
     assert type(KVCacheBlock.__dict__["ref_cnt"]).__name__ == "member_descriptor"

@@ -20,8 +20,9 @@ def engine_message(window) -> str:
 
 
 def test_model_path_that_does_not_exist(window, qtbot):
-    window.start_with_model("/no/such/model/folder")
-    qtbot.waitUntil(lambda: window.status.state == "failed", timeout=ENGINE_START_TIMEOUT_MS)
+    start_id = window.start_with_model("/no/such/model/folder")
+    qtbot.waitUntil(lambda: window.model.engine.settled(start_id), timeout=ENGINE_START_TIMEOUT_MS)
+    assert window.model.engine.state == "failed"
     assert "/no/such/model/folder" in engine_message(window)
     assert "does not exist" in engine_message(window)
     assert window.findChild(QPushButton, "restartButton").isEnabled()
@@ -29,13 +30,14 @@ def test_model_path_that_does_not_exist(window, qtbot):
 
 def test_folder_that_holds_no_model(window, qtbot, tmp_path):
     (tmp_path / "notes.txt").write_text("not a model")
-    window.start_with_model(str(tmp_path))
-    qtbot.waitUntil(lambda: window.status.state == "failed", timeout=ENGINE_START_TIMEOUT_MS)
+    start_id = window.start_with_model(str(tmp_path))
+    qtbot.waitUntil(lambda: window.model.engine.settled(start_id), timeout=ENGINE_START_TIMEOUT_MS)
+    assert window.model.engine.state == "failed"
     assert "holds no model: config.json is missing" in engine_message(window)
     _, reply = type_and_send(window, qtbot, "Is anyone there?")
     qtbot.waitUntil(lambda: reply.status == "error", timeout=10_000)
     assert "engine is not running" in reply.error and "Restart" in reply.error
-    assert window.chat.current.turns[0].text == "Is anyone there?", "the user's text stays in the transcript"
+    assert window.chat.current.messages[0].text == "Is anyone there?", "the user's text stays in the transcript"
 
 
 def test_prompt_longer_than_max_model_len(window, qtbot):
@@ -44,9 +46,9 @@ def test_prompt_longer_than_max_model_len(window, qtbot):
     conversation, reply = type_and_send(window, qtbot, "Does this fit?")
     qtbot.waitUntil(lambda: reply.status == "error", timeout=30_000)
     assert "max_model_len is 2048" in reply.error and "Shorten the system prompt" in reply.error
-    assert conversation.turns[0].text == "Does this fit?"
+    assert conversation.messages[0].text == "Does this fit?"
     assert window.chat.sampling.system_prompt() == long_system_prompt
-    assert window.status.state == "ready", "a refused prompt leaves the engine running"
+    assert window.model.engine.state == "ready", "a refused prompt leaves the engine running"
     shown = [label.text() for label in window.chat.stack.currentWidget().findChildren(QLabel)]
     assert any("max_model_len is 2048" in text for text in shown)
 
@@ -54,21 +56,24 @@ def test_prompt_longer_than_max_model_len(window, qtbot):
 def test_engine_that_fails_to_start_kv_cache_too_small(window, qtbot, demo_model_path):
     from dataclasses import replace
 
+    from workbench.engine.events import StateChanged
+
     signalled = []  # the states the engine loop reported through the worker, in order
 
-    def record(state: str, message: str) -> None:
-        signalled.append((state, message))
+    def record(event) -> None:
+        if isinstance(event, StateChanged):
+            signalled.append((event.state, event.message))
 
-    window.engine.worker.state_changed.connect(record)
+    window.engine.worker.event_emitted.connect(record)
     try:
-        window.config = replace(window.config, num_gpu_blocks_override=None, kv_cache_memory_bytes=64 * 1024)
-        window.restart_engine()
+        window.start_engine(replace(window.model.config, num_gpu_blocks_override=None,
+                                    kv_cache_memory_bytes=64 * 1024))
         qtbot.waitUntil(lambda: any(state in ("failed", "ready") for state, _ in signalled),
                         timeout=ENGINE_START_TIMEOUT_MS)
     finally:
-        window.engine.worker.state_changed.disconnect(record)
+        window.engine.worker.event_emitted.disconnect(record)
     assert [state for state, _ in signalled] == ["starting", "failed"]
-    assert window.status.state == "failed"
+    assert window.model.engine.state == "failed"
     message = engine_message(window)
     assert message == signalled[-1][1]
     assert "KV cache is too small for max_model_len=2048" in message
@@ -89,21 +94,23 @@ def _engine_core_pids() -> list[int]:
 def test_engine_core_killed_mid_stream(window, qtbot):
     window.chat.sampling.ignore_eos.setChecked(True)
     window.chat.sampling.max_tokens.setValue(1800)
-    engine_pids = list(window.engine.worker.loop.backend.engine_pids)
+    engine_pids = list(window.model.engine.info.engine_pids)
     conversation, reply = type_and_send(window, qtbot, "What is a block?")
     qtbot.waitUntil(lambda: len(reply.text) > 20, timeout=60_000)
     cores = _engine_core_pids()
     assert cores, "no engine-core process found"
     os.kill(cores[0], signal.SIGKILL)
-    qtbot.waitUntil(lambda: window.status.state == "died", timeout=60_000)
+    qtbot.waitUntil(lambda: window.model.engine.state == "died", timeout=60_000)
     assert window.isVisible()
     assert "engine stopped during a reply" in engine_message(window)
     assert "Restart the engine" in engine_message(window)
     assert reply.status == "error" and len(reply.text) > 20, "what streamed stays in the transcript"
-    assert conversation.turns[0].text == "What is a block?"
+    assert conversation.messages[0].text == "What is a block?"
     qtbot.waitUntil(lambda: not any(is_running(p) for p in engine_pids), timeout=30_000)
+    died_start = window.model.engine.start_id
     qtbot.mouseClick(window.findChild(QPushButton, "restartButton"), Qt.LeftButton)
-    qtbot.waitUntil(lambda: window.status.state == "ready", timeout=ENGINE_START_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.model.engine.settled(died_start + 1), timeout=ENGINE_START_TIMEOUT_MS)
+    assert window.model.engine.state == "ready"
     window.chat.sampling.ignore_eos.setChecked(False)
     _, again = type_and_send(window, qtbot, "Hello!")
     wait_finished(qtbot, again)

@@ -3,7 +3,8 @@ the engine starts, a reply streams, Restart engine works, the app quits leaving 
 and a second start on the built model works too (packaging/first_start_check.py, run twice).
 
 On CPU vLLM always spawns its engine processes, so only a CUDA machine can show the fork problem
-this guards against; the H200 run is recorded in docs/gpu-first-start.md."""
+this guards against (``gpu`` tests are skipped where NVML finds no NVIDIA GPU); the H200 run is
+recorded in docs/gpu-first-start.md."""
 from __future__ import annotations
 
 import os
@@ -17,16 +18,6 @@ pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def has_cuda() -> bool:
-    try:
-        import torch
-
-        return torch.cuda.is_available()
-    except Exception:
-        return False
-
-
-@pytest.mark.skipif(not has_cuda(), reason="needs an NVIDIA GPU with CUDA (the fork problem exists only there)")
 def test_first_start_then_second_start(tmp_path):
     env = dict(os.environ, WORKBENCH_DATA_DIR=str(tmp_path / "data"), QT_QPA_PLATFORM="offscreen")
     for label in ("first-start", "second-start"):

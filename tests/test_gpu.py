@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from workbench.telemetry.gpu_memory import read_gpu_memory
+from workbench.telemetry.gpu_memory import gpu_telemetry
 
 pytestmark = pytest.mark.gpu
 
@@ -19,7 +19,7 @@ def test_nvml_memory_agrees_with_nvidia_smi():
                          capture_output=True, text=True, check=True, timeout=60).stdout
     smi = {int(index): (int(used), int(total))
            for index, used, total in (line.split(",") for line in out.splitlines() if line.strip())}
-    gpus = read_gpu_memory()
+    gpus = gpu_telemetry().read_devices()
     assert gpus and {gpu.index for gpu in gpus} == set(smi)
     for gpu in gpus:
         used_mib, total_mib = smi[gpu.index]

@@ -9,13 +9,14 @@ import time
 
 import pytest
 
-from workbench.engine.kv_plugin import OWNER_ENV
+from workbench.engine.vllm_plugin.process_life import OWNER_ENV
 from workbench.engine.process_guard import is_running, owner_tag, reap_orphans
 
 HEADLESS_APP = '''
 import sys, time
 if __name__ == "__main__":
-    from workbench.engine.session import EngineConfig, EngineSession
+    from workbench.engine.session import EngineSession
+    from workbench.engine.spec import EngineConfig
     session = EngineSession(EngineConfig(model=sys.argv[1], num_gpu_blocks_override=256))
     session.start(lambda progress: None)
     print("READY", *session.engine_pids, flush=True)

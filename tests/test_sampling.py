@@ -1,7 +1,8 @@
 """One conversion from the workbench's sampling settings to vLLM's ``SamplingParams``."""
 from __future__ import annotations
 
-from workbench.engine.sampling import DEFAULT_SAMPLING, SamplingSettings, to_sampling_params
+from workbench.engine.sampling import DEFAULT_SAMPLING, SamplingSettings
+from workbench.engine.sampling_params import to_sampling_params
 
 
 def test_settings_become_delta_sampling_params_capped_to_the_room_left():

@@ -22,9 +22,9 @@ def engine_message(window) -> str:
 def start_and_fail(window, qtbot, model: str) -> str:
     from workbench.engine.process_guard import child_pids
 
-    window.start_with_model(model)
-    qtbot.waitUntil(lambda: window.status.state in ("failed", "ready"), timeout=ENGINE_START_TIMEOUT_MS)
-    assert window.status.state == "failed", "the broken model started"
+    start_id = window.start_with_model(model)
+    qtbot.waitUntil(lambda: window.model.engine.settled(start_id), timeout=ENGINE_START_TIMEOUT_MS)
+    assert window.model.engine.state == "failed", "the broken model started"
     assert not child_pids(vllm_only=True), "a failed start left vLLM processes behind"
     return engine_message(window)
 
@@ -70,11 +70,10 @@ def test_weights_that_do_not_match_config(window, qtbot, demo_model_path, tmp_pa
 
 
 def test_kv_cache_too_small_root_cause_from_engine_core(window, qtbot, demo_model_path):
-    window.config = replace(window.config, model=demo_model_path, num_gpu_blocks_override=None,
-                            kv_cache_memory_bytes=64 * 1024)
-    window.restart_engine()
-    qtbot.waitUntil(lambda: window.status.state in ("failed", "ready"), timeout=ENGINE_START_TIMEOUT_MS)
-    assert window.status.state == "failed"
+    start_id = window.start_engine(replace(window.model.config, model=demo_model_path,
+                                           num_gpu_blocks_override=None, kv_cache_memory_bytes=64 * 1024))
+    qtbot.waitUntil(lambda: window.model.engine.settled(start_id), timeout=ENGINE_START_TIMEOUT_MS)
+    assert window.model.engine.state == "failed"
     message = engine_message(window)
     assert "KV cache is too small for max_model_len=2048" in message
     assert "vLLM said (in vLLM's EngineCore process): ValueError:" in message

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workbench.conversation import Conversation
+from workbench.model.conversations import Conversation
 from workbench.engine.backend import SamplingSettings
 from workbench.engine.kv_snapshot import (
     BLOCK_STATE_CACHED, BLOCK_STATE_FREE, BLOCK_STATE_IN_USE, BLOCK_STATE_SHARED, CHUNK_BLOCKS, KVPoolMirror,
@@ -137,12 +137,12 @@ def test_heatmap_over_chunks_matches_binning_whole_arrays(num_blocks):
 
 
 def test_regenerate_drops_the_last_reply_and_keeps_the_question():
-    conversation = Conversation(1, "Chat 1")
+    conversation = Conversation("Chat 1")
     request, reply = conversation.ask("Hi", "Be brief.", SamplingSettings())
     reply.text, reply.status = "Hello", "done"
     again, new_reply = conversation.regenerate("Be brief.", SamplingSettings())
     assert [m.role for m in again.messages] == ["system", "user"]
-    assert conversation.turns == [conversation.turns[0], new_reply] and new_reply.status == "streaming"
+    assert conversation.messages == [conversation.messages[0], new_reply] and new_reply.status == "streaming"
     assert again.request_id != request.request_id
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from workbench.engine.kv_plugin import OWNER_ENV
+from workbench.engine.vllm_plugin.process_life import OWNER_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ["workbench/py.typed"] + [f"workbench/resources/demo_corpus/{name}"

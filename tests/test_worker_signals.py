@@ -15,15 +15,18 @@ import pytest
 from PySide6.QtCore import QObject, Slot
 
 from workbench.bridge.worker import EngineThread
-from workbench.engine.backend import Backend, ChatRequest, EngineInfo, StreamEvent
-from workbench.engine.loop import StartEngine, Submit
-from workbench.engine.session import EngineConfig
+from workbench.engine.backend import Backend, Capabilities, ChatRequest, EngineInfo, StreamEvent
+from workbench.engine.commands import StartEngine, Submit
+from workbench.engine.events import RequestFinished, TextFlushed
+from workbench.engine.spec import EngineConfig
 
 NUM_WORDS = 2000
 
 
 class ScriptedBackend(Backend):
     """Streams ``w0 w1 ...`` to each request, one word a step, and notes the threads that step it."""
+
+    capabilities = Capabilities(kv_blocks="none", memory="none", stats=frozenset())
 
     def __init__(self, config: EngineConfig):
         self.words_sent: dict[str, int] = {}
@@ -38,13 +41,13 @@ class ScriptedBackend(Backend):
     def submit(self, request: ChatRequest) -> None:
         self.words_sent[request.request_id] = 0
 
-    def abort(self, request_id: str) -> StreamEvent | None:
-        return None
+    def abort(self, request_id: str) -> None:
+        pass
 
     def has_work(self) -> bool:
         return bool(self.words_sent)
 
-    def step(self) -> tuple[dict[str, str], list[StreamEvent]]:
+    def advance(self) -> None:
         self.stepping_threads.add(threading.get_ident())
         texts, finished = {}, []
         for request_id, sent in list(self.words_sent.items()):
@@ -53,13 +56,9 @@ class ScriptedBackend(Backend):
             if sent + 1 == NUM_WORDS:
                 del self.words_sent[request_id]
                 finished.append(StreamEvent(request_id, "", finished=True, finish_reason="length"))
-        return texts, finished
-
-    def request_kv_snapshot(self, check_with_scan: bool = False) -> None:
-        pass
-
-    def poll_kv_snapshot(self):
-        return None
+        self.events.texts_arrived(texts)
+        for event in finished:
+            self.events.request_finished(event)
 
     def info(self) -> EngineInfo:
         return EngineInfo("scripted", "-", "cpu", 2048, None, ())
@@ -74,18 +73,17 @@ class Receiver(QObject):
 
     def __init__(self):
         super().__init__()
-        self.chunks: list[dict] = []
-        self.finished: list[StreamEvent] = []
+        self.chunks: list[TextFlushed] = []
+        self.finished: list[RequestFinished] = []
         self.receiving_threads: set[int] = set()
 
     @Slot(object)
-    def on_worker_text_flushed(self, chunks: dict) -> None:
+    def on_worker_event_emitted(self, event) -> None:
         self.receiving_threads.add(threading.get_ident())
-        self.chunks.append(chunks)
-
-    @Slot(object)
-    def on_worker_request_finished(self, event: StreamEvent) -> None:
-        self.finished.append(event)
+        if isinstance(event, TextFlushed):
+            self.chunks.append(event)
+        elif isinstance(event, RequestFinished):
+            self.finished.append(event)
 
 
 def stream_through_worker(qtbot, receiver: Receiver) -> ScriptedBackend:
@@ -99,8 +97,7 @@ def stream_through_worker(qtbot, receiver: Receiver) -> ScriptedBackend:
 
     engine.worker.loop.backend_factory = make_backend
     engine.worker.loop.flush_interval_s = 0.0  # a text_flushed emit for every step
-    engine.worker.text_flushed.connect(receiver.on_worker_text_flushed)
-    engine.worker.request_finished.connect(receiver.on_worker_request_finished)
+    engine.worker.event_emitted.connect(receiver.on_worker_event_emitted)
     engine.start()
     try:
         engine.worker.post(StartEngine(EngineConfig(model="scripted")))
@@ -117,12 +114,12 @@ def test_worker_signals_reach_the_gui_thread_intact(qtbot):
     assert threading.get_ident() not in backend.stepping_threads, "the loop should run on the worker thread"
     assert receiver.receiving_threads == {threading.get_ident()}, "slots should run on the GUI thread"
     assert len(receiver.chunks) == NUM_WORDS, "one text_flushed per step, none lost"
-    assert "".join(chunks["r1"] for chunks in receiver.chunks) == "".join(f"w{i} " for i in range(NUM_WORDS))
-    assert [event.request_id for event in receiver.finished] == ["r1"]
+    assert "".join(flush.chunks["r1"] for flush in receiver.chunks) == "".join(f"w{i} " for i in range(NUM_WORDS))
+    assert [finished.event.request_id for finished in receiver.finished] == ["r1"]
     gc.collect()
     # Each payload is held by the receiver's list alone, as a value made here and kept in a list is:
     # the binding neither dropped a reference (the dict would be freed under us) nor leaked one.
-    held_here = [{"r1": "w0 "}, StreamEvent("r1", "")]
+    held_here = [TextFlushed.of({"r1": "w0 "}), RequestFinished(StreamEvent("r1", ""))]
     alone = {sys.getrefcount(value) for value in held_here}
     assert {sys.getrefcount(chunks) for chunks in receiver.chunks} == alone
     assert {sys.getrefcount(event) for event in receiver.finished} == alone

@@ -25,7 +25,8 @@ from workbench.engine.commands import Submit
 from workbench.engine.events import RequestFailed, RequestFinished
 from workbench.engine.loop import EngineLoop
 from workbench.engine.metrics import gap_tokens_per_s, timings_from_arrivals, tokens_per_s
-from workbench.engine.sampling import SamplingSettings, to_sampling_params
+from workbench.engine.sampling import SamplingSettings
+from workbench.engine.sampling_params import to_sampling_params
 from workbench.engine.spec import EngineConfig
 
 Progress = Callable[[str, float], None]

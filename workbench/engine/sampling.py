@@ -1,7 +1,7 @@
-"""Sampling settings: the defaults, held once, and the one conversion to vLLM's ``SamplingParams``.
+"""Sampling settings and their defaults, held once. No vLLM here: the application model holds them.
 
 The chat's sampling panel starts from :data:`DEFAULT_SAMPLING`; the engine session and both
-benchmark paths turn settings into ``SamplingParams`` through :func:`to_sampling_params` only.
+benchmark paths turn settings into ``SamplingParams`` through ``sampling_params.to_sampling_params``.
 """
 from __future__ import annotations
 
@@ -21,19 +21,3 @@ class SamplingSettings:
 
 
 DEFAULT_SAMPLING = SamplingSettings()
-
-
-def to_sampling_params(settings: SamplingSettings, max_tokens_cap: int | None = None, detokenize: bool = True):
-    """vLLM's ``SamplingParams`` for ``settings``, streaming DELTA outputs.
-
-    ``max_tokens_cap``: the room left in the context (max_model_len less the prompt); max_tokens is
-    lowered to it. ``detokenize``: False for an engine without a tokenizer (token ids only)."""
-    from vllm import SamplingParams
-    from vllm.sampling_params import RequestOutputKind
-
-    max_tokens = settings.max_tokens if max_tokens_cap is None else min(settings.max_tokens, max_tokens_cap)
-    return SamplingParams(
-        temperature=settings.temperature, top_p=settings.top_p,
-        top_k=settings.top_k if settings.top_k > 0 else -1, max_tokens=max_tokens, seed=settings.seed,
-        ignore_eos=settings.ignore_eos, output_kind=RequestOutputKind.DELTA, detokenize=detokenize,
-    )

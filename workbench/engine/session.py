@@ -20,7 +20,7 @@ from workbench.engine.kv_probe import LocalKVProbe
 from workbench.engine.metrics import figures_from_output
 from workbench.engine.model_source import resolve_model
 from workbench.engine.process_guard import EngineWatchdog, child_pids, describe_exit, kill_processes, mark_owner
-from workbench.engine.sampling import to_sampling_params
+from workbench.engine.sampling_params import to_sampling_params
 from workbench.engine.spec import DEMO_MODEL, EngineConfig
 from workbench.engine.start_failure import explain_start_failure
 from workbench.engine.vllm_plugin import PHASE_FILE_ENV, SUPPORTED_VLLM
