@@ -70,12 +70,12 @@ def quit_when_ready(app, window) -> int:
 
     outcome: list[int] = []
 
-    def check() -> None:  # the status turns ready or failed only when the engine loop says so
-        state = window.status.state
-        if state in ("ready", "failed", "died") and not outcome:
-            if state != "ready":
-                print(f"vllm-workbench: {window.status.message.text()}", file=sys.stderr)
-            outcome.append(0 if state == "ready" else 1)
+    def check() -> None:  # the start settles only when the engine loop says so
+        status = window.model.engine
+        if status.settled(window.model.latest_start_id) and not outcome:
+            if not status.ready:
+                print(f"vllm-workbench: {status.message}", file=sys.stderr)
+            outcome.append(0 if status.ready else 1)
             window.close()
 
     timer = QTimer(window)

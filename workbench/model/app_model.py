@@ -36,6 +36,7 @@ class AppModel:
         self.conversations: dict[str, Conversation] = {}
         self.requests = RequestRegistry()
         self._start_ids = itertools.count(1)
+        self.latest_start_id = 0  # the last start asked for; EngineStatus.start_id is the last reported
         self._replies: dict[str, tuple[str, str]] = {}  # request id -> (conversation id, message id)
 
     # ------------------------------------------------------------------ configuration
@@ -45,7 +46,8 @@ class AppModel:
 
     def next_start_id(self) -> int:
         """A number for the next StartEngine command; the loop reports its states under it."""
-        return next(self._start_ids)
+        self.latest_start_id = next(self._start_ids)
+        return self.latest_start_id
 
     # ------------------------------------------------------------------ conversations
     def new_conversation(self) -> Conversation:
