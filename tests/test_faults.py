@@ -6,13 +6,26 @@ import signal
 
 import psutil
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtWidgets import QLabel, QPushButton
 
 from chat_driver import ENGINE_START_TIMEOUT_MS, type_and_send, wait_finished
 from workbench.engine.process_guard import is_running
 
 pytestmark = pytest.mark.slow  # the real engine, started once for the session
+
+
+class StateRecorder(QObject):
+    """The states the engine loop reports through the worker, in order. A GUI-thread QObject, so
+    they arrive queued, each after the window's own slots have seen it."""
+
+    def __init__(self):
+        super().__init__()
+        self.signalled: list[tuple[str, str]] = []
+
+    @Slot(str, str)
+    def on_worker_state_changed(self, state: str, message: str) -> None:
+        self.signalled.append((state, message))
 
 
 def engine_message(window) -> str:
@@ -54,19 +67,16 @@ def test_prompt_longer_than_max_model_len(window, qtbot):
 def test_engine_that_fails_to_start_kv_cache_too_small(window, qtbot, demo_model_path):
     from dataclasses import replace
 
-    signalled = []  # the states the engine loop reported through the worker, in order
-
-    def record(state: str, message: str) -> None:
-        signalled.append((state, message))
-
-    window.engine.worker.state_changed.connect(record)
+    recorder = StateRecorder()
+    window.engine.worker.state_changed.connect(recorder.on_worker_state_changed)
     try:
         window.config = replace(window.config, num_gpu_blocks_override=None, kv_cache_memory_bytes=64 * 1024)
         window.restart_engine()
-        qtbot.waitUntil(lambda: any(state in ("failed", "ready") for state, _ in signalled),
+        qtbot.waitUntil(lambda: any(state in ("failed", "ready") for state, _ in recorder.signalled),
                         timeout=ENGINE_START_TIMEOUT_MS)
     finally:
-        window.engine.worker.state_changed.disconnect(record)
+        window.engine.worker.state_changed.disconnect(recorder.on_worker_state_changed)
+    signalled = recorder.signalled
     assert [state for state, _ in signalled] == ["starting", "failed"]
     assert window.status.state == "failed"
     message = engine_message(window)
