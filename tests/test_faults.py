@@ -6,13 +6,28 @@ import signal
 
 import psutil
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtWidgets import QLabel, QPushButton
 
 from chat_driver import ENGINE_START_TIMEOUT_MS, type_and_send, wait_finished
+from workbench.engine.events import StateChanged
 from workbench.engine.process_guard import is_running
 
 pytestmark = pytest.mark.slow  # the real engine, started once for the session
+
+
+class StateRecorder(QObject):
+    """The states the engine loop reports through the worker, in order. A GUI-thread QObject, so
+    they arrive queued, each after the model (and the window observing it) has applied it."""
+
+    def __init__(self):
+        super().__init__()
+        self.signalled: list[tuple[str, str]] = []
+
+    @Slot(object)
+    def on_worker_event_emitted(self, event) -> None:
+        if isinstance(event, StateChanged):
+            self.signalled.append((event.state, event.message))
 
 
 def engine_message(window) -> str:
@@ -56,22 +71,16 @@ def test_prompt_longer_than_max_model_len(window, qtbot):
 def test_engine_that_fails_to_start_kv_cache_too_small(window, qtbot, demo_model_path):
     from dataclasses import replace
 
-    from workbench.engine.events import StateChanged
-
-    signalled = []  # the states the engine loop reported through the worker, in order
-
-    def record(event) -> None:
-        if isinstance(event, StateChanged):
-            signalled.append((event.state, event.message))
-
-    window.engine.worker.event_emitted.connect(record)
+    recorder = StateRecorder()
+    window.engine.worker.event_emitted.connect(recorder.on_worker_event_emitted)
     try:
         window.start_engine(replace(window.model.config, num_gpu_blocks_override=None,
                                     kv_cache_memory_bytes=64 * 1024))
-        qtbot.waitUntil(lambda: any(state in ("failed", "ready") for state, _ in signalled),
+        qtbot.waitUntil(lambda: any(state in ("failed", "ready") for state, _ in recorder.signalled),
                         timeout=ENGINE_START_TIMEOUT_MS)
     finally:
-        window.engine.worker.event_emitted.disconnect(record)
+        window.engine.worker.event_emitted.disconnect(recorder.on_worker_event_emitted)
+    signalled = recorder.signalled
     assert [state for state, _ in signalled] == ["starting", "failed"]
     assert window.model.engine.state == "failed"
     message = engine_message(window)

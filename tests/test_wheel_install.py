@@ -23,6 +23,9 @@ SHIPPED = ["workbench/py.typed"] + [f"workbench/resources/demo_corpus/{name}"
 
 pytestmark = pytest.mark.slow  # builds the demo model for real (a minute or two), once
 
+# The caller's PYTHONPATH would put another workbench (or its metadata) before the installed one.
+CLEAN_ENV = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+
 
 def build_wheel(tmp_path: Path) -> Path:
     """Builds from a copy of the sources, so that nothing left in the work tree (build/) gets in."""
@@ -31,19 +34,19 @@ def build_wheel(tmp_path: Path) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, source / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(tmp_path / "dist")], check=True, capture_output=True, timeout=300)
+                    "-q", "-w", str(tmp_path / "dist")], env=CLEAN_ENV, check=True, capture_output=True, timeout=300)
     return next((tmp_path / "dist").glob("vllm_workbench-*.whl"))
 
 
 def fresh_venv_with(wheel: Path, venv: Path) -> Path:
     """A new virtualenv holding the wheel alone; its dependencies are read from this test's venv
     through a .pth file, rather than installed again (gigabytes)."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], env=CLEAN_ENV, check=True, timeout=120)
     python = venv / "bin" / "python"
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q", str(wheel)],
-                   check=True, capture_output=True, timeout=300)
+                   env=CLEAN_ENV, check=True, capture_output=True, timeout=300)
     purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             check=True, capture_output=True, text=True).stdout.strip()
+                             env=CLEAN_ENV, check=True, capture_output=True, text=True).stdout.strip()
     (Path(purelib) / "dependencies-from-the-test-venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return python
 
@@ -68,11 +71,10 @@ def test_wheel_install_builds_the_demo_model_and_starts_the_engine(tmp_path):
     elsewhere, data = tmp_path / "elsewhere", tmp_path / "data"
     elsewhere.mkdir()
     data.mkdir()
-    env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
-    env.update(QT_QPA_PLATFORM="offscreen", WORKBENCH_DATA_DIR=str(data))
+    env = dict(CLEAN_ENV, QT_QPA_PLATFORM="offscreen", WORKBENCH_DATA_DIR=str(data))
     found = subprocess.run([str(python), "-c", "import workbench; print(workbench.__file__)"], cwd=elsewhere, env=env,
-                           check=True, capture_output=True, text=True).stdout.strip()
-    assert Path(found).is_relative_to(venv), f"the installed package should be used, not {found}"
+                           capture_output=True, text=True)
+    assert Path(found.stdout.strip()).is_relative_to(venv), f"the installed package should be used: {found}"
 
     app = subprocess.Popen([str(venv / "bin" / "vllm-workbench"), "--quit-when-ready"], cwd=elsewhere, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
