@@ -113,3 +113,17 @@ def test_capture_keeps_what_child_processes_print(tmp_path, capfd):
     assert "child says hello" in console.out + console.err, "the console still gets the engine's output"
     assert root_cause(text).exception == "ValueError: raised in the child process"
 
+
+
+def test_capture_without_standard_streams_leaves_them_alone(tmp_path, monkeypatch):
+    """Under a launcher that gives the app no stdout/stderr, the engine starts without a log."""
+    import os
+
+    def no_such_stream(fd):
+        raise OSError(9, "Bad file descriptor")
+
+    monkeypatch.setattr(os, "dup", no_such_stream)
+    capture = EngineLogCapture(tmp_path / "engine.log")
+    assert capture.attach() is False
+    capture.detach_parent()  # nothing to give back
+    assert capture.wait_closed(timeout_s=0.1) and capture.text() == ""

@@ -50,18 +50,25 @@ class EngineLogCapture:
         self._write_end: int | None = None
         self._thread: threading.Thread | None = None
 
-    def attach(self) -> None:
+    def attach(self) -> bool:
+        """False (and nothing changed) where this process has no standard output or error to
+        redirect, as under some desktop launchers: the engine then starts without a log."""
+        try:
+            console = os.dup(2)
+            saved = {fd: os.dup(fd) for fd in (1, 2)}
+        except OSError:
+            return False
         read_end, write_end = os.pipe()
         _flush_std_streams()
-        console = os.dup(2)
-        for fd in (1, 2):
-            self._saved[fd] = os.dup(fd)
+        for fd, copy in saved.items():
+            self._saved[fd] = copy
             os.dup2(write_end, fd)
         self._write_end = write_end
         log = open(self.path, "ab", buffering=0)
         self._thread = threading.Thread(target=_pump, args=(read_end, console, log),
                                          name="engine-log", daemon=True)
         self._thread.start()
+        return True
 
     def detach_parent(self) -> None:
         """Gives this process its own output back; the engine processes keep the pipe."""

@@ -90,7 +90,8 @@ class EngineSession(Backend):
             self.model_path = self._build_demo_model(report)
         self.log_path = new_log_path()
         capture = EngineLogCapture(self.log_path)
-        capture.attach()  # the engine processes inherit it: their whole output lands in the log
+        if not capture.attach():  # the engine processes inherit it: their whole output lands in the log
+            self.log_path = None
         try:
             self._start_engine(report, capture)
         finally:
@@ -104,8 +105,11 @@ class EngineSession(Backend):
             self.shutdown()
             raise EngineStartError(f"The engine started but its tokenizer could not be loaded: "
                                    f"{type(exc).__name__}: {exc}. Check the model folder's tokenizer files.",
-                                   str(self.log_path)) from exc
+                                   self._log_name()) from exc
         report(progress_for("ready"))
+
+    def _log_name(self) -> str | None:
+        return str(self.log_path) if self.log_path is not None else None
 
     @staticmethod
     def _build_demo_model(report: Callable[[StartProgress], None]) -> str:
@@ -139,7 +143,7 @@ class EngineSession(Backend):
                 capture.wait_closed(timeout_s=5.0)  # the engine processes' last lines reach the log
                 message = explain_start_failure(exc, capture.text(), self.model_path, self.config.max_model_len,
                                                 watcher.error)
-                raise EngineStartError(message, str(self.log_path)) from exc
+                raise EngineStartError(message, self._log_name()) from exc
         self.engine_pids = sorted(child_pids(vllm_only=True) - before)
 
     def shutdown(self) -> None:
