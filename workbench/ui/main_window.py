@@ -119,7 +119,7 @@ class MainWindow(QMainWindow):
         if (status.state, status.start_id) != self._last_logged:
             self._last_logged = (status.state, status.start_id)
             first_line = status.message.splitlines()[0] if status.message else ""
-            logging.getLogger("workbench").info("engine %s: %s", status.state.value, first_line)
+            logging.getLogger("workbench").info("%s", first_line or f"engine {status.state.value}")
         if status.state is EngineState.READY and status.info is not None:
             info = status.info
             self.chat.sampling.show_chat_template(info.chat_template)
