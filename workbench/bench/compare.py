@@ -31,6 +31,8 @@ from workbench.engine.sampling_params import to_sampling_params
 from workbench.engine.spec import EngineConfig
 
 Progress = Callable[[str, float], None]
+SESSION_PATHS = ("a", "b", "d")  # the paths that run on the shared engine; (c) runs HF on its own
+PATH_NAMES = {"a": "(a) plain vLLM", "b": "(b) workbench loop", "d": "(d) workbench app"}
 
 
 @dataclass(frozen=True)
@@ -48,10 +50,6 @@ class Workload:
     def session_paths(self) -> tuple[str, ...]:
         """The paths that take turns on the shared engine, in order."""
         return tuple(key for key in SESSION_PATHS if key in self.paths)
-
-
-SESSION_PATHS = ("a", "b", "d")  # the paths that run on the shared engine; (c) runs HF on its own
-PATH_NAMES = {"a": "(a) plain vLLM", "b": "(b) workbench loop", "d": "(d) workbench app"}
 
 
 @dataclass
