@@ -120,18 +120,27 @@ def markdown(result: ComparisonResult) -> str:
         lines.append(f"| {r.path} | {r.tokens_per_s:,.0f} | {r.spread} | {_fmt_pair(r.ttft_ms)} | "
                      f"{_fmt_pair(r.itl_ms)} | {memory} | {single} |")
     lines.append("")
-    lines.append(f"Peak memory: {turns} {memory_scope(result)}; (c) torch's peak allocation "
-                 f"({'on the GPU' if result.environment.get('device') == 'cuda' else 'resident memory of the process'}).")
+    hf_memory = "on the GPU" if result.environment.get("device") == "cuda" else "resident memory of the process"
+    lines.append(f"Peak memory: {turns} {memory_scope(result)}"
+                 + (f"; (c) torch's peak allocation ({hf_memory})." if result.hf.runs else "."))
     lines.append("")
     lines.extend(f"- {name}: **{value:.3f}**" for name, value in ratios(result).items())
-    for name, pairs in paired_ratios(result).items():
-        key, few = name[0], " (fewer than 8 pairs: too few to resolve 2 %)" if len(pairs) < 8 else ""
-        lines.append(f"- {name}, per repeat (each ({key}) run against the (a) run beside it): median "
-                     f"**{statistics.median(pairs):.3f}** ({min(pairs):.3f}–{max(pairs):.3f}), {len(pairs)} pair{'s' if len(pairs) != 1 else ''}{few}")
+    lines.extend(_paired_notes(result))
     lines.append(f"- CPU µs per output token, client / engine processes (median): {cpu_per_token(result)}")
     lines.extend(_app_notes(result))
     lines.extend(_hf_notes(result.hf))
     return "\n".join(lines) + "\n"
+
+
+def _paired_notes(result: ComparisonResult) -> list[str]:
+    """The statistic to read: the median of the paired ratios, with their range and count."""
+    lines = []
+    for name, pairs in paired_ratios(result).items():
+        count = f"{len(pairs)} pair{'s' if len(pairs) != 1 else ''}"
+        few = " (fewer than 8 pairs: too few to resolve 2 %)" if len(pairs) < 8 else ""
+        lines.append(f"- {name}, per repeat (each ({name[0]}) run against the (a) run beside it): median "
+                     f"**{statistics.median(pairs):.3f}** ({min(pairs):.3f}–{max(pairs):.3f}), {count}{few}")
+    return lines
 
 
 def _app_notes(result: ComparisonResult) -> list[str]:
