@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the lent H200 after `source .gpu/b/install.sh` (vLLM 0.26, no Qt): the KV plugin check and
-# snapshot cost at the real pool sizes, the loop variants, the three-way comparison, and NVML against
-# nvidia-smi throughout. Results go to $OUT.
+# snapshot cost at the real pool sizes, the loop variants, the comparison, and NVML against nvidia-smi
+# throughout. Results go to $OUT. The comparison's path (d), the app's window offscreen, needs Qt (the
+# kit's part q): COMPARE_PATHS=a,b,c,d REPEATS=8 SINGLE_SAMPLES=1 for the median of 8 paired ratios.
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -41,7 +42,8 @@ done
 for shape in ${COMPARE_SHAPES:-}; do
   step "compare $shape"
   timeout ${COMPARE_TIMEOUT:-540} python3 -m workbench bench --shape $shape --gpu-memory-utilization 0.4 --max-model-len 4096 \
-    compare --requests 256 --prompt-len 512 --output-len 256 --repeats ${REPEATS:-3} --hf-tokens 64 --hf-time-box 90 --single-samples ${SINGLE_SAMPLES:-3} \
+    compare --requests 256 --prompt-len 512 --output-len 256 --repeats ${REPEATS:-3} --paths ${COMPARE_PATHS:-a,b,c} \
+    --hf-time-box ${HF_TIME_BOX:-120} --single-samples ${SINGLE_SAMPLES:-3} \
     --out "$OUT/compare-$shape" > "$OUT/compare-$shape.log" 2>&1
-  show '^Workload' 16 "$OUT/compare-$shape.log"
+  show '^Workload' 28 "$OUT/compare-$shape.log"
 done

@@ -1,4 +1,6 @@
-"""The benchmark's smoke run: one small workload three ways, its table printed and written."""
+"""The benchmark's smoke run: one small workload four ways, its table printed and written; path (d)
+runs the real window offscreen on the shared engine, handed over and back through AdoptEngine and
+ReleaseEngine."""
 from __future__ import annotations
 
 import csv
@@ -14,15 +16,20 @@ def test_compare_benchmark_smoke_run(tmp_path, demo_model_path):
     run = subprocess.run(
         [sys.executable, "-m", "workbench", "bench", "--model", demo_model_path, "--max-num-seqs", "8",
          "compare", "--requests", "4", "--prompt-len", "32", "--output-len", "16", "--repeats", "1",
-         "--hf-tokens", "4", "--single-samples", "2", "--out", str(out)],
+         "--paths", "a,b,c,d", "--single-samples", "2", "--out", str(out)],
         capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     print(run.stdout[run.stdout.find("Workload"):])
-    for row in ("(a) plain vLLM", "(b) workbench loop", "(c) HF generate, batch 1"):
+    for row in ("(a) plain vLLM", "(b) workbench loop", "(d) workbench app", "(c) HF generate, batch 1"):
         assert f"| {row}" in run.stdout
     assert "b/a throughput" in run.stdout and "a/c (HF generate, batch 1)" in run.stdout
+    assert "d/a throughput, per repeat" in run.stdout and "d/a single stream, per repeat" in run.stdout
     rows = {r[0]: r for r in csv.reader((out / "benchmark.csv").open())}
-    assert float(rows["(a) plain vLLM"][1]) > 0 and float(rows["(b) workbench loop"][1]) > 0
+    for path in ("(a) plain vLLM", "(b) workbench loop", "(d) workbench app"):
+        assert float(rows[path][1]) > 0 and float(rows[path][-1]) > 0, rows[path]  # tok/s, client CPU µs/token
+    # HF runs the same output length as (a), at each batch size up to the number of requests.
+    assert "(c) batch sizes tried, 16 new tokens per sequence each: 1 (" in run.stdout
+    assert rows["(c) HF generate, batch 1"][2] == "16 new tokens/seq"
     assert (out / "benchmark.svg").read_text().startswith("<svg")
     # HF's TTFT and token gaps come from the generate call that gives its rate: never negative,
     # and its batch-1 row has a single-stream speed like (a) and (b).

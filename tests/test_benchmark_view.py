@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow  # the real engine, and the benchmark's own
 def test_benchmark_view_runs_shows_and_saves(window, qtbot, tmp_path):
     asked = []
     view = window.open_benchmark(ask_to_stop=lambda: asked.append(True) or True)
-    for name, value in (("requests", 4), ("prompt-len", 32), ("output-len", 16), ("repeats", 1), ("hf-tokens", 4)):
+    for name, value in (("requests", 4), ("prompt-len", 32), ("output-len", 16), ("repeats", 1), ("hf-time-box", 30)):
         view.fields[name].setValue(value)
     view.run()
     assert asked, "the view should offer to stop the live engine"

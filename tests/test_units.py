@@ -162,3 +162,15 @@ def test_memory_check_summary_gives_the_largest_differences(tmp_path):
     text = summary(path)
     assert "2 device samples (peak 58,700 MiB used), largest difference 2 MiB" in text
     assert "1 process samples, largest difference 0 MiB" in text
+
+
+def test_hf_baseline_tries_doubling_batch_sizes_until_the_time_box():
+    from workbench.bench.hf_baseline import HFResult, batch_sizes, time_box_reason
+
+    assert batch_sizes(1) == [1] and batch_sizes(32) == [1, 2, 4, 8, 16, 32]
+    assert batch_sizes(100) == [1, 2, 4, 8, 16, 32, 64, 100]
+    assert time_box_reason(1, None, 0.0, 1.0) == ""  # batch 1 always runs
+    batch_8 = HFResult(8, 256, elapsed_s=10.0, ttft_s=0.1, peak_memory_bytes=None)
+    assert time_box_reason(16, batch_8, spent_s=25.0, time_box_s=60.0) == ""  # about 20 s: ends at 45 s
+    reason = time_box_reason(16, batch_8, spent_s=45.0, time_box_s=60.0)
+    assert reason.startswith("about 20 s (batch 8 took 10.0 s)") and "60 s time box" in reason

@@ -15,8 +15,11 @@ def demo_engine_config(model: str = DEMO_MODEL) -> EngineConfig:
                         num_gpu_blocks_override=1024 if model == DEMO_MODEL else None)
 
 
-def build_window(config: EngineConfig, check_with_scan: bool = False):
-    """Creates the engine thread and the window, and starts the engine; returns (window, engine)."""
+def build_window(config: EngineConfig, check_with_scan: bool = False, start_engine: bool = True):
+    """Creates the engine thread and the window, and starts the engine; returns (window, engine).
+
+    ``start_engine=False``: the engine thread runs with no engine, for a caller that hands it one
+    (``AdoptEngine``) or starts it later."""
     from workbench.bridge.worker import EngineThread
     from workbench.engine.demo_model import default_system_prompt
     from workbench.engine.process_guard import mark_owner, reap_orphans
@@ -30,7 +33,8 @@ def build_window(config: EngineConfig, check_with_scan: bool = False):
     engine = EngineThread(check_with_scan=check_with_scan)
     window = MainWindow(engine, AppModel(config, default_system_prompt()))
     engine.start()
-    window.restart_engine()
+    if start_engine:
+        window.restart_engine()
     return window, engine
 
 

@@ -1,8 +1,10 @@
-"""``vllm-workbench bench``: benchmarks that print their figures. All but gui-stall need no Qt.
+"""``vllm-workbench bench``: benchmarks that print their figures. All but gui-stall and compare's
+path (d) need no Qt.
 
     vllm-workbench bench snapshot --blocks 100000 --running 64
     vllm-workbench bench loop --requests 64 --prompt-len 256 --output-len 256 --repeats 5
     vllm-workbench bench compare --requests 64 --prompt-len 256 --output-len 256 --repeats 3 --out DIR
+    vllm-workbench bench compare --paths a,b,c,d --repeats 8 ...   (d: the app's window, offscreen; needs Qt)
     vllm-workbench bench gui-stall --requests 256 --output-len 256
     vllm-workbench bench heatmap --blocks 120000,640000
 """
@@ -93,12 +95,18 @@ def cmd_compare(args) -> int:
 
     config = _config(args)
     workload = Workload(args.requests, args.prompt_len, args.output_len, not args.stop_at_eos, args.repeats,
-                        args.hf_tokens, args.hf_time_box, args.single_samples)
+                        hf_time_box_s=args.hf_time_box, single_stream_samples=args.single_samples,
+                        paths=args.paths)
 
     def progress(label: str, fraction: float) -> None:
         print(f"PROGRESS {fraction:.3f} {label}", flush=True)
 
-    result = run_comparison(config, workload, _vocab(config), config.model, progress)
+    supplied = {}
+    if "d" in args.paths:
+        from workbench.bench.gui.app_path import AppPath
+
+        supplied["d"] = AppPath()
+    result = run_comparison(config, workload, _vocab(config), config.model, progress, supplied)
     paths = write_outputs(result, Path(args.out))
     print()
     print(paths["md"].read_text(encoding="utf-8"))
@@ -129,6 +137,13 @@ def cmd_heatmap(args) -> int:
         print(f"| {r['blocks']:,} | {r['per_cell']} | {r['rows']} × {r['columns']} | "
               f"{r['ms_p50']:.3f} / {r['ms_p99']:.3f} |")
     return 0
+
+
+def _paths(text: str) -> tuple[str, ...]:
+    paths = tuple(sorted({part.strip() for part in text.split(",") if part.strip()}))
+    if "a" not in paths or not set(paths) <= set("abcd"):
+        raise argparse.ArgumentTypeError(f"choose from a, b, c, d, including a (got {text!r})")
+    return paths
 
 
 def _block_counts(text: str) -> list[int]:
@@ -164,16 +179,20 @@ def main(argv: list[str]) -> int:
     loop.add_argument("--repeats", type=int, default=5)
     loop.add_argument("--variants", default="a,b",
                       help="comma-separated: a (plain), b (workbench), b-nosnap, a-tracked (default: a,b)")
-    compare = sub.add_parser("compare", help="(a) plain vLLM, (b) the workbench loop, (c) HF generate")
+    compare = sub.add_parser("compare", help="(a) plain vLLM, (b) the workbench loop, (c) HF generate, (d) the app")
+    compare.add_argument("--paths", type=_paths, default=("a", "b", "c"),
+                         help="comma-separated, (a) always: a plain vLLM, b the workbench loop headless, c HF "
+                              "generate, d the app (the real window offscreen; needs Qt) (default: a,b,c)")
     compare.add_argument("--requests", type=int, default=64)
     compare.add_argument("--prompt-len", type=int, default=256)
     compare.add_argument("--output-len", type=int, default=256)
     compare.add_argument("--repeats", type=int, default=3)
     compare.add_argument("--stop-at-eos", action="store_true", help="let requests end early (default: ignore_eos)")
-    compare.add_argument("--hf-tokens", type=int, default=64, help="new tokens per sequence for HF generate")
-    compare.add_argument("--hf-time-box", type=float, default=120.0, help="seconds for all HF batch sizes")
+    compare.add_argument("--hf-time-box", type=float, default=120.0,
+                         help="seconds for all HF batch sizes together (each at --output-len): a size whose run, "
+                              "estimated from the size before, would end past it is skipped")
     compare.add_argument("--single-samples", type=int, default=3,
-                         help="single-request runs per path and repeat, (a) and (b) alternating")
+                         help="single-request runs per path and repeat, the paths taking turns")
     compare.add_argument("--out", default="bench-out", help="folder for benchmark.md / .csv / .svg")
     stall = sub.add_parser("gui-stall", help="GUI event-loop stalls while many requests stream (needs Qt)")
     stall.add_argument("--requests", type=int, default=256)

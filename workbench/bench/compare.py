@@ -1,24 +1,25 @@
-"""One workload three ways in one run: (a) plain vLLM, (b) the workbench's loop, (c) HF ``generate``.
+"""One workload several ways in one run: (a) plain vLLM, (b) the workbench's loop, (c) HF ``generate``,
+and (d) the app itself, the real window offscreen (``workbench.bench.gui.app_path``, which needs Qt).
 
-(a) and (b) share one engine and alternate, ``repeats`` times each: same process, same GPU memory,
-same arguments. Before an (a) run the plugin's block tracking is taken out of the engine, so (a) is
-vLLM as shipped; before a (b) run it is put back and the pool resynced, as when the GUI starts an
-engine (outside the timed part). TTFT and inter-token latency are measured the same way for both, on
-the client's clock as each delta arrives. (c) is the "PyTorch native" baseline, time-boxed to a fixed
-number of new tokens at batch 1 and at the best batch size that fits, reported as rates. No Qt: this
-runs on the GPU machine too.
+(a), (b) and (d) share one engine and take turns, ``repeats`` times each: same process, same GPU
+memory, same arguments. Before an (a) run the plugin's block tracking is taken out of the engine, so
+(a) is vLLM as shipped; before a (b) or (d) run it is put back and the pool resynced, as when the GUI
+starts an engine (outside the timed part). Output tokens, TTFT and inter-token latency are measured
+the same way for all three, on the client's clock as each delta arrives. (c) is the "PyTorch native"
+baseline at the same prompt and output lengths, over the batch sizes its time box allows
+(``hf_baseline``). This module has no Qt: without (d) it runs on the GPU machine too.
 """
 from __future__ import annotations
 
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Protocol
 
 import psutil
 
 from workbench.bench.engine_bench import BenchSession, random_prompts, record_arrivals, start_session
-from workbench.bench.hf_baseline import HFResult, run_hf_baseline
+from workbench.bench.hf_baseline import HFBaseline, run_hf_baseline
 from workbench.bench.memory import engine_memory
 from workbench.engine.backend import ChatRequest, wait_for_snapshot
 from workbench.engine.commands import Submit
@@ -30,6 +31,8 @@ from workbench.engine.sampling_params import to_sampling_params
 from workbench.engine.spec import EngineConfig
 
 Progress = Callable[[str, float], None]
+SESSION_PATHS = ("a", "b", "d")  # the paths that run on the shared engine; (c) runs HF on its own
+PATH_NAMES = {"a": "(a) plain vLLM", "b": "(b) workbench loop", "d": "(d) workbench app"}
 
 
 @dataclass(frozen=True)
@@ -39,14 +42,19 @@ class Workload:
     output_len: int = 256
     ignore_eos: bool = True
     repeats: int = 3
-    hf_tokens: int = 64  # the HF baseline's time box, in new tokens per sequence
-    hf_time_box_s: float = 120.0
+    hf_time_box_s: float = 120.0  # for all of the HF baseline's batch sizes together
     single_stream_samples: int = 3  # single-request runs per path and repeat: one is short enough to be noise
+    paths: tuple[str, ...] = ("a", "b", "c")  # which of (a)-(d) to run; (a) always
+
+    @property
+    def session_paths(self) -> tuple[str, ...]:
+        """The paths that take turns on the shared engine, in order."""
+        return tuple(key for key in SESSION_PATHS if key in self.paths)
 
 
 @dataclass
 class RunStats:
-    """One run of (a) or (b): totals plus per-request TTFT and per-token gaps (client clock)."""
+    """One run of (a), (b) or (d): totals plus per-request TTFT and per-token gaps (client clock)."""
 
     path: str
     output_tokens: int = 0
@@ -57,6 +65,7 @@ class RunStats:
     memory_scope: str = ""
     client_cpu_s: float = 0.0  # CPU time of this process (all its threads) during the run
     engine_cpu_s: float = 0.0  # CPU time of the engine's processes during the run
+    heatmap_frames: int | None = None  # frames the window's heatmap drew during the run: (d) only
 
     @property
     def tokens_per_s(self) -> float:
@@ -80,7 +89,7 @@ def _engine_cpu_s(pids: list[int]) -> float:
     return total
 
 
-class _CpuClock:
+class CpuClock:
     """CPU seconds spent by this process and by the engine's processes between start and stop."""
 
     def __init__(self, pids: list[int]):
@@ -96,10 +105,18 @@ class _CpuClock:
 class ComparisonResult:
     workload: Workload
     config: EngineConfig
-    runs: dict[str, list[RunStats]]  # "a", "b" -> runs
-    single_stream: dict[str, list[RunStats]]  # "a", "b" -> single-request runs
-    hf: list[HFResult]
+    runs: dict[str, list[RunStats]]  # "a", "b", "d" (those run) -> runs
+    single_stream: dict[str, list[RunStats]]  # the same keys -> single-request runs
+    hf: HFBaseline
     environment: dict[str, str]
+
+
+class SessionPath(Protocol):
+    """A path run on the shared engine beside (a), supplied by the caller ((d) needs Qt, which this
+    module may not import): called once per run, closed before the engine shuts down."""
+
+    def __call__(self, session: BenchSession, prompts: list[list[int]], sampling: SamplingSettings) -> RunStats: ...
+    def close(self) -> None: ...
 
 
 def run_plain_timed(session: BenchSession, prompts: list[list[int]], sampling: SamplingSettings,
@@ -107,12 +124,12 @@ def run_plain_timed(session: BenchSession, prompts: list[list[int]], sampling: S
     """(a): ``add_request`` and ``step()`` in a tight loop, DELTA outputs, the same ``SamplingParams`` as (b).
 
     ``tracked``: leave the plugin's block tracking in the engine (to measure what it costs alone)."""
-    _set_tracking(session, tracked)
+    set_tracking(session, tracked)
     engine = session.engine
     room = session.config.max_model_len - max(len(p) for p in prompts)  # as session.submit caps (b)
     params = to_sampling_params(sampling, room, session.tokenizer is not None)
     stats = RunStats("a")
-    cpu = _CpuClock(session.engine_pids)
+    cpu = CpuClock(session.engine_pids)
     started = time.perf_counter()
     arrivals: dict[str, list[tuple[float, int]]] = {}
     for i, prompt in enumerate(prompts):
@@ -122,7 +139,7 @@ def run_plain_timed(session: BenchSession, prompts: list[list[int]], sampling: S
         stats.output_tokens += record_arrivals(outputs, time.perf_counter(), arrivals)
     stats.elapsed_s = time.perf_counter() - started
     cpu.stop(stats)
-    _add_timings(stats, started, arrivals.values())
+    add_timings(stats, started, arrivals.values())
     return stats
 
 
@@ -143,13 +160,13 @@ class _Collector:
 def run_workbench_timed(session: BenchSession, prompts: list[list[int]], sampling: SamplingSettings,
                         snapshot_interval_s: float = 0.1) -> RunStats:
     """(b): the loop as the GUI drives it; arrivals are recorded by the session as deltas come in."""
-    _set_tracking(session, snapshot_interval_s != float("inf"))
+    set_tracking(session, snapshot_interval_s != float("inf"))
     collector = _Collector()
     loop = EngineLoop(collector, snapshot_interval_s=snapshot_interval_s)
     loop.adopt(session)
     stats = RunStats("b")
     with session.recording_arrivals() as arrivals:
-        cpu = _CpuClock(session.engine_pids)
+        cpu = CpuClock(session.engine_pids)
         started = time.perf_counter()
         for i, prompt in enumerate(prompts):
             loop.post(Submit(ChatRequest(f"b-{started}-{i}", (), sampling, prompt_token_ids=tuple(prompt))))
@@ -157,11 +174,11 @@ def run_workbench_timed(session: BenchSession, prompts: list[list[int]], samplin
         stats.elapsed_s = time.perf_counter() - started
         cpu.stop(stats)
     stats.output_tokens = sum(count for request in arrivals.values() for _, count in request)
-    _add_timings(stats, started, arrivals.values())
+    add_timings(stats, started, arrivals.values())
     return stats
 
 
-def _set_tracking(session: BenchSession, on: bool) -> None:
+def set_tracking(session: BenchSession, on: bool) -> None:
     """Block tracking in the engine and the mirror in sync (as in the GUI after a start), or taken out."""
     if on:
         wait_for_snapshot(session.probe)
@@ -177,14 +194,14 @@ def _rotation(variants: tuple[str, ...], repeats: int):
             yield rep, offset, key
 
 
-def _warm_up(session: BenchSession, variants: tuple[str, ...], num: int, prompt_len: int, vocab: int,
+def _warm_up(session: BenchSession, runners: dict[str, Callable], num: int, prompt_len: int, vocab: int,
              sampling: SamplingSettings) -> None:
     warm = random_prompts(min(4, num), prompt_len, vocab, seed=999)
-    for key in variants:
-        VARIANTS[key][1](session, warm, sampling)
+    for run in runners.values():
+        run(session, warm, sampling)
 
 
-def _add_timings(stats: RunStats, submitted: float, all_arrivals) -> None:
+def add_timings(stats: RunStats, submitted: float, all_arrivals) -> None:
     for arrivals in all_arrivals:
         ttft, gaps = timings_from_arrivals(submitted, arrivals)
         if ttft is not None:
@@ -193,43 +210,59 @@ def _add_timings(stats: RunStats, submitted: float, all_arrivals) -> None:
 
 
 def run_comparison(config: EngineConfig, workload: Workload, vocab: int, hf_model: str,
-                   progress: Progress = lambda label, fraction: None) -> ComparisonResult:
+                   progress: Progress = lambda label, fraction: None,
+                   supplied: dict[str, SessionPath] | None = None) -> ComparisonResult:
+    """Runs the workload's paths; ``supplied`` holds those this module cannot build itself ((d))."""
+    supplied = supplied or {}
+    keys = workload.session_paths
+    missing = [key for key in keys if key not in VARIANTS and key not in supplied]
+    if "a" not in keys or missing:
+        raise ValueError(f"paths {workload.paths}: (a) is needed, and no runner was given for {missing}")
+    runners = {key: supplied[key] if key in supplied else VARIANTS[key][1] for key in keys}
     sampling = SamplingSettings(temperature=0.0, max_tokens=workload.output_len, ignore_eos=workload.ignore_eos)
     single = SamplingSettings(temperature=0.0, max_tokens=workload.output_len, ignore_eos=True)
     progress("Starting the engine", 0.02)
     session = start_session(config)
-    runs: dict[str, list[RunStats]] = {"a": [], "b": []}
-    single_stream: dict[str, list[RunStats]] = {"a": [], "b": []}
+    runs: dict[str, list[RunStats]] = {key: [] for key in keys}
+    single_stream: dict[str, list[RunStats]] = {key: [] for key in keys}
     environment = {"vllm": session.vllm_version, "device": "cpu" if session.on_cpu else "cuda"}
     try:
-        _warm_up(session, ("a", "b"), workload.num_requests, workload.prompt_len, vocab, sampling)
-        total = workload.repeats * 3
-        for rep, offset, key in _rotation(("a", "b"), workload.repeats):
-            done = rep * 3 + offset
+        _warm_up(session, runners, workload.num_requests, workload.prompt_len, vocab, sampling)
+        per_repeat = len(keys) + 1
+        total = workload.repeats * per_repeat
+        for rep, offset, key in _rotation(keys, workload.repeats):
+            done = rep * per_repeat + offset
             progress(f"Repeat {rep + 1}/{workload.repeats}: ({key}) {workload.num_requests} requests",
                      0.2 + 0.5 * done / total)
             prompts = random_prompts(workload.num_requests, workload.prompt_len, vocab, seed=rep * 10 + offset + 1)
-            result = VARIANTS[key][1](session, prompts, sampling)
+            result = runners[key](session, prompts, sampling)
             result.memory_bytes, result.memory_scope = engine_memory(session.engine_pids)
             runs[key].append(result)
-            if offset == 1:  # both paths ran this repeat: now the single streams, (a) and (b) side by side
+            if offset == len(keys) - 1:  # every path ran this repeat: now the single streams, side by side
                 progress(f"Repeat {rep + 1}/{workload.repeats}: single stream", 0.2 + 0.5 * (done + 1) / total)
-                _single_streams(session, single_stream, workload, vocab, single, rep)
+                _single_streams(session, runners, single_stream, workload, vocab, single, rep)
     finally:
+        for runner in supplied.values():
+            runner.close()
         session.shutdown()
-    progress("Hugging Face transformers generate (c)", 0.75)
-    hf = run_hf_baseline(hf_model, workload, vocab, progress)
+    hf = HFBaseline()
+    if "c" in workload.paths:
+        progress("Hugging Face transformers generate (c)", 0.75)
+        hf = run_hf_baseline(hf_model, workload, vocab, progress)
     progress("Done", 1.0)
     return ComparisonResult(workload, config, runs, single_stream, hf, environment)
 
 
-def _single_streams(session: BenchSession, into: dict[str, list[RunStats]], workload: Workload, vocab: int,
-                    sampling: SamplingSettings, rep: int) -> None:
-    """Single-request runs alternating a, b / b, a, so each pair ran seconds apart on the same prompt."""
+def _single_streams(session: BenchSession, runners: dict[str, Callable], into: dict[str, list[RunStats]],
+                    workload: Workload, vocab: int, sampling: SamplingSettings, rep: int) -> None:
+    """Single-request runs of every path on one prompt, seconds apart; the order rotates from one
+    sample to the next (a b d, b d a, ...), as the repeats do."""
+    keys = tuple(runners)
     for sample in range(workload.single_stream_samples):
         one = random_prompts(1, workload.prompt_len, vocab, seed=1000 + rep * 100 + sample)
-        for key in (("a", "b") if (rep + sample) % 2 == 0 else ("b", "a")):
-            into[key].append(VARIANTS[key][1](session, one, sampling))
+        shift = (rep + sample) % len(keys)
+        for key in keys[shift:] + keys[:shift]:
+            into[key].append(runners[key](session, one, sampling))
 
 
 def median_rate(runs: list[RunStats]) -> float:
@@ -266,7 +299,7 @@ def compare_throughput(config: EngineConfig, num_requests: int, prompt_len: int,
     session = start_session(config)
     results: dict[str, list[RunStats]] = {key: [] for key in variants}
     try:
-        _warm_up(session, variants, num_requests, prompt_len, vocab, sampling)
+        _warm_up(session, {key: VARIANTS[key][1] for key in variants}, num_requests, prompt_len, vocab, sampling)
         for rep, offset, key in _rotation(variants, repeats):
             prompts = random_prompts(num_requests, prompt_len, vocab, seed=rep * 10 + offset + 1)
             results[key].append(VARIANTS[key][1](session, prompts, sampling))

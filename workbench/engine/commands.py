@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workbench.engine.backend import ChatRequest
+from workbench.engine.backend import Backend, ChatRequest
 from workbench.engine.spec import EngineConfig
 
 
@@ -31,3 +31,21 @@ class Abort:
 @dataclass(frozen=True)
 class Shutdown:
     pass
+
+
+@dataclass(frozen=True)
+class AdoptEngine:
+    """Drive an engine that is already running and belongs to someone else (a benchmark shares one
+    engine between its paths). The loop reports it ready under ``start_id``, as after a start, and
+    never shuts it down: StopEngine, Shutdown or the next start release it instead. The one command
+    that carries an object rather than a value: from here on only the loop's thread touches it."""
+
+    backend: Backend
+    start_id: int = 0
+
+
+@dataclass(frozen=True)
+class ReleaseEngine:
+    """Stop driving the adopted engine and leave it running for its owner, with none of the loop's
+    requests left in it (open ones are aborted); the loop reports STOPPED. An engine the loop started
+    itself is left as it is."""

@@ -12,7 +12,7 @@ import time
 from typing import Callable, Protocol
 
 from workbench.engine.backend import Backend, ChatRequest, PromptTooLongError, StreamEvent
-from workbench.engine.commands import Abort, Shutdown, StartEngine, StopEngine, Submit
+from workbench.engine.commands import AdoptEngine, Abort, ReleaseEngine, Shutdown, StartEngine, StopEngine, Submit
 from workbench.engine.engine_log import read_log, root_cause
 from workbench.engine.events import (
     EngineLogOpened, EngineReady, EngineState, RequestFailed, RequestFinished, StartProgressed, StateChanged,
@@ -48,6 +48,7 @@ class EngineLoop:
         self.check_with_scan = check_with_scan
         self.commands: queue.Queue = queue.Queue()
         self.backend: Backend | None = None
+        self._adopted = False  # the backend belongs to someone else: released, never shut down
         self._probe = None  # the backend's KV probe, where it has one
         self.state = EngineState.STOPPED
         self.start_id = 0
@@ -85,8 +86,11 @@ class EngineLoop:
         return True
 
     def adopt(self, backend: Backend) -> None:
-        """Takes over an engine that is already running (the benchmarks share one)."""
+        """Takes over an engine that is already running (the benchmarks share one); call it on the
+        thread that runs the loop, or post :class:`AdoptEngine` from any other."""
+        self._stop_engine()
         self.backend, self.state, self._probe = backend, EngineState.READY, backend.kv_probe()
+        self._adopted = True
         self._snapshot_due, self._snapshot_pending = self._probe is not None, False
         backend.connect(self)
 
@@ -121,6 +125,10 @@ class EngineLoop:
             self._submit(command.request)
         elif isinstance(command, Abort):
             self._abort(command.request_id)
+        elif isinstance(command, AdoptEngine):
+            self._adopt_engine(command.backend, command.start_id)
+        elif isinstance(command, ReleaseEngine):
+            self._release_engine()
 
     # -------------------------------------------------------------- commands
     def _start_engine(self, config: EngineConfig, start_id: int) -> None:
@@ -155,9 +163,27 @@ class EngineLoop:
         if path is not None:
             self.listener.publish(EngineLogOpened(str(path)))
 
+    def _adopt_engine(self, backend: Backend, start_id: int) -> None:
+        self.start_id = start_id
+        self.adopt(backend)
+        info = backend.info()
+        self.listener.publish(EngineReady(info))
+        self._set_state(EngineState.READY, f"Engine ready: {info.model} (adopted)")
+
+    def _release_engine(self) -> None:
+        if self.backend is None or not self._adopted:
+            return
+        model = self.backend.info().model
+        self._stop_engine()
+        self._set_state(EngineState.STOPPED, f"Engine released: {model} runs on without this loop.")
+
     def _stop_engine(self) -> None:
+        """Shuts down the engine the loop started; an adopted one is released, its open requests aborted."""
         backend, self.backend, self._probe = self.backend, None, None
-        if backend is not None:
+        adopted, self._adopted = self._adopted, False
+        if backend is not None and adopted:
+            self._abort_open(backend)
+        elif backend is not None:
             backend.shutdown()
         self._pending_text.clear()
         self._open.clear()
@@ -181,6 +207,14 @@ class EngineLoop:
     def _abort(self, request_id: str) -> None:
         if self.backend is not None:
             self.backend.abort(request_id)  # the backend pushes the request's final event
+
+    def _abort_open(self, backend: Backend) -> None:
+        """Aborts this loop's open requests in an engine that runs on without it."""
+        for request_id in sorted(self._open):
+            try:
+                backend.abort(request_id)
+            except Exception:  # an engine that has died holds no requests
+                break
 
     # -------------------------------------------------------------- what the backend pushes (BackendEvents)
     def texts_arrived(self, texts: dict[str, str]) -> None:

@@ -1,6 +1,7 @@
 """The Benchmark view: runs ``vllm-workbench bench compare`` as a separate process, shows its table and
 plot, and saves them where the user chooses. The live engine can be stopped first: on a GPU it holds
-most of the memory the benchmark's own engine needs."""
+most of the memory the benchmark's own engine needs. Path (d), the app itself, is an option: that
+process then opens a window of its own, offscreen."""
 from __future__ import annotations
 
 import shutil
@@ -9,13 +10,13 @@ import tempfile
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import QProcess, QTimer, Slot
+from PySide6.QtCore import QProcess, QProcessEnvironment, QTimer, Slot
 from PySide6.QtWidgets import (
-    QDialog, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QMessageBox, QProgressBar, QPushButton, QSpinBox,
-    QTableWidget, QTableWidgetItem, QVBoxLayout,
+    QCheckBox, QDialog, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QMessageBox, QProgressBar, QPushButton,
+    QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout,
 )
 
-from workbench.bench.results import BAR_COLOURS, COLUMNS, BenchmarkResults, read_results
+from workbench.bench.results import BenchmarkResults, bar_colour, read_results
 
 
 class BenchmarkView(QDialog):
@@ -24,7 +25,7 @@ class BenchmarkView(QDialog):
     def __init__(self, model: str, engine_running, stop_engine, parent=None, ask_to_stop=None):
         super().__init__(parent)
         self.setObjectName("benchmarkView")
-        self.setWindowTitle("Benchmark: plain vLLM, the workbench, Hugging Face generate")
+        self.setWindowTitle("Benchmark: plain vLLM, the workbench, Hugging Face generate, the app")
         self.model, self.engine_running, self.stop_engine = model, engine_running, stop_engine
         self.ask_to_stop = ask_to_stop or self._ask_to_stop
         self.out_dir: Path | None = None  # the current run's folder
@@ -39,9 +40,11 @@ class BenchmarkView(QDialog):
             "prompt-len": QSpinBox(minimum=1, maximum=32768, value=256),
             "output-len": QSpinBox(minimum=1, maximum=32768, value=256),
             "repeats": QSpinBox(minimum=1, maximum=20, value=3),
-            "hf-tokens": QSpinBox(minimum=1, maximum=4096, value=64),
+            "hf-time-box": QSpinBox(minimum=1, maximum=3600, value=120, suffix=" s"),
             "single-samples": QSpinBox(minimum=1, maximum=50, value=3),
         }
+        self.app_path = QCheckBox("Also the app itself, (d): the real window, offscreen, on the same engine",
+                                  objectName="benchAppPath")
         self.run_button = QPushButton("Run benchmark", objectName="runBenchmarkButton")
         self.run_button.clicked.connect(self.run)
         self.cancel_button = QPushButton("Cancel", objectName="cancelBenchmarkButton", enabled=False)
@@ -62,6 +65,8 @@ class BenchmarkView(QDialog):
         for name, box in self.fields.items():
             box.setObjectName(f"bench_{name}")
             form.addRow(name.replace("-", " "), box)
+        self.fields["repeats"].setToolTip("8 or more for a median of paired ratios that resolves a few per cent")
+        form.addRow(self.app_path)
         buttons = QHBoxLayout()
         buttons.addWidget(self.run_button)
         buttons.addWidget(self.cancel_button)
@@ -86,6 +91,8 @@ class BenchmarkView(QDialog):
         args = [sys.executable, "-m", "workbench", "bench", "--model", self.model, "compare"]
         for name, box in self.fields.items():
             args += [f"--{name}", str(box.value())]
+        if self.app_path.isChecked():
+            args += ["--paths", "a,b,c,d"]
         return args + ["--out", str(self.out_dir)]
 
     @property
@@ -104,6 +111,9 @@ class BenchmarkView(QDialog):
             self.process.deleteLater()  # the previous run's, finished
         self.process = QProcess(self)
         self.process.setProcessChannelMode(QProcess.MergedChannels)
+        environment = QProcessEnvironment.systemEnvironment()
+        environment.insert("QT_QPA_PLATFORM", "offscreen")  # path (d)'s window stays off the screen
+        self.process.setProcessEnvironment(environment)
         self.process.readyReadStandardOutput.connect(self._on_process_output)
         self.process.finished.connect(self._on_process_finished)
         command = self.command()
@@ -174,8 +184,8 @@ class BenchmarkView(QDialog):
     def show_results(self, results: BenchmarkResults) -> None:
         """The table as the results file holds it, and a bar per path."""
         body = results.table()
-        self.table.setColumnCount(len(COLUMNS))
-        self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        self.table.setColumnCount(len(results.columns))
+        self.table.setHorizontalHeaderLabels(list(results.columns))
         self.table.setRowCount(len(body))
         for r, row in enumerate(body):
             for c, value in enumerate(row):
@@ -184,7 +194,7 @@ class BenchmarkView(QDialog):
         self.plot.clear()
         for i, row in enumerate(results.rows):
             rate = row.tokens_per_s
-            self.plot.addItem(pg.BarGraphItem(x=[i], height=[rate], width=0.6, brush=BAR_COLOURS[i % len(BAR_COLOURS)]))
+            self.plot.addItem(pg.BarGraphItem(x=[i], height=[rate], width=0.6, brush=bar_colour(row.path)))
             label = pg.TextItem(f"{rate:,.0f}", anchor=(0.5, 1.0), color="w")
             label.setPos(i, rate)
             self.plot.addItem(label)

@@ -7,53 +7,29 @@ The GUI runs its own event loop (``QEventLoop.exec``) for the whole measurement.
 """
 from __future__ import annotations
 
-import os
 import statistics
 import time
 from dataclasses import replace
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+from PySide6.QtCore import QObject, QTimer, Slot
 
-from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal, Slot  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
-
-from workbench.engine.events import EngineState, RequestFailed, RequestFinished, StateChanged  # noqa: E402
-from workbench.engine.metrics import percentile  # noqa: E402
+from workbench.bench.gui.window_driver import EndedRequests, application, run_until, type_and_send
+from workbench.engine.metrics import percentile
 
 PROBE_INTERVAL_MS = 5
 TIMEOUT_MS = 600_000
 
 
 class Probe(QObject):
-    """Records tick times and counts finished requests; ``all_finished`` fires after the last one."""
+    """Records the time of each tick of the probe timer."""
 
-    all_finished = Signal()
-
-    def __init__(self, expected: int):
+    def __init__(self):
         super().__init__()
-        self.expected, self.finished = expected, 0
         self.ticks: list[float] = []
 
     @Slot()
     def on_tick(self) -> None:
         self.ticks.append(time.perf_counter())
-
-    @Slot(object)
-    def on_worker_event_emitted(self, event) -> None:
-        if isinstance(event, (RequestFinished, RequestFailed)):
-            self.finished += 1
-            if self.finished == self.expected:
-                self.all_finished.emit()
-        elif isinstance(event, StateChanged) and event.state is not EngineState.STARTING:
-            self.all_finished.emit()  # ends a wait for the engine (or a run it broke)
-
-
-def _run_event_loop(probe: Probe) -> None:
-    loop = QEventLoop()
-    probe.all_finished.connect(loop.quit)
-    QTimer.singleShot(TIMEOUT_MS, loop.quit)
-    loop.exec()
-    probe.all_finished.disconnect(loop.quit)
 
 
 def _send_requests(window, engine, num_requests: int, num_chat: int, output_len: int) -> None:
@@ -66,10 +42,7 @@ def _send_requests(window, engine, num_requests: int, num_chat: int, output_len:
     chat.sampling.ignore_eos.setChecked(True)
     chat.sampling.max_tokens.setValue(output_len)
     for i in range(min(num_chat, num_requests)):
-        if chat.current.messages:
-            chat.new_conversation()
-        chat.input.setPlainText(f"Question {i}: what is a KV cache?")
-        chat.send()
+        type_and_send(chat, f"Question {i}: what is a KV cache?")
     sampling = SamplingSettings(max_tokens=output_len, ignore_eos=True)
     system = Message("system", default_system_prompt())
     for i in range(num_requests - num_chat):
@@ -88,29 +61,27 @@ def _stall_figures(ticks: list[float]) -> dict:
 def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16) -> dict:
     from workbench.app import build_window, demo_engine_config
 
-    app = QApplication.instance() or QApplication([])  # noqa: F841 (kept alive for the window)
+    application()
     config = replace(demo_engine_config(), max_num_seqs=num_requests, num_gpu_blocks_override=8192)
-    window, engine = build_window(config)
+    window, engine = build_window(config, start_engine=False)
     window.resize(1500, 900)
     window.show()
-    probe = Probe(num_requests)
-    engine.worker.event_emitted.connect(probe.on_worker_event_emitted)
-    if not window.model.engine.ready:
-        _run_event_loop(probe)
-    if not window.model.engine.ready:
-        raise RuntimeError(f"engine did not start: {window.model.engine.message}")
-    probe.finished = 0
+    model = window.model
+    run_until(engine.worker, lambda event: model.engine.settled(model.latest_start_id), TIMEOUT_MS,
+              window.restart_engine)
+    if not model.engine.ready:
+        raise RuntimeError(f"engine did not start: {model.engine.message}")
+    probe, ended = Probe(), EndedRequests(num_requests)
     timer = QTimer()
     timer.setInterval(PROBE_INTERVAL_MS)
     timer.timeout.connect(probe.on_tick)
     timer.start()
     started = time.perf_counter()
-    _send_requests(window, engine, num_requests, num_chat, output_len)
     frames_before = window.heatmap._shown_version
-    _run_event_loop(probe)
+    run_until(engine.worker, ended, TIMEOUT_MS, lambda: _send_requests(window, engine, num_requests, num_chat, output_len))
     elapsed = time.perf_counter() - started
     timer.stop()
     frames = window.heatmap._shown_version - frames_before
     window.close()
-    return {"requests": num_requests, "finished": probe.finished, "elapsed_s": elapsed, "ticks": len(probe.ticks),
+    return {"requests": num_requests, "finished": ended.finished, "elapsed_s": elapsed, "ticks": len(probe.ticks),
             **_stall_figures(probe.ticks), "heatmap_versions_seen": frames}

@@ -1,0 +1,118 @@
+"""The loop's seam for a shared engine: AdoptEngine drives an engine someone else started, on the
+loop's own thread; ReleaseEngine hands it back running, with none of the loop's requests left in it.
+
+A scripted backend stands in for vLLM: what is under test is the loop's handling of the commands
+(which thread steps the engine, who shuts it down), not the model. ``bench compare``'s path (d)
+runs the same seam against the real engine (``tests/test_bench_smoke.py``).
+"""
+from __future__ import annotations
+
+import threading
+
+from workbench.engine.backend import Backend, Capabilities, ChatRequest, EngineInfo, StreamEvent
+from workbench.engine.commands import AdoptEngine, ReleaseEngine, Shutdown, Submit
+from workbench.engine.events import EngineReady, EngineState, RequestFailed, RequestFinished, StateChanged
+from workbench.engine.loop import EngineLoop
+
+TIMEOUT_S = 30
+
+
+class EndlessBackend(Backend):
+    """Streams a word a step to each request until it is aborted or has ``words`` words."""
+
+    capabilities = Capabilities(kv_blocks="none", memory="none", stats=frozenset())
+
+    def __init__(self, words: int):
+        self.words, self.sent = words, {}
+        self.stepping_threads: set[int] = set()
+        self.num_shutdowns = 0
+
+    def start(self, report) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        self.num_shutdowns += 1
+
+    def submit(self, request: ChatRequest) -> None:
+        self.sent[request.request_id] = 0
+
+    def abort(self, request_id: str) -> None:
+        if self.sent.pop(request_id, None) is not None:
+            self.events.request_finished(StreamEvent(request_id, "", True, "aborted"))
+
+    def has_work(self) -> bool:
+        return bool(self.sent)
+
+    def advance(self) -> None:
+        self.stepping_threads.add(threading.get_ident())
+        self.events.texts_arrived({request_id: "w " for request_id in self.sent})
+        for request_id in [r for r, n in self.sent.items() if n + 1 >= self.words]:
+            del self.sent[request_id]
+            self.events.request_finished(StreamEvent(request_id, "", True, "length"))
+        for request_id in self.sent:
+            self.sent[request_id] += 1
+
+    def info(self) -> EngineInfo:
+        return EngineInfo("shared", "-", "cpu", 2048, None, ())
+
+    @property
+    def running(self) -> bool:
+        return True
+
+
+class Recorder:
+    """The loop's listener: keeps every message; ``wait_for`` blocks until one matches."""
+
+    def __init__(self):
+        self.events: list = []
+        self.changed = threading.Condition()
+
+    def publish(self, event) -> None:
+        with self.changed:
+            self.events.append(event)
+            self.changed.notify_all()
+
+    def snapshot_published(self, snapshot) -> None:
+        pass
+
+    def wait_for(self, match) -> object:
+        with self.changed:
+            assert self.changed.wait_for(lambda: any(match(e) for e in self.events), TIMEOUT_S), self.events
+            return next(e for e in self.events if match(e))
+
+
+def ended(request_id: str):
+    return lambda e: isinstance(e, RequestFinished) and e.event.request_id == request_id
+
+
+def test_adopted_engine_is_stepped_on_the_loop_thread_and_released_running():
+    recorder, backend = Recorder(), EndlessBackend(words=5)
+    loop = EngineLoop(recorder)
+    thread = threading.Thread(target=loop.run, name="loop")
+    thread.start()
+    try:
+        loop.post(AdoptEngine(backend, start_id=7))
+        ready = recorder.wait_for(lambda e: isinstance(e, StateChanged) and e.state is EngineState.READY)
+        assert ready.start_id == 7
+        assert any(isinstance(e, EngineReady) and e.info.model == "shared" for e in recorder.events)
+        loop.post(Submit(ChatRequest("short", ())))
+        assert recorder.wait_for(ended("short")).event.finish_reason == "length"
+        assert backend.stepping_threads == {thread.ident}, "only the loop's thread may step the engine"
+
+        backend.words = 10**9  # from now on a request runs until it is aborted
+        loop.post(Submit(ChatRequest("open", ())))
+        loop.post(ReleaseEngine())
+        assert recorder.wait_for(ended("open")).event.finish_reason == "aborted"
+        released = recorder.wait_for(lambda e: isinstance(e, StateChanged) and e.state is EngineState.STOPPED)
+        assert "released" in released.message and released.start_id == 7
+        assert backend.num_shutdowns == 0 and not backend.sent, "released running, with none of the loop's requests"
+
+        loop.post(Submit(ChatRequest("after", ())))  # the loop no longer drives it
+        assert isinstance(recorder.wait_for(lambda e: getattr(e, "request_id", "") == "after"), RequestFailed)
+        loop.post(AdoptEngine(backend, start_id=8))  # adopted again, as the benchmark does each run
+        recorder.wait_for(lambda e: isinstance(e, StateChanged) and e.start_id == 8)
+    finally:
+        loop.post(Shutdown())
+        thread.join(TIMEOUT_S)
+    assert not thread.is_alive()
+    assert backend.num_shutdowns == 0, "the loop must never shut down an engine it did not start"

@@ -1,0 +1,106 @@
+"""Path (d) of ``bench compare``: the app itself, the real window offscreen, on the benchmark's shared engine.
+
+Each run hands the engine to the window's engine thread (``AdoptEngine``), runs the GUI's own event
+loop while the requests stream, and takes the engine back (``ReleaseEngine``) so that (a) and (b) can
+use it next. Everything the app does runs: the heatmap's 10 Hz timer drawing the pool, the visible
+conversation rendering its stream in the chat pane (its question typed and sent as a person would,
+padded with words so that its prompt is as long as the other paths' prompts), and the other requests
+sent straight to the engine worker, as a batch would send them. Output tokens are counted as the
+other paths count them (``BenchSession.recording_arrivals``); the run ends when the window has heard
+that every request ended. The client CPU time counts every thread of the process, the GUI's too.
+"""
+from __future__ import annotations
+
+import random
+import time
+
+from workbench.bench.compare import CpuClock, RunStats, add_timings, set_tracking
+from workbench.bench.engine_bench import BenchSession
+from workbench.bench.gui.window_driver import (
+    EndedRequests, application, run_until, set_chat_sampling, type_and_send,
+)
+from workbench.engine.backend import ChatRequest
+from workbench.engine.commands import AdoptEngine, ReleaseEngine, Submit
+from workbench.engine.events import EngineState
+from workbench.engine.sampling import SamplingSettings
+from workbench.model.conversations import Conversation
+
+HANDOVER_TIMEOUT_MS = 60_000
+RUN_TIMEOUT_MS = 600_000
+WORDS = ("block", "cache", "prefix", "token", "engine", "paged", "attention", "request", "batch", "stream",
+         "memory", "layer", "model", "prompt", "reply", "window", "heatmap", "pool", "hash", "evict")
+
+
+def typed_question(session: BenchSession, system_prompt: str, prompt_len: int, seed: int) -> str:
+    """Random words whose chat prompt (system prompt and template included) is ``prompt_len`` tokens
+    or just over; fresh words each run, so that only the system prompt can come from the prefix cache."""
+    rng = random.Random(seed)
+    words = [rng.choice(WORDS) for _ in range(prompt_len)]
+
+    def prompt_tokens(num_words: int) -> int:
+        request, _ = Conversation("length").ask(" ".join(words[:num_words]), system_prompt, SamplingSettings())
+        return len(session.render_prompt(request))
+
+    low, high = 1, prompt_len  # the fewest words that reach prompt_len: every word is a token or more
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (middle + 1, high) if prompt_tokens(middle) < prompt_len else (low, middle)
+    return " ".join(words[:low])
+
+
+class AppPath:
+    """The window, built on first use and kept for every run; ``close`` before the engine shuts down."""
+
+    def __init__(self):
+        self.window = None
+
+    def __call__(self, session: BenchSession, prompts: list[list[int]], sampling: SamplingSettings) -> RunStats:
+        set_tracking(session, True)  # the pool in sync, as after the window's own start (not timed)
+        window = self._window(session)
+        set_chat_sampling(window.chat, sampling)
+        question = typed_question(session, window.chat.sampling.system_prompt(), len(prompts[0]), prompts[0][0])
+        worker = window.engine.worker
+        self._hand_over(lambda: worker.post(AdoptEngine(session, window.model.next_start_id())),
+                        lambda: window.model.engine.ready and window.model.engine.settled(window.model.latest_start_id))
+        ended, stats = EndedRequests(len(prompts)), RunStats("d")
+        frames_before = window.heatmap.num_frames_drawn
+        with session.recording_arrivals() as arrivals:
+            cpu = CpuClock(session.engine_pids)
+            started = time.perf_counter()
+
+            def send() -> None:
+                type_and_send(window.chat, question)
+                for i, prompt in enumerate(prompts[1:]):
+                    worker.post(Submit(ChatRequest(f"d-{started}-{i}", (), sampling, prompt_token_ids=tuple(prompt))))
+
+            all_ended = run_until(worker, ended, RUN_TIMEOUT_MS, send)
+            stats.elapsed_s = time.perf_counter() - started
+            cpu.stop(stats)
+        self._hand_over(lambda: worker.post(ReleaseEngine()), lambda: window.model.engine.state is EngineState.STOPPED)
+        if not all_ended or ended.failures:
+            raise RuntimeError(f"(d): {ended.finished} of {len(prompts)} requests finished; failed: {ended.failures[:3]}")
+        stats.heatmap_frames = window.heatmap.num_frames_drawn - frames_before
+        stats.output_tokens = sum(count for request in arrivals.values() for _, count in request)
+        add_timings(stats, started, arrivals.values())
+        return stats
+
+    def _window(self, session: BenchSession):
+        if self.window is None:
+            from workbench.app import build_window
+
+            application()
+            self.window, _ = build_window(session.config, start_engine=False)
+            self.window.resize(1400, 860)
+            self.window.show()
+        return self.window
+
+    def _hand_over(self, post, done) -> None:
+        """Posts AdoptEngine or ReleaseEngine and runs the event loop until the window has heard the result."""
+        if not run_until(self.window.engine.worker, lambda event: done(), HANDOVER_TIMEOUT_MS, post):
+            raise RuntimeError(f"(d): the engine thread did not answer in time ({self.window.model.engine.message})")
+
+    def close(self) -> None:
+        """Closes the window, which stops its engine thread; the engine it released runs on."""
+        if self.window is not None:
+            self.window.close()
+            self.window = None

@@ -1,0 +1,92 @@
+"""Driving the real window in a benchmark: the GUI's own event loop (``QEventLoop.exec``, never
+``processEvents``) run until the engine worker reports what is awaited, and a question typed into the
+chat pane as a person would."""
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from PySide6.QtCore import QEventLoop, QObject, QTimer, Slot  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+from workbench.engine.events import RequestFailed, RequestFinished  # noqa: E402
+from workbench.engine.sampling import SamplingSettings  # noqa: E402
+
+
+def application() -> QApplication:
+    return QApplication.instance() or QApplication([])
+
+
+class EndedRequests:
+    """A ``run_until`` condition: true once ``expected`` requests have ended, finished or failed."""
+
+    def __init__(self, expected: int):
+        self.expected, self.finished = expected, 0
+        self.failures: list[str] = []
+
+    def __call__(self, event) -> bool:
+        if isinstance(event, RequestFinished):
+            self.finished += 1
+        elif isinstance(event, RequestFailed):
+            self.failures.append(event.message)
+        return self.finished + len(self.failures) >= self.expected
+
+
+class _Waiter(QObject):
+    """Lives on the GUI thread; quits the event loop once the condition holds after a message."""
+
+    def __init__(self, loop: QEventLoop, done: Callable[[object], bool]):
+        super().__init__()
+        self.loop, self.done, self.met = loop, done, False
+
+    @Slot(object)
+    def on_worker_event_emitted(self, event) -> None:
+        if not self.met and self.done(event):
+            self.met = True
+            self.loop.quit()
+
+
+def run_until(worker, done: Callable[[object], bool], timeout_ms: int, start: Callable[[], None] = lambda: None) -> bool:
+    """Calls ``start``, then runs the GUI's event loop until ``done(message)`` holds for a message of
+    the engine worker (``done(None)`` is asked first), or ``timeout_ms`` has passed; True if it held.
+
+    The window's own receivers were connected first, so when ``done`` sees a message the application
+    model has applied it already. Connected before ``start``, so no message of what it starts is missed."""
+    loop = QEventLoop()
+    waiter = _Waiter(loop, done)
+    worker.event_emitted.connect(waiter.on_worker_event_emitted)
+    timer = QTimer(singleShot=True)
+    timer.timeout.connect(loop.quit)
+    timer.start(timeout_ms)
+    try:
+        start()
+        waiter.met = done(None)
+        if not waiter.met:
+            loop.exec()
+    finally:
+        timer.stop()
+        worker.event_emitted.disconnect(waiter.on_worker_event_emitted)
+    return waiter.met
+
+
+def set_chat_sampling(chat, sampling: SamplingSettings) -> None:
+    """Sets the chat pane's sampling panel as a person would; ValueError where it cannot say the same."""
+    panel = chat.sampling
+    panel.temperature.setValue(sampling.temperature)
+    panel.top_p.setValue(sampling.top_p)
+    panel.top_k.setValue(sampling.top_k)
+    panel.max_tokens.setValue(sampling.max_tokens)
+    panel.seed.setValue(-1 if sampling.seed is None else sampling.seed)
+    panel.ignore_eos.setChecked(sampling.ignore_eos)
+    if panel.settings() != sampling:
+        raise ValueError(f"the chat pane's sampling panel cannot be set to {sampling} (it says {panel.settings()})")
+
+
+def type_and_send(chat, text: str) -> None:
+    """Types ``text`` into a fresh conversation's input and presses Send."""
+    if chat.current.messages:
+        chat.new_conversation()
+    chat.input.setPlainText(text)
+    chat.send()
