@@ -83,7 +83,7 @@ def test_wheel_install_builds_the_demo_model_and_starts_the_engine(tmp_path):
     finally:
         app.kill()
     assert app.returncode == 0, stderr[-4000:]
-    assert "engine ready" in stderr
+    assert f"Engine ready: {data / 'models' / 'demo-qwen2'}" in stderr, stderr[-4000:]
     assert (data / "models" / "demo-qwen2" / "workbench-demo.json").exists(), "the demo model was not built"
     deadline = time.monotonic() + 30
     while processes_started_by(app.pid) and time.monotonic() < deadline:
