@@ -119,7 +119,9 @@ class AppModel:
     def _(self, event: TextFlushed) -> None:
         for request_id, text in event.chunks.items():
             found = self._replies.get(request_id)
-            reply = self.reply_of(request_id)
+            if found is None:
+                continue  # a request of no conversation (a batch, a benchmark)
+            reply = self.conversations[found[0]].message(found[1])
             if reply is not None and reply.status == "streaming":
                 reply.text += text
                 self.message_changed.emit(found[0], found[1], True)

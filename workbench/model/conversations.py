@@ -66,4 +66,5 @@ class Conversation:
         return next((m for m in reversed(self.messages) if m.status == "streaming"), None)
 
     def message(self, message_id: str) -> ChatMessage | None:
-        return next((m for m in self.messages if m.message_id == message_id), None)
+        """Looked up from the end: the message asked for is nearly always the latest reply."""
+        return next((m for m in reversed(self.messages) if m.message_id == message_id), None)
