@@ -117,14 +117,22 @@ def cmd_compare(args) -> int:
 def cmd_gui_stall(args) -> int:
     from workbench.bench.gui.gui_stall import run_gui_stall
 
-    r = run_gui_stall(args.requests, args.output_len)
-    print(f"\nGUI event-loop stalls (5 ms probe timer), {r['requests']} requests × {args.output_len} output "
-          f"tokens, {r['finished']} finished in {r['elapsed_s']:.1f} s, {r['ticks']} ticks")
-    print("| stall ms p50 | p90 | p99 | max | mean |")
-    print("|---|---|---|---|---|")
+    r = run_gui_stall(args.requests, args.output_len, num_blocks=args.blocks)
+    print(f"\nGUI event-loop stalls (5 ms probe timer), {r['num_blocks']:,} blocks, {r['requests']} requests × "
+          f"{args.output_len} output tokens, {r['finished']} finished in {r['elapsed_s']:.1f} s, {r['ticks']} ticks, "
+          f"{r['heatmap_versions_seen']} heatmap snapshot versions drawn")
+    print("| stall ms p50 | p90 | p99 | max | mean | longest gap ms | wall time blocked |")
+    print("|---|---|---|---|---|---|---|")
     print(f"| {r['stall_ms_p50']:.1f} | {r['stall_ms_p90']:.1f} | {r['stall_ms_p99']:.1f} | "
-          f"{r['stall_ms_max']:.1f} | {r['stall_ms_mean']:.2f} |")
-    return 0
+          f"{r['stall_ms_max']:.1f} | {r['stall_ms_mean']:.2f} | {r['longest_gap_ms']:.1f} | {r['blocked_share']:.1%} |")
+    flags = []
+    if r["finished"] < r["requests"]:
+        flags.append(f"the run ended early: {r['finished']} of {r['requests']} requests finished")
+    if r["heatmap_versions_seen"] <= 0:
+        flags.append("the heatmap drew no update during the run")
+    for flag in flags:
+        print(f"FLAG: {flag}")
+    return 1 if flags else 0
 
 
 def cmd_heatmap(args) -> int:
@@ -197,6 +205,8 @@ def main(argv: list[str]) -> int:
     stall = sub.add_parser("gui-stall", help="GUI event-loop stalls while many requests stream (needs Qt)")
     stall.add_argument("--requests", type=int, default=256)
     stall.add_argument("--output-len", type=int, default=256)
+    stall.add_argument("--blocks", type=int, default=8192,
+                       help="KV pool size in blocks (the real pools: 120000 for a 7B model, 640000 for a 0.5B one)")
     heatmap = sub.add_parser("heatmap", help="the GUI thread's time to draw one heatmap frame (no engine)")
     heatmap.add_argument("--blocks", type=_block_counts, default=[120_000, 640_000],
                          help="pool sizes, comma-separated (default: 120000,640000)")

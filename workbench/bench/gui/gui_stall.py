@@ -50,19 +50,23 @@ def _send_requests(window, engine, num_requests: int, num_chat: int, output_len:
         engine.worker.post(Submit(request))
 
 
-def _stall_figures(ticks: list[float]) -> dict:
+def _stall_figures(ticks: list[float], elapsed_s: float) -> dict:
+    """How late each tick came (its stall), the longest gap between two ticks (the longest stretch
+    the event loop could not run), and the share of the run's wall time spent in stalls."""
     gaps_ms = [(b - a) * 1e3 for a, b in zip(ticks, ticks[1:])]
     stalls = [max(0.0, g - PROBE_INTERVAL_MS) for g in gaps_ms]
     return {"stall_ms_p50": percentile(stalls, 50), "stall_ms_p90": percentile(stalls, 90),
             "stall_ms_p99": percentile(stalls, 99), "stall_ms_max": percentile(stalls, 100),
-            "stall_ms_mean": statistics.mean(stalls) if stalls else float("nan")}
+            "stall_ms_mean": statistics.mean(stalls) if stalls else float("nan"),
+            "longest_gap_ms": max(gaps_ms, default=float("nan")),
+            "blocked_share": sum(stalls) / (elapsed_s * 1e3) if elapsed_s > 0 else float("nan")}
 
 
-def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16) -> dict:
+def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16, num_blocks: int = 8192) -> dict:
     from workbench.app import build_window, demo_engine_config
 
     application()
-    config = replace(demo_engine_config(), max_num_seqs=num_requests, num_gpu_blocks_override=8192)
+    config = replace(demo_engine_config(), max_num_seqs=num_requests, num_gpu_blocks_override=num_blocks)
     window, engine = build_window(config, start_engine=False)
     window.resize(1500, 900)
     window.show()
@@ -84,4 +88,4 @@ def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16) -> dic
     frames = window.heatmap._shown_version - frames_before
     window.close()
     return {"requests": num_requests, "finished": ended.finished, "elapsed_s": elapsed, "ticks": len(probe.ticks),
-            **_stall_figures(probe.ticks), "heatmap_versions_seen": frames}
+            **_stall_figures(probe.ticks, elapsed), "heatmap_versions_seen": frames, "num_blocks": num_blocks}
