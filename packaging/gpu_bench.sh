@@ -47,3 +47,10 @@ for shape in ${COMPARE_SHAPES:-}; do
     --out "$OUT/compare-$shape" > "$OUT/compare-$shape.log" 2>&1
   show '^Workload' 28 "$OUT/compare-$shape.log"
 done
+# The GUI's stalls at real pool sizes (needs Qt: part q), e.g. STALL_BLOCKS="120000 640000".
+for blocks in ${STALL_BLOCKS:-}; do
+  step "gui-stall $blocks blocks"
+  QT_QPA_PLATFORM=offscreen timeout ${STALL_TIMEOUT:-300} python3 -m workbench bench gui-stall --requests 256 \
+    --output-len 256 --blocks $blocks > "$OUT/gui-stall-$blocks.log" 2>&1
+  show '^| stall ms' 3 "$OUT/gui-stall-$blocks.log"
+done
