@@ -23,9 +23,9 @@ from workbench.engine.process_guard import EngineWatchdog, child_pids, describe_
 from workbench.engine.sampling_params import to_sampling_params
 from workbench.engine.spec import DEMO_MODEL, EngineConfig
 from workbench.engine.start_failure import explain_start_failure
+from workbench.engine.start_phases import EngineStartError, PhaseWatcher, StartProgress, progress_for
 from workbench.engine.vllm_plugin import PHASE_FILE_ENV, SUPPORTED_VLLM
 from workbench.engine.vllm_plugin.utility_call import wake_blocked_step
-from workbench.engine.start_phases import EngineStartError, PhaseWatcher, StartProgress, progress_for
 
 # vLLM forks its engine-core process unless told otherwise, and only switches to spawn when torch
 # says CUDA is initialised. Anything that merely asked torch about CUDA before (the demo model's

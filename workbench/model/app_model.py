@@ -88,10 +88,6 @@ class AppModel:
     def owner_label(self, request_id: str) -> str:
         return self.requests.label(request_id)
 
-    def reply_of(self, request_id: str) -> ChatMessage | None:
-        found = self._replies.get(request_id)
-        return self.conversations[found[0]].message(found[1]) if found else None
-
     # ------------------------------------------------------------------ messages from the engine loop
     @singledispatchmethod
     def apply(self, event) -> None:

@@ -45,9 +45,6 @@ class RequestRegistry:
         record = self._records[request_id] = replace(record, status=status, figures=figures)
         return record
 
-    def running(self) -> list[RequestRecord]:
-        return [r for r in self._records.values() if r.status == "running"]
-
     def owner_labels(self) -> Mapping[str, str]:
         """An immutable copy: request id -> owner label (for readers on other threads)."""
         return MappingProxyType({rid: r.owner.label for rid, r in self._records.items()})
@@ -56,5 +53,3 @@ class RequestRegistry:
         record = self._records.get(request_id)
         return record.owner.label if record is not None else request_id
 
-    def __len__(self) -> int:
-        return len(self._records)

@@ -28,7 +28,7 @@ class MainWindow(QMainWindow):
         self.engine = engine
         self.model = model
         self.feeder = ModelFeeder(engine.worker, model)
-        self._last_logged = (model.engine.state, model.engine.start_id)
+        self._last_state = (model.engine.state, model.engine.start_id)
         self.chat = ChatPane(model)
         self.heatmap = KVHeatmapView(owner_name=model.owner_label)
         self.status = EngineStatusBar(model)
@@ -116,10 +116,11 @@ class MainWindow(QMainWindow):
 
     # -------------------------------------------------------------- what the model reports
     def _on_model_engine_changed(self, status: EngineStatus) -> None:
-        if (status.state, status.start_id) != self._last_logged:
-            self._last_logged = (status.state, status.start_id)
-            first_line = status.message.splitlines()[0] if status.message else ""
-            logging.getLogger("workbench").info("%s", first_line or f"engine {status.state.value}")
+        if (status.state, status.start_id) == self._last_state:
+            return  # start progress, the log's path or the engine's facts: the status bar shows those
+        self._last_state = (status.state, status.start_id)
+        first_line = status.message.splitlines()[0] if status.message else ""
+        logging.getLogger("workbench").info("%s", first_line or f"engine {status.state.value}")
         if status.state is EngineState.READY and status.info is not None:
             info = status.info
             self.chat.sampling.show_chat_template(info.chat_template)
