@@ -39,18 +39,24 @@ for LOOP_SHAPE in ${LOOP_SHAPES:-}; do
     --variants ${VARIANTS:-a,b} > "$OUT/loop-$LOOP_SHAPE.log" 2>&1
   show 'interleaved repeats' 9 "$OUT/loop-$LOOP_SHAPE.log"
 done
-for shape in ${COMPARE_SHAPES:-}; do
-  step "compare $shape"
+# COMPARE_SHAPES: shapes, each with its own paths after a colon where they differ from COMPARE_PATHS
+# (e.g. "qwen2.5-0.5b:a,d qwen2.5-7b:a,c,d").
+for item in ${COMPARE_SHAPES:-}; do
+  shape=${item%%:*}
+  paths=${COMPARE_PATHS:-a,b,c}
+  [ "$item" != "$shape" ] && paths=${item#*:}
+  step "compare $shape ($paths)"
   timeout ${COMPARE_TIMEOUT:-540} python3 -m workbench bench --shape $shape --gpu-memory-utilization 0.4 --max-model-len 4096 \
-    compare --requests 256 --prompt-len 512 --output-len 256 --repeats ${REPEATS:-3} --paths ${COMPARE_PATHS:-a,b,c} \
+    compare --requests 256 --prompt-len 512 --output-len 256 --repeats ${REPEATS:-3} --paths $paths \
     --hf-time-box ${HF_TIME_BOX:-120} --single-samples ${SINGLE_SAMPLES:-3} \
     --out "$OUT/compare-$shape" > "$OUT/compare-$shape.log" 2>&1
   show '^Workload' 28 "$OUT/compare-$shape.log"
 done
-# The GUI's stalls at real pool sizes (needs Qt: part q), e.g. STALL_BLOCKS="120000 640000".
+# The GUI's stalls at real pool sizes, and the whole snapshot path in the same run (needs Qt: part q),
+# e.g. STALL_BLOCKS="120000 640000".
 for blocks in ${STALL_BLOCKS:-}; do
   step "gui-stall $blocks blocks"
   QT_QPA_PLATFORM=offscreen timeout ${STALL_TIMEOUT:-300} python3 -m workbench bench gui-stall --requests 256 \
     --output-len 256 --blocks $blocks > "$OUT/gui-stall-$blocks.log" 2>&1
-  show '^| stall ms' 3 "$OUT/gui-stall-$blocks.log"
+  show '^GUI event-loop' 14 "$OUT/gui-stall-$blocks.log"
 done

@@ -45,9 +45,20 @@ def demo_model_path() -> str:
     return str(ensure_demo_model())
 
 
+def demo_engine_config(model: str):
+    """The app's demo configuration. ``WORKBENCH_TEST_ENFORCE_EAGER=1`` (the H200 runs of the suite,
+    ``packaging/gpu_tests.sh``) starts it without CUDA graphs: a start takes seconds, not a minute."""
+    from dataclasses import replace
+
+    from workbench.app import demo_engine_config as app_demo_config
+
+    config = app_demo_config(model)
+    return replace(config, enforce_eager=True) if os.environ.get("WORKBENCH_TEST_ENFORCE_EAGER") == "1" else config
+
+
 @pytest.fixture(scope="session")
 def shared_window(qapp, demo_model_path):
-    from workbench.app import build_window, demo_engine_config
+    from workbench.app import build_window
 
     window, engine = build_window(demo_engine_config(demo_model_path), check_with_scan=True)
     window.resize(1400, 860)
@@ -66,7 +77,6 @@ def shared_window(qapp, demo_model_path):
 @pytest.fixture
 def window(shared_window, qtbot, demo_model_path):
     """The shared window, engine ready, on the demo model, with a fresh conversation selected."""
-    from workbench.app import demo_engine_config
     from workbench.engine.demo_model import default_system_prompt
 
     demo_config = demo_engine_config(demo_model_path)

@@ -125,6 +125,7 @@ def cmd_gui_stall(args) -> int:
     print("|---|---|---|---|---|---|---|")
     print(f"| {r['stall_ms_p50']:.1f} | {r['stall_ms_p90']:.1f} | {r['stall_ms_p99']:.1f} | "
           f"{r['stall_ms_max']:.1f} | {r['stall_ms_mean']:.2f} | {r['longest_gap_ms']:.1f} | {r['blocked_share']:.1%} |")
+    _print_snapshot_path(r["snapshot_path"], r["elapsed_s"])
     flags = []
     if r["finished"] < r["requests"]:
         flags.append(f"the run ended early: {r['finished']} of {r['requests']} requests finished")
@@ -133,6 +134,19 @@ def cmd_gui_stall(args) -> int:
     for flag in flags:
         print(f"FLAG: {flag}")
     return 1 if flags else 0
+
+
+def _print_snapshot_path(path: dict, elapsed_s: float) -> None:
+    print(f"\nThe whole snapshot path, per frame drawn ({path['frames']} frames, "
+          f"{path.get('snapshots_published', 0)} snapshots published in {elapsed_s:.1f} s)")
+    if not path["frames"]:
+        return
+    print("| ms per frame | engine (thread CPU) | transport | client apply + publish | GUI draw | total |")
+    print("|---|---|---|---|---|---|")
+    for stat in ("p50", "p99", "max"):
+        cells = " | ".join(f"{path[f'{part}_ms_{stat}']:.3f}" for part in ("engine", "transport", "client", "draw", "total"))
+        print(f"| {stat} | {cells} |")
+    print(f"Share of one core: {path['core_share']:.2%}")
 
 
 def cmd_heatmap(args) -> int:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from workbench.engine.spec import DEMO_MODEL
 from workbench.paths import data_dir, resources_dir
 
 ProgressFn = Callable[[str, float], None]
@@ -53,6 +54,11 @@ class DemoRecipe:
 
 def demo_model_dir() -> Path:
     return data_dir() / "models" / DEMO_NAME
+
+
+def is_demo_model(model: str) -> bool:
+    """True for the demo's name and for its folder."""
+    return model == DEMO_MODEL or Path(model).expanduser().resolve() == demo_model_dir().resolve()
 
 
 def default_system_prompt() -> str:

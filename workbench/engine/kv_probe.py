@@ -23,6 +23,7 @@ class LocalKVProbe:
     def request_snapshot(self, check_with_scan: bool = False) -> None:
         if self._in_flight is None:
             future = request_utility(self.session.engine, "workbench_kv_delta", self.mirror.version, check_with_scan)
+            future.add_done_callback(_note_arrival)
             self._in_flight = (future, time.perf_counter(), check_with_scan)
 
     def poll_snapshot(self) -> KVSnapshot | None:
@@ -39,9 +40,21 @@ class LocalKVProbe:
                 id_map.pop(internal, None)
         problems = tuple(scan_matches(self.mirror, delta["scan"])) if checked else None
         return self.mirror.snapshot(id_map, (received - started) * 1e3, scan_problems=problems,
-                                    client_since=received)
+                                    client_since=received, transport_ms=_transport_ms(future, delta))
 
     def reset(self) -> None:
         """Forgets the pool: the next snapshot is a full resync."""
         self._in_flight = None
         self.mirror.reset()
+
+
+def _note_arrival(future) -> None:
+    """Runs on the thread that set the result: vLLM's client thread that decodes the engine's output."""
+    future.arrived_ns = time.perf_counter_ns()
+
+
+def _transport_ms(future, delta: dict) -> float:
+    """From the engine core's answer being ready to its arrival in the client: serialising, ZMQ and
+    decoding (both processes read CLOCK_MONOTONIC through ``perf_counter``)."""
+    arrived, done = getattr(future, "arrived_ns", None), delta.get("engine_done_ns")
+    return max(0.0, (arrived - done) / 1e6) if arrived is not None and done is not None else 0.0

@@ -52,6 +52,7 @@ class KVSnapshot:
     round_trip_ms: float
     scan_problems: tuple[str, ...] | None = None  # set when checked against a full scan: () = equal
     client_ms: float = 0.0  # the stepping thread's time to apply the delta and publish this snapshot
+    transport_ms: float = 0.0  # the engine core's answer ready -> decoded in the client (see kv_probe)
     taken_at: float = field(default_factory=time.monotonic)
 
     # Whole read-only arrays, one value per block, joined from the chunks on first use by the
@@ -143,7 +144,8 @@ class KVPoolMirror:
         self.last = delta
 
     def snapshot(self, id_map: Mapping[str, str], round_trip_ms: float,
-                 scan_problems: tuple[str, ...] | None = None, client_since: float | None = None) -> KVSnapshot:
+                 scan_problems: tuple[str, ...] | None = None, client_since: float | None = None,
+                 transport_ms: float = 0.0) -> KVSnapshot:
         """An immutable copy; engine-internal request ids are translated with ``id_map``.
 
         Only the chunks changed since the last snapshot are copied; the others, and the block tables
@@ -164,6 +166,7 @@ class KVPoolMirror:
             round_trip_ms=round_trip_ms,
             scan_problems=scan_problems,
             client_ms=(time.perf_counter() - client_since) * 1e3 if client_since is not None else 0.0,
+            transport_ms=transport_ms,
         )
 
     def _publish_chunks(self) -> dict[str, tuple[np.ndarray, ...]]:

@@ -6,6 +6,8 @@ computed in ``workbench.engine.heatmap_image``, without Qt; this module only dra
 """
 from __future__ import annotations
 
+import time
+
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QToolTip, QVBoxLayout, QWidget
 
@@ -14,6 +16,21 @@ from workbench.engine.heatmap_image import (
     summary_text,
 )
 from workbench.engine.kv_snapshot import BLOCK_STATE_NAMES, KVSnapshot
+
+
+class _PoolPlot(pg.PlotWidget):
+    """The plot, keeping the GUI thread's time spent painting it (the benchmarks read it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.paint_ms_total = 0.0
+        self.num_paints = 0
+
+    def paintEvent(self, event):
+        started = time.perf_counter()
+        super().paintEvent(event)
+        self.paint_ms_total += (time.perf_counter() - started) * 1e3
+        self.num_paints += 1
 
 
 class KVHeatmapView(QWidget):
@@ -26,10 +43,11 @@ class KVHeatmapView(QWidget):
         self.snapshot: KVSnapshot | None = None
         self._shown_version = 0
         self.num_frames_drawn = 0  # since the view was made; the benchmarks read it
+        self.last_update_ms = 0.0  # the GUI thread's time to turn the latest snapshot into the image
         self.grid = (1, 1, 1)
         self.summary = QLabel("No engine yet.", objectName="kvSummary")
         self.summary.setWordWrap(True)
-        self.plot = pg.PlotWidget()
+        self.plot = _PoolPlot()
         self.plot.setAspectLocked(True)
         self.plot.invertY(True)
         self.plot.hideAxis("left")
@@ -60,6 +78,7 @@ class KVHeatmapView(QWidget):
     def show_snapshot(self, snapshot: KVSnapshot) -> None:
         if self.snapshot is not None and snapshot.version == self.snapshot.version:
             return  # nothing new: keep the GUI thread free
+        started = time.perf_counter()
         new_pool = self.snapshot is None or snapshot.num_blocks != self.snapshot.num_blocks
         since = self._shown_version if not new_pool else snapshot.version
         self.grid = grid_shape(snapshot.num_blocks)
@@ -69,6 +88,7 @@ class KVHeatmapView(QWidget):
         self.summary.setText(summary_text(snapshot))
         if new_pool:
             self.plot.autoRange()
+        self.last_update_ms = (time.perf_counter() - started) * 1e3
 
     def clear(self, message: str) -> None:
         self.snapshot = None

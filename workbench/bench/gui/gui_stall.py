@@ -3,7 +3,8 @@
 Runs the real window offscreen on the demo model. A probe timer asks for a tick every 5 ms; a
 stall is how late a tick comes. 16 conversations stream through the chat pane (text rendered as a
 person sees it) and the rest of the requests go straight to the engine worker, as a batch would.
-The GUI runs its own event loop (``QEventLoop.exec``) for the whole measurement.
+The GUI runs its own event loop (``QEventLoop.exec``) for the whole measurement. The same run
+measures the whole path of a KV snapshot, engine to frame (``snapshot_path``).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dataclasses import replace
 
 from PySide6.QtCore import QObject, QTimer, Slot
 
+from workbench.bench.gui.snapshot_path import SnapshotPathRecorder
 from workbench.bench.gui.window_driver import EndedRequests, application, run_until, type_and_send
 from workbench.engine.metrics import percentile
 
@@ -75,17 +77,20 @@ def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16, num_bl
               window.restart_engine)
     if not model.engine.ready:
         raise RuntimeError(f"engine did not start: {model.engine.message}")
-    probe, ended = Probe(), EndedRequests(num_requests)
+    probe, ended, path = Probe(), EndedRequests(num_requests), SnapshotPathRecorder(window)
     timer = QTimer()
     timer.setInterval(PROBE_INTERVAL_MS)
     timer.timeout.connect(probe.on_tick)
     timer.start()
+    path.start()
     started = time.perf_counter()
     frames_before = window.heatmap._shown_version
     run_until(engine.worker, ended, TIMEOUT_MS, lambda: _send_requests(window, engine, num_requests, num_chat, output_len))
     elapsed = time.perf_counter() - started
     timer.stop()
+    path.stop()
     frames = window.heatmap._shown_version - frames_before
     window.close()
     return {"requests": num_requests, "finished": ended.finished, "elapsed_s": elapsed, "ticks": len(probe.ticks),
-            **_stall_figures(probe.ticks, elapsed), "heatmap_versions_seen": frames, "num_blocks": num_blocks}
+            **_stall_figures(probe.ticks, elapsed), "heatmap_versions_seen": frames, "num_blocks": num_blocks,
+            "snapshot_path": path.figures(elapsed)}

@@ -58,6 +58,7 @@ def kv_delta(self, client_version: int, with_full_scan: bool = False) -> dict:
     }
     delta["engine_ns"] = time.perf_counter_ns() - started
     delta["engine_cpu_ns"] = time.thread_time_ns() - cpu_started
+    delta["engine_done_ns"] = time.perf_counter_ns()  # CLOCK_MONOTONIC: the client's clock too (Linux)
     if with_full_scan:
         delta["scan"] = kv_scan(self)
     return delta
