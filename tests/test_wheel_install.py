@@ -47,8 +47,16 @@ def fresh_venv_with(wheel: Path, venv: Path) -> Path:
                    env=CLEAN_ENV, check=True, capture_output=True, timeout=300)
     purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              env=CLEAN_ENV, check=True, capture_output=True, text=True).stdout.strip()
-    (Path(purelib) / "dependencies-from-the-test-venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    (Path(purelib) / "dependencies-from-the-test-venv.pth").write_text("\n".join(dependency_dirs()) + "\n")
     return python
+
+
+def dependency_dirs() -> list[str]:
+    """Where this test's interpreter finds the dependencies: its site-packages, and the folders on
+    PYTHONPATH (the GPU machine's kit puts vLLM and Qt there) other than the source tree's."""
+    extra = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+             if entry and Path(entry).is_dir() and not Path(entry).resolve().is_relative_to(ROOT)]
+    return [sysconfig.get_paths()["purelib"], *extra]
 
 
 def processes_started_by(pid: int) -> list[int]:

@@ -141,12 +141,23 @@ def _print_snapshot_path(path: dict, elapsed_s: float) -> None:
           f"{path.get('snapshots_published', 0)} snapshots published in {elapsed_s:.1f} s)")
     if not path["frames"]:
         return
-    print("| ms per frame | engine (thread CPU) | transport | client apply + publish | GUI draw | total |")
-    print("|---|---|---|---|---|---|")
+    print("| ms per frame | engine (thread CPU) | engine wall | transport (wall) | client apply + publish "
+          "| GUI update | GUI paint | cost: engine CPU + client + GUI | latency: wall, engine to frame |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for stat in ("p50", "p99", "max"):
-        cells = " | ".join(f"{path[f'{part}_ms_{stat}']:.3f}" for part in ("engine", "transport", "client", "draw", "total"))
+        cells = " | ".join(f"{path[f'{part}_ms_{stat}']:.3f}" for part in
+                           ("engine", "engine_wall", "transport", "client", "update", "paint", "cost", "latency"))
         print(f"| {stat} | {cells} |")
-    print(f"Share of one core: {path['core_share']:.2%}")
+    print(f"Share of one core (engine CPU and client for every snapshot published, the GUI's draws): "
+          f"{path['core_share']:.2%}")
+    columns = ("version", "engine", "engine_wall", "transport", "client", "update", "paint", "cost", "latency")
+    first = path.get("first_frame")
+    if first:
+        print("The pool's first frame, drawn before the run (full resync at the engine's start): "
+              + ", ".join(f"{name} {first[name]:.3f}" for name in columns[1:6]) + " ms")
+    print("\nEach frame (ms)\n| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
+    for frame in path["each_frame"]:
+        print("| " + " | ".join(f"{frame[name]:.3f}" if name != "version" else str(frame[name]) for name in columns) + " |")
 
 
 def cmd_heatmap(args) -> int:

@@ -21,7 +21,6 @@ CHANGED_COLOURS = [  # the same states, highlighted: changed since the last fram
     (90, 90, 90), (255, 255, 255), (30, 64, 255), (255, 214, 0), (255, 0, 128),
 ]
 MAX_CELLS = 256 * 256
-IMAGE_LEVELS = (0, 2 * NUM_BLOCK_STATES - 1)  # image values: state, or state + NUM_BLOCK_STATES if changed
 
 
 def colour_table() -> np.ndarray:
