@@ -11,6 +11,8 @@ from functools import singledispatchmethod
 
 from psygnal import Signal
 
+from workbench.batch.results import BatchResults
+from workbench.batch.run import BatchRun, RunSettings
 from workbench.engine.backend import ChatRequest, SamplingSettings
 from workbench.engine.events import (
     EngineLogOpened, EngineReady, EngineState, RequestFailed, RequestFinished, StartProgressed, StateChanged,
@@ -38,6 +40,7 @@ class AppModel:
         self._start_ids = itertools.count(1)
         self.latest_start_id = 0  # the last start asked for; EngineStatus.start_id is the last reported
         self._replies: dict[str, tuple[str, str]] = {}  # request id -> (conversation id, message id)
+        self.batch_runs: dict[str, BatchRun] = {}  # run id -> run, in the order started
 
     # ------------------------------------------------------------------ configuration
     def set_config(self, config: EngineConfig) -> None:
@@ -88,6 +91,20 @@ class AppModel:
     def owner_label(self, request_id: str) -> str:
         return self.requests.label(request_id)
 
+    # ------------------------------------------------------------------ batch runs
+    def new_batch_run(self, results: BatchResults, settings: RunSettings, post) -> BatchRun:
+        """A run of ``results`` through the engine (``post``: the engine loop's command queue); its
+        requests are owners in the request registry, and the loop's messages about them reach it here."""
+        run = BatchRun(len(self.batch_runs) + 1, results, settings, post, self.requests)
+        self.batch_runs[run.run_id] = run
+        return run
+
+    def _batch_run_of(self, request_id: str) -> BatchRun | None:
+        record = self.requests.get(request_id)
+        if record is None or record.owner.kind != "batch":
+            return None
+        return self.batch_runs.get(record.owner.owner_id)
+
     # ------------------------------------------------------------------ messages from the engine loop
     @singledispatchmethod
     def apply(self, event) -> None:
@@ -96,6 +113,9 @@ class AppModel:
     @apply.register
     def _(self, event: StateChanged) -> None:
         ready = event.state is EngineState.READY
+        if not ready:
+            for run in self.batch_runs.values():
+                run.engine_lost(event.message)
         self._set_engine(state=event.state, message=event.message, start_id=event.start_id,
                          progress=None, info=self.engine.info if ready else None)
 
@@ -116,7 +136,10 @@ class AppModel:
         for request_id, text in event.chunks.items():
             found = self._replies.get(request_id)
             if found is None:
-                continue  # a request of no conversation (a batch, a benchmark)
+                run = self._batch_run_of(request_id)
+                if run is not None:
+                    run.text_arrived(request_id, text)
+                continue  # otherwise a request of no conversation (a benchmark)
             reply = self.conversations[found[0]].message(found[1])
             if reply is not None and reply.status == "streaming":
                 reply.text += text
@@ -125,11 +148,19 @@ class AppModel:
     @apply.register
     def _(self, event: RequestFinished) -> None:
         stream = event.event
+        run = self._batch_run_of(stream.request_id)
+        if run is not None:
+            run.request_finished(stream)
+            return
         status = "stopped" if stream.finish_reason == "aborted" else "done"
         self._end_reply(stream.request_id, status, figures=stream.figures)
 
     @apply.register
     def _(self, event: RequestFailed) -> None:
+        run = self._batch_run_of(event.request_id)
+        if run is not None:
+            run.request_failed(event.request_id, event.message)
+            return
         self._end_reply(event.request_id, "error", error=event.message)
 
     def _end_reply(self, request_id: str, status: str, figures=None, error: str = "") -> None:
