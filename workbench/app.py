@@ -10,9 +10,10 @@ from workbench.engine.spec import DEMO_MODEL, EngineConfig
 
 
 def demo_engine_config(model: str = DEMO_MODEL) -> EngineConfig:
-    """The demo's engine: a small pool (1,024 blocks) so a conversation is visible on the heatmap."""
+    """The demo's engine: a small pool (1,024 blocks) so a conversation is visible on the heatmap;
+    priority scheduling, so that chat requests go ahead of a batch's waiting ones."""
     return EngineConfig(model=model, max_model_len=2048, max_num_seqs=64,
-                        num_gpu_blocks_override=1024 if model == DEMO_MODEL else None)
+                        num_gpu_blocks_override=1024 if model == DEMO_MODEL else None, scheduling_policy="priority")
 
 
 def build_window(config: EngineConfig, check_with_scan: bool = False, start_engine: bool = True):
