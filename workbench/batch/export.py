@@ -7,7 +7,8 @@ only once complete: a stopped or failed export leaves nothing half-written.
 The OpenAI batch output follows vLLM 0.32's ``run_batch`` (``BatchRequestOutput``): one line per
 request with ``id``, ``custom_id``, ``response`` (``status_code``, ``request_id``, ``body``: a
 ``chat.completion`` or ``text_completion``) and ``error``; a request that did not complete has
-status 400, no body, and its error.
+status 400, no body, and its error. (vLLM 0.32's run-batch runs ``/v1/chat/completions`` only; a
+``/v1/completions`` line gets the same envelope around vLLM's ``CompletionResponse``.)
 """
 from __future__ import annotations
 

@@ -137,10 +137,18 @@ class BatchRun:
         prompt = self.results.prompts[row]
         request_id = f"{self.run_id}-{row}"
         self._in_flight[request_id] = row
-        label = f"Batch row {row + 1} (line {prompt.line_no})"
-        self.owners.add(request_id, Owner("batch", self.run_id, str(row), label))
+        self.owners.add(request_id, Owner("batch", self.run_id, str(row), self.row_label(row)))
         self.results.set_status(row, RUNNING)
         self.post(Submit(self.request_for(prompt, request_id)))
+
+    def row_label(self, row: int) -> str:
+        """What the heatmap calls the row's request: "Batch row 17 (line 18)"."""
+        return f"Batch row {row + 1} (line {self.results.prompts[row].line_no})"
+
+    def request_id_row(self, request_id: str) -> int | None:
+        """The row of one of this run's request ids, sent or ended; None for another's."""
+        run_id, _, row = request_id.rpartition("-")
+        return int(row) if run_id == self.run_id and row.isdigit() and int(row) < self.results.num_rows else None
 
     def request_for(self, prompt: BatchPrompt, request_id: str) -> ChatRequest:
         """The engine request for one prompt: the run's sampling with the line's own settings over it."""

@@ -89,6 +89,12 @@ class AppModel:
         return request
 
     def owner_label(self, request_id: str) -> str:
+        """Who a request belongs to; a batch row keeps its name after its record has left the registry."""
+        if self.requests.get(request_id) is None:
+            run = self.batch_runs.get(request_id.rpartition("-")[0])
+            row = run.request_id_row(request_id) if run is not None else None
+            if row is not None:
+                return run.row_label(row)
         return self.requests.label(request_id)
 
     # ------------------------------------------------------------------ batch runs
