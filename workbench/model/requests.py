@@ -45,6 +45,9 @@ class RequestRegistry:
         record = self._records[request_id] = replace(record, status=status, figures=figures)
         return record
 
+    def __len__(self) -> int:
+        return len(self._records)
+
     def discard(self, request_id: str) -> None:
         self._records.pop(request_id, None)
 
