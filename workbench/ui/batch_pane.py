@@ -111,7 +111,7 @@ class BatchPane(QWidget):
         table.setWordWrap(False)
         header = table.horizontalHeader()
         header.setStretchLastSection(True)
-        for column, width in enumerate((48, 70, 180, 70, 70, 70, 70, 70, 60, 60, 60)):
+        for column, width in enumerate((48, 64, 170, 74, 78, 74, 70, 66, 56, 56, 54)):
             header.resizeSection(column, width)
         table.selectionModel().currentRowChanged.connect(self._on_table_row_changed)
         return table
@@ -147,7 +147,7 @@ class BatchPane(QWidget):
         splitter = QSplitter()
         splitter.addWidget(main)
         splitter.addWidget(self.settings)
-        splitter.setSizes([900, 260])
+        splitter.setSizes([1000, 240])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)

@@ -67,13 +67,14 @@ class RunSettingsForm(QWidget):
         super().__init__()
         self.sampling = SamplingForm(BATCH_SAMPLING, prefix="batch")
         self.template_choice = QComboBox(objectName="batchTemplate")
-        self.template_choice.addItems(["The model's chat template", "A template file…"])
+        self.template_choice.addItems(["The model's", "A template file…"])
         self.template_choice.activated.connect(self._on_template_chosen)
         self.template_text: str | None = None
         self.template_label = QLabel("", objectName="batchTemplateFile")
         self.system = QLineEdit(objectName="batchSystemPrompt", placeholderText="(none)")
-        self.as_chat = QCheckBox("Plain prompts as a user message, through the chat template",
-                                 objectName="batchPromptsAsChat", checked=True)
+        self.as_chat = QCheckBox("Plain prompts as chat", objectName="batchPromptsAsChat", checked=True)
+        self.as_chat.setToolTip("On: a plain prompt goes as one user message through the chat template (after "
+                                "the system prompt). Off: it is sent as raw text, a completion.")
         self.max_in_flight = QSpinBox(objectName="batchMaxInFlight", minimum=1, maximum=4096,
                                       value=DEFAULT_MAX_IN_FLIGHT)
         self.max_in_flight.setToolTip("At most this many of the batch's requests are in the engine at once; "
@@ -83,11 +84,13 @@ class RunSettingsForm(QWidget):
         form.addRow("", self.template_label)
         form.addRow("System prompt", self.system)
         form.addRow(self.as_chat)
-        form.addRow("Requests in the engine", self.max_in_flight)
+        form.addRow("In the engine", self.max_in_flight)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.sampling)
         layout.addLayout(form)
+        layout.addStretch(1)
+        self.setMaximumWidth(300)
 
     def _on_template_chosen(self, index: int) -> None:
         path = QFileDialog.getOpenFileName(self, "Chat template (Jinja)", "", "Templates (*.jinja *.j2 *.txt);;"

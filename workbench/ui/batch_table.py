@@ -86,7 +86,8 @@ class BatchTableModel(QAbstractTableModel):
 
     # ------------------------------------------------------------------ sort and filter
     def sort(self, column: int, order: Qt.SortOrder = Qt.AscendingOrder) -> None:
-        self.sort_key = (column, order)
+        """Sorts by a column; column -1 (no sort indicator) goes back to the file's order."""
+        self.sort_key = (column, order) if 0 <= column < len(COLUMNS) else None
         self._relayout()
 
     def set_filters(self, status: int | None, finish_reason: str | None) -> None:
