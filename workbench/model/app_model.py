@@ -105,6 +105,12 @@ class AppModel:
         self.batch_runs[run.run_id] = run
         return run
 
+    def forget_batch_run(self, run_id: str) -> None:
+        """Lets go of a run that has ended (its results go with it); a run still going is kept."""
+        run = self.batch_runs.get(run_id)
+        if run is not None and run.state in ("ready", "finished", "cancelled") and not run.progress().num_in_flight:
+            del self.batch_runs[run_id]
+
     def _batch_run_of(self, request_id: str) -> BatchRun | None:
         record = self.requests.get(request_id)
         if record is None or record.owner.kind != "batch":

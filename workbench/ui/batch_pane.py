@@ -167,6 +167,8 @@ class BatchPane(QWidget):
             if not dialog.exec():
                 return False
             fmt, column = dialog.chosen()
+        if self.run is not None:
+            self.model.forget_batch_run(self.run.run_id)  # its results go with the table's
         self.loader = PromptLoader(path, fmt, column, on_problem="ask")
         self.run = None
         self.table_model.set_results(self.loader.results)
