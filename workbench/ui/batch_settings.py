@@ -22,6 +22,7 @@ from workbench.batch.run import DEFAULT_MAX_IN_FLIGHT, RunSettings
 from workbench.engine.sampling import SamplingSettings
 from workbench.ui.sampling_form import SamplingForm
 
+LIKELY_PROMPT_COLUMNS = ("prompt", "question", "text", "input", "content", "instruction")
 BATCH_SAMPLING = SamplingSettings(temperature=0.0, max_tokens=64)  # a batch's defaults: repeatable, short
 
 
@@ -39,8 +40,9 @@ class OpenPromptDialog(QDialog):
         columns = csv_columns(path) if Path(path).suffix.lower() in (".csv", ".tsv") else []
         self.column.addItems(columns or ["prompt"])
         self.column.setEditable(True)
-        if "prompt" in columns:
-            self.column.setCurrentText("prompt")
+        likely = [c for c in columns if c.strip().lower() in LIKELY_PROMPT_COLUMNS]
+        if likely:
+            self.column.setCurrentText(likely[0])
         self.format.currentIndexChanged.connect(self._on_format_changed)
         buttons = QDialogButtonBox(QDialogButtonBox.Open | QDialogButtonBox.Cancel)
         buttons.accepted.connect(self.accept)
