@@ -41,6 +41,7 @@ class AppModel:
         self.latest_start_id = 0  # the last start asked for; EngineStatus.start_id is the last reported
         self._replies: dict[str, tuple[str, str]] = {}  # request id -> (conversation id, message id)
         self.batch_runs: dict[str, BatchRun] = {}  # run id -> run, in the order started
+        self._batch_numbers = itertools.count(1)  # run ids never repeat, even after a run is let go
 
     # ------------------------------------------------------------------ configuration
     def set_config(self, config: EngineConfig) -> None:
@@ -101,7 +102,7 @@ class AppModel:
     def new_batch_run(self, results: BatchResults, settings: RunSettings, post) -> BatchRun:
         """A run of ``results`` through the engine (``post``: the engine loop's command queue); its
         requests are owners in the request registry, and the loop's messages about them reach it here."""
-        run = BatchRun(len(self.batch_runs) + 1, results, settings, post, self.requests)
+        run = BatchRun(next(self._batch_numbers), results, settings, post, self.requests)
         self.batch_runs[run.run_id] = run
         return run
 
