@@ -181,3 +181,24 @@ def test_exports_match_what_the_engine_reported(window, qtbot, tmp_path):
     BatchRequestOutput.model_validate(failed)
     assert failed["response"]["status_code"] == 400 and failed["response"]["body"] is None
     assert "max_model_len" in failed["error"] and rows[2]["status"] == "error" and rows[2]["error"] == failed["error"]
+
+
+def test_a_batch_pauses_when_the_engine_stops_and_resumes_after_a_restart(window, qtbot, tmp_path):
+    from chat_driver import ENGINE_START_TIMEOUT_MS
+
+    pane = window.batch
+    path = tmp_path / "through-a-restart.txt"
+    path.write_text("".join(f"Item {i}: what is a block?\n" for i in range(200)))
+    open_and_wait(pane, qtbot, path, "text")
+    run = run_and_wait(pane, qtbot, max_tokens=48, max_in_flight=8, wait=False)
+    qtbot.waitUntil(lambda: run.progress().num_finished >= 8, timeout=RUN_TIMEOUT_MS)
+    window.stop_engine()
+    qtbot.waitUntil(lambda: run.state == "paused", timeout=30_000)
+    assert run.progress().num_in_flight == 0 and run.message.startswith("Paused: ")
+    status = run.results.column("status")
+    assert RUNNING not in set(status) and ERROR not in set(status), "requests in the engine go back to the queue"
+    start_id = window.restart_engine()
+    qtbot.waitUntil(lambda: window.model.engine.settled(start_id), timeout=ENGINE_START_TIMEOUT_MS)
+    qtbot.mouseClick(pane.pause_button, Qt.LeftButton)  # Resume
+    qtbot.waitUntil(lambda: run.state == "finished", timeout=RUN_TIMEOUT_MS)
+    assert list(run.results.column("status")) == [DONE] * 200 and all(run.results.texts)
