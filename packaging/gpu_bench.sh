@@ -52,6 +52,15 @@ for item in ${COMPARE_SHAPES:-}; do
     --out "$OUT/compare-$shape" > "$OUT/compare-$shape.log" 2>&1
   show '^Workload' 28 "$OUT/compare-$shape.log"
 done
+# The batch path against LLM.generate on one 1,000-prompt file, e.g. BATCH_SHAPES=qwen2.5-7b (each path in
+# a process of its own, taking turns; raw output per run under $OUT/batch-$shape/).
+for shape in ${BATCH_SHAPES:-}; do
+  step "batch throughput $shape"
+  timeout ${BATCH_TIMEOUT:-580} python3 -m workbench bench --shape $shape --gpu-memory-utilization 0.4 --max-model-len 4096 \
+    batch throughput --requests 1000 --prompt-words 256 --output-len 256 --repeats ${BATCH_REPEATS:-2} \
+    --out "$OUT/batch-$shape" > "$OUT/batch-$shape.log" 2>&1
+  show 'prompts (' 8 "$OUT/batch-$shape.log"
+done
 # The GUI's stalls at real pool sizes, and the whole snapshot path in the same run (needs Qt: part q),
 # e.g. STALL_BLOCKS="120000 640000".
 for blocks in ${STALL_BLOCKS:-}; do

@@ -12,11 +12,12 @@ from workbench.engine.spec import DEMO_MODEL, EngineConfig
 def demo_engine_config(model: str = DEMO_MODEL) -> EngineConfig:
     """The demo's engine: a small pool (1,024 blocks) so a conversation is visible on the heatmap,
     whether the demo is named as such or by its folder (on a GPU, vLLM would otherwise fill most of
-    the device with blocks for a model of a few megabytes)."""
+    the device with blocks for a model of a few megabytes); priority scheduling, so that chat
+    requests go ahead of a batch's waiting ones."""
     from workbench.engine.demo_model import is_demo_model
 
     return EngineConfig(model=model, max_model_len=2048, max_num_seqs=64,
-                        num_gpu_blocks_override=1024 if is_demo_model(model) else None)
+                        num_gpu_blocks_override=1024 if is_demo_model(model) else None, scheduling_policy="priority")
 
 
 def build_window(config: EngineConfig, check_with_scan: bool = False, start_engine: bool = True):

@@ -7,12 +7,16 @@ path (d) need no Qt.
     vllm-workbench bench compare --paths a,b,c,d --repeats 8 ...   (d: the app's window, offscreen; needs Qt)
     vllm-workbench bench gui-stall --requests 256 --output-len 256
     vllm-workbench bench heatmap --blocks 120000,640000
+    vllm-workbench bench batch throughput --requests 1000 --output-len 256 --out DIR   (batch path / LLM.generate)
+    vllm-workbench bench batch rss --requests 100000 --output-len 4 --out DIR
+    vllm-workbench bench batch chat-ttft --requests 3000 --output-len 64 --out DIR
 """
 from __future__ import annotations
 
 import argparse
 import statistics
 
+from workbench.bench import batch_cli
 from workbench.bench.engine_bench import measure_snapshot_cost
 from workbench.engine.spec import EngineConfig
 
@@ -236,7 +240,9 @@ def main(argv: list[str]) -> int:
     heatmap.add_argument("--blocks", type=_block_counts, default=[120_000, 640_000],
                          help="pool sizes, comma-separated (default: 120000,640000)")
     heatmap.add_argument("--frames", type=int, default=100)
+    batch_cli.add_parser(sub)
     args = parser.parse_args(argv)
+    args.bench_argv = argv  # bench batch throughput runs each path as this command again, in a process of its own
     commands = {"snapshot": cmd_snapshot, "loop": cmd_loop, "compare": cmd_compare, "gui-stall": cmd_gui_stall,
-                "heatmap": cmd_heatmap}
+                "heatmap": cmd_heatmap, "batch": lambda a: batch_cli.cmd_batch(a, _config(a))}
     return commands[args.command](args)

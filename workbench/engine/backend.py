@@ -27,10 +27,17 @@ class Message:
 
 @dataclass(frozen=True)
 class ChatRequest:
+    """One request to the engine. The prompt is, by precedence: ``prompt_token_ids`` (benchmarks),
+    ``prompt`` (raw text, tokenized as is: a completion), or ``messages`` rendered through
+    ``chat_template`` (None: the model's own)."""
+
     request_id: str
     messages: tuple[Message, ...]
     sampling: SamplingSettings = SamplingSettings()
     prompt_token_ids: tuple[int, ...] | None = None  # benchmarks send token ids directly
+    prompt: str | None = None
+    chat_template: str | None = None
+    priority: int = 0  # vLLM's: lower runs first, where the engine schedules by priority (chat 0, batch 1)
 
 
 @dataclass(frozen=True)

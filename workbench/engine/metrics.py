@@ -7,6 +7,7 @@ figure says so. The benchmarks' figures come from the client's clock as outputs 
 from __future__ import annotations
 
 import statistics
+import time
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -21,6 +22,13 @@ class RequestFigures:
     ttft_s: float | None  # arrival to first token, vLLM's first_token_latency
     decode_tokens_per_s: float | None  # tokens after the first / time from first to last token
     source: str = "vllm"  # "vllm", or "client" when vLLM gave no timestamps
+    queue_s: float | None = None  # waiting in the scheduler's queue: scheduled less queued (vLLM's clock)
+    e2e_s: float | None = None  # arrival to the final output, as vLLM's e2e_latency
+
+    @property
+    def itl_s(self) -> float | None:
+        """Mean inter-token latency: the inverse of the decode speed; None for fewer than two tokens."""
+        return 1.0 / self.decode_tokens_per_s if self.decode_tokens_per_s else None
 
     @property
     def cache_hit_fraction(self) -> float:
@@ -85,10 +93,14 @@ def figures_from_output(output, num_output_tokens: int, client_times: tuple[floa
     first_ts = getattr(stats, "first_token_ts", 0.0) or 0.0
     last_ts = getattr(stats, "last_token_ts", 0.0) or 0.0
     num_generated = getattr(stats, "num_generation_tokens", 0) or num_output_tokens
+    queued_ts, scheduled_ts = getattr(stats, "queued_ts", 0.0) or 0.0, getattr(stats, "scheduled_ts", 0.0) or 0.0
+    arrival = getattr(stats, "arrival_time", 0.0) or 0.0  # wall clock, as vLLM's e2e_latency counts it
     source = "vllm"
+    e2e = time.time() - arrival if arrival > 0 else None
     if ttft <= 0 or first_ts <= 0:
         submitted, first, last = client_times
         ttft, first_ts, last_ts, source = first - submitted, first, last, "client"
+        e2e = time.monotonic() - submitted
     return RequestFigures(
         prompt_tokens=len(output.prompt_token_ids or ()),
         cached_prompt_tokens=output.num_cached_tokens or 0,
@@ -96,4 +108,6 @@ def figures_from_output(output, num_output_tokens: int, client_times: tuple[floa
         ttft_s=ttft if ttft > 0 else None,
         decode_tokens_per_s=decode_tokens_per_s(num_generated, first_ts, last_ts),
         source=source,
+        queue_s=scheduled_ts - queued_ts if scheduled_ts >= queued_ts > 0 else None,
+        e2e_s=e2e,
     )

@@ -182,9 +182,13 @@ class EngineSession(Backend):
     def render_prompt(self, request: ChatRequest) -> list[int]:
         if self.tokenizer is None:
             raise PromptTooLongError("This engine runs without a tokenizer: send token ids.")
+        if request.prompt is not None:  # a completion: the text as it is, no template
+            return list(self.tokenizer.encode(request.prompt))
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
-        if self.chat_template():
-            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        template = request.chat_template or self.chat_template()
+        if template:
+            ids = self.tokenizer.apply_chat_template(messages, chat_template=template, add_generation_prompt=True,
+                                                     tokenize=True)
             if isinstance(ids, dict) or hasattr(ids, "input_ids"):
                 ids = ids["input_ids"]
         else:  # a base model without a template: a plain transcript
@@ -201,7 +205,10 @@ class EngineSession(Backend):
                 f"max_model_len is {limit}. Shorten the system prompt or the message, start a new chat, "
                 f"or raise max_model_len in the engine settings.")
         params = to_sampling_params(request.sampling, limit - len(prompt_ids), self.tokenizer is not None)
-        internal = self.engine.add_request(request.request_id, {"prompt_token_ids": prompt_ids}, params)
+        # vLLM refuses a priority other than 0 where it schedules first come, first served
+        priority = request.priority if self.config.schedules_by_priority else 0
+        internal = self.engine.add_request(request.request_id, {"prompt_token_ids": prompt_ids}, params,
+                                           priority=priority)
         internal = internal if isinstance(internal, str) else request.request_id
         self.live[request.request_id] = _Live(time.monotonic())
         self.id_map[internal] = request.request_id

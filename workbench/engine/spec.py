@@ -23,6 +23,7 @@ class EngineConfig:
     gpu_memory_utilization: float | None = None
     enable_prefix_caching: bool = True
     enforce_eager: bool | None = None  # default: eager on CPU, CUDA graphs on GPU
+    scheduling_policy: str | None = None  # "priority": chat requests go ahead of waiting batch work
     extra: tuple[tuple[str, object], ...] = field(default=())
 
     def option(self, name: str, default=None):
@@ -39,10 +40,15 @@ class EngineConfig:
             block_size=self.block_size or (32 if on_cpu else 16),
             disable_log_stats=False,  # vLLM fills RequestOutput.metrics only with stats on
         )
-        for name in ("num_gpu_blocks_override", "kv_cache_memory_bytes", "gpu_memory_utilization"):
+        for name in ("num_gpu_blocks_override", "kv_cache_memory_bytes", "gpu_memory_utilization",
+                     "scheduling_policy"):
             if getattr(self, name) is not None:
                 kwargs[name] = getattr(self, name)
         if on_cpu and self.kv_cache_memory_bytes is None and "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
             kwargs["kv_cache_memory_bytes"] = 1 << 30
         kwargs.update(dict(self.extra))
         return kwargs
+
+    @property
+    def schedules_by_priority(self) -> bool:
+        return (self.option("scheduling_policy") or self.scheduling_policy) == "priority"

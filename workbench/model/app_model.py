@@ -11,6 +11,8 @@ from functools import singledispatchmethod
 
 from psygnal import Signal
 
+from workbench.batch.results import BatchResults
+from workbench.batch.run import BatchRun, RunSettings
 from workbench.engine.backend import ChatRequest, SamplingSettings
 from workbench.engine.events import (
     EngineLogOpened, EngineReady, EngineState, RequestFailed, RequestFinished, StartProgressed, StateChanged,
@@ -38,6 +40,8 @@ class AppModel:
         self._start_ids = itertools.count(1)
         self.latest_start_id = 0  # the last start asked for; EngineStatus.start_id is the last reported
         self._replies: dict[str, tuple[str, str]] = {}  # request id -> (conversation id, message id)
+        self.batch_runs: dict[str, BatchRun] = {}  # run id -> run, in the order started
+        self._batch_numbers = itertools.count(1)  # run ids never repeat, even after a run is let go
 
     # ------------------------------------------------------------------ configuration
     def set_config(self, config: EngineConfig) -> None:
@@ -86,7 +90,33 @@ class AppModel:
         return request
 
     def owner_label(self, request_id: str) -> str:
+        """Who a request belongs to; a batch row keeps its name after its record has left the registry."""
+        if self.requests.get(request_id) is None:
+            run = self.batch_runs.get(request_id.rpartition("-")[0])
+            row = run.request_id_row(request_id) if run is not None else None
+            if row is not None:
+                return run.row_label(row)
         return self.requests.label(request_id)
+
+    # ------------------------------------------------------------------ batch runs
+    def new_batch_run(self, results: BatchResults, settings: RunSettings, post) -> BatchRun:
+        """A run of ``results`` through the engine (``post``: the engine loop's command queue); its
+        requests are owners in the request registry, and the loop's messages about them reach it here."""
+        run = BatchRun(next(self._batch_numbers), results, settings, post, self.requests)
+        self.batch_runs[run.run_id] = run
+        return run
+
+    def forget_batch_run(self, run_id: str) -> None:
+        """Lets go of a run that has ended (its results go with it); a run still going is kept."""
+        run = self.batch_runs.get(run_id)
+        if run is not None and run.state in ("ready", "finished", "cancelled") and not run.progress().num_in_flight:
+            del self.batch_runs[run_id]
+
+    def _batch_run_of(self, request_id: str) -> BatchRun | None:
+        record = self.requests.get(request_id)
+        if record is None or record.owner.kind != "batch":
+            return None
+        return self.batch_runs.get(record.owner.owner_id)
 
     # ------------------------------------------------------------------ messages from the engine loop
     @singledispatchmethod
@@ -96,6 +126,9 @@ class AppModel:
     @apply.register
     def _(self, event: StateChanged) -> None:
         ready = event.state is EngineState.READY
+        if not ready:
+            for run in self.batch_runs.values():
+                run.engine_lost(event.message)
         self._set_engine(state=event.state, message=event.message, start_id=event.start_id,
                          progress=None, info=self.engine.info if ready else None)
 
@@ -116,7 +149,10 @@ class AppModel:
         for request_id, text in event.chunks.items():
             found = self._replies.get(request_id)
             if found is None:
-                continue  # a request of no conversation (a batch, a benchmark)
+                run = self._batch_run_of(request_id)
+                if run is not None:
+                    run.text_arrived(request_id, text)
+                continue  # otherwise a request of no conversation (a benchmark)
             reply = self.conversations[found[0]].message(found[1])
             if reply is not None and reply.status == "streaming":
                 reply.text += text
@@ -125,11 +161,19 @@ class AppModel:
     @apply.register
     def _(self, event: RequestFinished) -> None:
         stream = event.event
+        run = self._batch_run_of(stream.request_id)
+        if run is not None:
+            run.request_finished(stream)
+            return
         status = "stopped" if stream.finish_reason == "aborted" else "done"
         self._end_reply(stream.request_id, status, figures=stream.figures)
 
     @apply.register
     def _(self, event: RequestFailed) -> None:
+        run = self._batch_run_of(event.request_id)
+        if run is not None:
+            run.request_failed(event.request_id, event.message)
+            return
         self._end_reply(event.request_id, "error", error=event.message)
 
     def _end_reply(self, request_id: str, status: str, figures=None, error: str = "") -> None:

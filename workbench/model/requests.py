@@ -1,7 +1,7 @@
 """The request registry: every request sent to the engine, its owner and its figures. No Qt.
 
-An owner is a conversation's message now, and a batch row once the batch pane exists; the heatmap
-names a block's owners through it.
+An owner is a conversation's message or a batch row; the heatmap names a block's owners through it.
+A batch row's record leaves when its request ends (the batch's results keep its figures).
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from workbench.engine.metrics import RequestFigures
 
 @dataclass(frozen=True)
 class Owner:
-    kind: str  # "chat" (later "batch")
-    owner_id: str  # the conversation id (later the batch run id)
-    item_id: str  # the message id (later the row id)
-    label: str  # what the heatmap's tooltip says: "Chat 2"
+    kind: str  # "chat" or "batch"
+    owner_id: str  # the conversation id, or the batch run id
+    item_id: str  # the message id, or the row
+    label: str  # what the heatmap's tooltip says: "Chat 2", "Batch row 17 (line 18)"
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,12 @@ class RequestRegistry:
             return None
         record = self._records[request_id] = replace(record, status=status, figures=figures)
         return record
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def discard(self, request_id: str) -> None:
+        self._records.pop(request_id, None)
 
     def owner_labels(self) -> Mapping[str, str]:
         """An immutable copy: request id -> owner label (for readers on other threads)."""

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from PySide6.QtCore import QTimer, Slot
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QMainWindow, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from workbench.bridge.worker import EngineThread, ModelFeeder
 from workbench.engine.commands import Abort, StartEngine, StopEngine, Submit
@@ -14,6 +14,7 @@ from workbench.engine.events import EngineState
 from workbench.engine.spec import EngineConfig
 from workbench.model.app_model import AppModel
 from workbench.model.engine_status import EngineStatus
+from workbench.ui.batch_pane import BatchPane
 from workbench.ui.chat_pane import ChatPane
 from workbench.ui.engine_status import EngineStatusBar
 from workbench.ui.kv_heatmap import KVHeatmapView
@@ -30,10 +31,14 @@ class MainWindow(QMainWindow):
         self.feeder = ModelFeeder(engine.worker, model)
         self._last_state = (model.engine.state, model.engine.start_id)
         self.chat = ChatPane(model)
+        self.batch = BatchPane(model, engine.worker.post)  # the chat's engine runs the batch too
         self.heatmap = KVHeatmapView(owner_name=model.owner_label)
         self.status = EngineStatusBar(model)
+        self.panes = QTabWidget(objectName="panes")
+        self.panes.addTab(self.chat, "Chat")
+        self.panes.addTab(self.batch, "Batch")
         splitter = QSplitter()
-        splitter.addWidget(self.chat)
+        splitter.addWidget(self.panes)
         splitter.addWidget(self.heatmap)
         splitter.setSizes([820, 480])
         central = QWidget()
@@ -136,5 +141,6 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event) -> None:
         self.heatmap_timer.stop()
+        self.batch.shutdown()
         self.engine.stop()
         super().closeEvent(event)

@@ -3,6 +3,7 @@
     python -m workbench.bench.gui.screenshot OUT.png        the window mid-reply, the heatmap filling
     python -m workbench.bench.gui.screenshot --benchmark CSV OUT.png
                                                             the Benchmark view showing a saved result
+    python -m workbench.bench.gui.screenshot --batch OUT.png  the batch pane mid-run, a chat reply beside it
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import time
 from pathlib import Path
 
 
-def main(path: str) -> int:
+def _started_window(size: tuple[int, int] = (1500, 900)):
+    """The app's window, offscreen, with its engine ready; returns (window, wait) or (None, None)."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QEventLoop
     from PySide6.QtWidgets import QApplication
@@ -21,8 +23,8 @@ def main(path: str) -> int:
     from workbench.app import build_window, demo_engine_config
 
     app = QApplication.instance() or QApplication([])
-    window, engine = build_window(demo_engine_config())
-    window.resize(1500, 900)
+    window, _ = build_window(demo_engine_config())
+    window.resize(*size)
     window.show()
 
     def wait(condition, timeout_s: float) -> bool:
@@ -34,6 +36,25 @@ def main(path: str) -> int:
 
     if not wait(lambda: window.model.engine.settled(1), 600) or not window.model.engine.ready:
         print("engine did not start:", window.model.engine.message)
+        window.close()
+        return None, None
+    return window, wait
+
+
+def save_small(widget, path: str, max_bytes: int = 200_000) -> int:
+    """Saves a grab of ``widget`` as PNG, in 256 colours where the full-colour file would be too big."""
+    from PySide6.QtGui import QImage
+
+    image = widget.grab().toImage()
+    image.save(path)
+    if Path(path).stat().st_size > max_bytes:
+        image.convertToFormat(QImage.Format_Indexed8).save(path)
+    return Path(path).stat().st_size
+
+
+def main(path: str) -> int:
+    window, wait = _started_window()
+    if window is None:
         return 1
     chat = window.chat
     chat.sampling.ignore_eos.setChecked(True)
@@ -48,7 +69,7 @@ def main(path: str) -> int:
     first = next(iter(window.model.conversations.values())).messages[-1]
     wait(lambda: len(first.text) > 600 and window.heatmap.snapshot is not None
          and window.heatmap.snapshot.num_in_use > 40, 120)
-    window.grab().save(path)
+    save_small(window, path)
     print("saved", path, "|", window.heatmap.summary.text())
     window.close()
     return 0
@@ -84,7 +105,37 @@ def benchmark_view(csv_path: str, path: str) -> int:
     return 0
 
 
+def batch_pane(path: str) -> int:
+    """The batch pane a quarter through 3,000 prompts, the heatmap naming its rows, a chat reply beside."""
+    import tempfile
+
+    from workbench.bench.batch_bench import write_prompt_file
+
+    window, wait = _started_window((1500, 900))
+    if window is None:
+        return 1
+    prompts = write_prompt_file(Path(tempfile.mkdtemp()) / "prompts.jsonl", 3000, 12)
+    pane = window.batch
+    window.panes.setCurrentWidget(pane)
+    pane.open_file(str(prompts), "jsonl")
+    wait(lambda: pane.loader.done, 60)
+    pane.settings.sampling.max_tokens.setValue(96)
+    pane.settings.sampling.ignore_eos.setChecked(True)
+    run = pane.start_run()
+    window.chat.input.setPlainText("What is a KV cache?")
+    window.chat.send()
+    wait(lambda: run.progress().num_finished >= 700, 300)
+    pane.table.selectRow(3)
+    wait(lambda: window.heatmap.snapshot is not None and window.heatmap.snapshot.num_in_use > 40, 30)
+    size = save_small(window, path)
+    print("saved", path, f"{size:,} bytes |", pane.progress_label.text(), "|", window.heatmap.summary.text())
+    window.close()
+    return 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--batch":
+        sys.exit(batch_pane(sys.argv[2]))
     if len(sys.argv) == 4 and sys.argv[1] == "--benchmark":
         sys.exit(benchmark_view(sys.argv[2], sys.argv[3]))
     sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshot-mid-reply.png"))

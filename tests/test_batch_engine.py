@@ -1,0 +1,204 @@
+"""The batch pane through the real window and the real vLLM CPU engine: each input format, a chat
+reply during a batch, pause, cancel, malformed lines skipped, exports checked against the engine."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import pytest
+from PySide6.QtCore import Qt
+
+from batch_files import openai_line, write_each_format
+from chat_driver import SnapshotRecorder, type_and_send, wait_finished
+from workbench.batch.results import CANCELLED, DONE, ERROR, QUEUED, RUNNING
+from workbench.engine.events import RequestFinished, TextFlushed
+
+pytestmark = pytest.mark.slow  # the real engine, shared with the other slow tests
+
+RUN_TIMEOUT_MS = 120_000
+
+
+def open_and_wait(pane, qtbot, path, fmt, column=None):
+    assert pane.open_file(str(path), fmt, column)
+    qtbot.waitUntil(lambda: pane.loader.done or pane.problem_box is not None, timeout=30_000)
+    return pane.loader
+
+
+def run_and_wait(pane, qtbot, max_tokens=8, max_in_flight=None, wait=True, ignore_eos=True):
+    pane.settings.sampling.max_tokens.setValue(max_tokens)
+    pane.settings.sampling.ignore_eos.setChecked(ignore_eos)  # a raw completion may otherwise end at once
+    if max_in_flight is not None:
+        pane.settings.max_in_flight.setValue(max_in_flight)
+    qtbot.waitUntil(pane.run_button.isEnabled, timeout=10_000)
+    qtbot.mouseClick(pane.run_button, Qt.LeftButton)
+    run = pane.run
+    if wait:
+        qtbot.waitUntil(lambda: run.state == "finished", timeout=RUN_TIMEOUT_MS)
+    return run
+
+
+def test_a_short_run_from_each_input_format(window, qtbot, tmp_path):
+    pane = window.batch
+    window.panes.setCurrentWidget(pane)
+    for fmt, (path, column) in write_each_format(tmp_path).items():
+        loader = open_and_wait(pane, qtbot, path, fmt, column)
+        assert loader.problems == [] and loader.results.num_rows == 3, (fmt, loader.problems)
+        results = run_and_wait(pane, qtbot).results
+        assert list(results.column("status")) == [DONE] * 3, fmt
+        assert all(results.texts), (fmt, results.texts)
+        assert min(results.column("output_tokens")) >= 1 and min(results.column("prompt_tokens")) >= 2
+        assert not any(math.isnan(v) for v in results.column("ttft_s")), fmt
+        assert all(e >= t for e, t in zip(results.column("e2e_s"), results.column("ttft_s")))
+        qtbot.waitUntil(lambda: pane.progress.value() == 3, timeout=5_000)
+        assert pane.progress_label.text().startswith("3 / 3") and "finished" in pane.progress_label.text()
+        assert pane.table_model.rowCount() == 3 and pane.table_model.display(0, "status") == "done"
+        if fmt == "openai":  # the line's own max_tokens (req-2: 5) goes over the run's 8
+            assert results.value("output_tokens", 1) <= 5 < results.value("output_tokens", 0)
+
+
+def test_a_chat_reply_completes_while_a_batch_runs_and_cancel_keeps_results(window, qtbot, tmp_path):
+    pane = window.batch
+    path = tmp_path / "many.txt"
+    path.write_text("".join(f"Batch item {i}: what is a block?\n" for i in range(300)))
+    open_and_wait(pane, qtbot, path, "text")
+    bound = 8
+    run = run_and_wait(pane, qtbot, max_tokens=64, max_in_flight=bound, wait=False)
+    recorder = SnapshotRecorder(window)
+    most_in_flight = []
+
+    def batch_running() -> bool:
+        recorder.poll()
+        most_in_flight.append(run.progress().num_in_flight)
+        return run.progress().num_finished >= 3
+
+    qtbot.waitUntil(batch_running, timeout=RUN_TIMEOUT_MS)
+    _, reply = type_and_send(window, qtbot, "Hello!")
+    recorder.wait_until(qtbot, lambda: reply.status != "streaming")
+    assert reply.status == "done" and reply.text, reply.error
+    assert run.state == "running", "the chat's reply should come back while the batch still runs"
+    assert max(most_in_flight) <= bound
+    batch_ids = {f"{run.run_id}-{row}" for row in range(300)}
+    seen = [s for s in recorder.snapshots if batch_ids & set(s.tables)]
+    assert seen, "no snapshot caught batch rows in the engine"
+    request_id = sorted(batch_ids & set(seen[-1].tables))[0]
+    assert window.heatmap.owner_name(request_id).startswith("Batch row "), "the heatmap names batch rows"
+
+    qtbot.mouseClick(pane.pause_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: run.progress().num_in_flight == 0, timeout=RUN_TIMEOUT_MS)
+    paused_at = run.progress().num_finished
+    qtbot.wait(300)
+    assert run.progress().num_finished == paused_at and run.state == "paused"
+    qtbot.mouseClick(pane.pause_button, Qt.LeftButton)  # Resume
+    qtbot.waitUntil(lambda: run.progress().num_finished > paused_at + bound, timeout=RUN_TIMEOUT_MS)
+
+    qtbot.mouseClick(pane.cancel_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: run.progress().num_in_flight == 0, timeout=30_000)
+    status = run.results.column("status")
+    done = [row for row in range(300) if status[row] == DONE]
+    assert len(done) > paused_at and all(run.results.texts[row] for row in done), "finished results are kept"
+    assert not set(status) & {QUEUED, RUNNING} and CANCELLED in set(status)
+    recorder.wait_until(qtbot, lambda: not batch_ids & set(recorder.snapshots[-1].tables), timeout=30_000)
+
+
+def test_malformed_lines_are_listed_and_the_valid_lines_run(window, qtbot, tmp_path):
+    pane = window.batch
+    path = tmp_path / "mixed.jsonl"
+    lines = [openai_line("a", "What is a KV cache?"), '{"custom_id": "b", "method": "POST"',
+             openai_line("c", "Hello!"), openai_line("a", "a repeated custom_id"),
+             openai_line("d", "embed me", url="/v1/embeddings"), openai_line("e", "What is prefix caching?")]
+    path.write_text("\n".join(lines) + "\n")
+    open_and_wait(pane, qtbot, path, "openai")
+    assert pane.problem_box is not None and "Line 2" in pane.problem_box.text()
+    skip = next(b for b in pane.problem_box.buttons() if b.text().startswith("Skip"))
+    qtbot.mouseClick(skip, Qt.LeftButton)
+    qtbot.waitUntil(lambda: pane.loader.done, timeout=10_000)
+    listed = [pane.problems.item(i).text() for i in range(pane.problems.count())]
+    assert [text.split(":")[0] for text in listed] == ["line 2", "line 4", "line 5"], listed
+    assert "repeats line 1" in listed[1] and "/v1/embeddings" in listed[2]
+    results = run_and_wait(pane, qtbot).results
+    assert [p.custom_id for p in results.prompts] == ["a", "c", "e"]
+    assert list(results.column("status")) == [DONE] * 3
+
+
+def test_exports_match_what_the_engine_reported(window, qtbot, tmp_path):
+    from vllm.entrypoints.launchers.run_batch import BatchRequestOutput
+    from vllm.entrypoints.openai.completion.protocol import CompletionResponse
+
+    pane = window.batch
+    path = tmp_path / "export-me.jsonl"
+    too_long = "word " * 3000  # over max_model_len: the engine refuses it, and the row keeps why
+    path.write_text("\n".join([openai_line("chat-1", "What is a KV cache?"),
+                               openai_line("done-2", "Once upon a time", url="/v1/completions"),
+                               openai_line("long-3", too_long)]) + "\n")
+    reported, texts = {}, {}
+
+    def on_event(event):
+        if isinstance(event, RequestFinished):
+            reported[event.event.request_id] = event.event
+        elif isinstance(event, TextFlushed):
+            for request_id, text in event.chunks.items():
+                texts[request_id] = texts.get(request_id, "") + text
+
+    window.engine.worker.event_emitted.connect(on_event)
+    try:
+        open_and_wait(pane, qtbot, path, "openai")
+        run = run_and_wait(pane, qtbot, max_tokens=12)
+    finally:
+        window.engine.worker.event_emitted.disconnect(on_event)
+    assert list(run.results.column("status")) == [DONE, DONE, ERROR]
+    for kind in ("jsonl", "csv"):
+        pane.export_to(str(tmp_path / f"out.{kind}"), kind)
+        qtbot.waitUntil(lambda: pane.exporting is None, timeout=10_000)
+    outputs = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    rows = list(csv.DictReader((tmp_path / "out.csv").open(newline="", encoding="utf-8")))
+    assert [o["custom_id"] for o in outputs] == ["chat-1", "done-2", "long-3"]
+    for row, (output, record) in enumerate(zip(outputs[:2], rows)):
+        if row == 0:
+            BatchRequestOutput.model_validate(output)  # vLLM's own schema of run-batch's output lines
+        else:  # run-batch itself runs chat completions only; a completion's body is vLLM's CompletionResponse
+            CompletionResponse.model_validate(output["response"]["body"])
+        event = reported[f"{run.run_id}-{row}"]
+        body, figures = output["response"]["body"], event.figures
+        assert output["response"]["status_code"] == 200 and output["error"] is None
+        choice = body["choices"][0]
+        text = choice["message"]["content"] if row == 0 else choice["text"]
+        assert body["object"] == ("chat.completion" if row == 0 else "text_completion")
+        assert text == texts[event.request_id] == record["text"]
+        assert choice["finish_reason"] == event.finish_reason == record["finish_reason"]
+        usage = body["usage"]
+        assert usage["prompt_tokens"] == figures.prompt_tokens == int(record["prompt_tokens"])
+        assert usage["completion_tokens"] == figures.output_tokens == int(record["output_tokens"])
+        assert usage["total_tokens"] == figures.prompt_tokens + figures.output_tokens
+        assert usage["prompt_tokens_details"]["cached_tokens"] == figures.cached_prompt_tokens
+        assert int(record["cached_prompt_tokens"]) == figures.cached_prompt_tokens
+        assert float(record["ttft_s"]) == pytest.approx(figures.ttft_s)
+        assert float(record["e2e_s"]) == pytest.approx(figures.e2e_s)
+        assert float(record["queue_s"]) == pytest.approx(figures.queue_s)
+        assert float(record["itl_s"]) == pytest.approx(figures.itl_s)
+        assert record["status"] == "done" and record["custom_id"] == output["custom_id"]
+    failed = outputs[2]
+    BatchRequestOutput.model_validate(failed)
+    assert failed["response"]["status_code"] == 400 and failed["response"]["body"] is None
+    assert "max_model_len" in failed["error"] and rows[2]["status"] == "error" and rows[2]["error"] == failed["error"]
+
+
+def test_a_batch_pauses_when_the_engine_stops_and_resumes_after_a_restart(window, qtbot, tmp_path):
+    from chat_driver import ENGINE_START_TIMEOUT_MS
+
+    pane = window.batch
+    path = tmp_path / "through-a-restart.txt"
+    path.write_text("".join(f"Item {i}: what is a block?\n" for i in range(200)))
+    open_and_wait(pane, qtbot, path, "text")
+    run = run_and_wait(pane, qtbot, max_tokens=48, max_in_flight=8, wait=False)
+    qtbot.waitUntil(lambda: run.progress().num_finished >= 8, timeout=RUN_TIMEOUT_MS)
+    window.stop_engine()
+    qtbot.waitUntil(lambda: run.state == "paused", timeout=30_000)
+    assert run.progress().num_in_flight == 0 and run.message.startswith("Paused: ")
+    status = run.results.column("status")
+    assert RUNNING not in set(status) and ERROR not in set(status), "requests in the engine go back to the queue"
+    start_id = window.restart_engine()
+    qtbot.waitUntil(lambda: window.model.engine.settled(start_id), timeout=ENGINE_START_TIMEOUT_MS)
+    qtbot.mouseClick(pane.pause_button, Qt.LeftButton)  # Resume
+    qtbot.waitUntil(lambda: run.state == "finished", timeout=RUN_TIMEOUT_MS)
+    assert list(run.results.column("status")) == [DONE] * 200 and all(run.results.texts)

@@ -1,0 +1,206 @@
+"""Prompt files without an engine: malformed lines each named with their line and reason, valid lines
+kept around them; skip or stop; the results table at 100,000 rows, sorted and filtered."""
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from batch_files import openai_line
+from workbench.batch.export import export_rows
+from workbench.batch.formats import detect_format, parse_prompts
+from workbench.batch.loader import PromptLoader
+from workbench.batch.prompt_file import LineProblem
+from workbench.batch.results import DONE, ERROR
+from workbench.engine.metrics import RequestFigures
+
+GOOD_JSONL = json.dumps({"prompt": "fine"})
+GOOD_OPENAI = openai_line("ok-1", "fine")
+GOOD_OPENAI_2 = openai_line("ok-2", "fine too")
+
+
+def _chat_body(messages) -> str:
+    return json.dumps({"custom_id": "m", "method": "POST", "url": "/v1/chat/completions",
+                       "body": {"messages": messages}})
+
+
+# (name, format, CSV column, the bad line's bytes, words its reason must hold); each bad line is put
+# between two valid lines, so it is line 2, and both neighbours must come through.
+MALFORMED = [
+    ("broken JSON, truncated", "jsonl", None, b'{"prompt": "half', "broken JSON"),
+    ("broken JSON, trailing comma", "jsonl", None, b'{"prompt": "x",}', "broken JSON"),
+    ("broken JSON, single quotes", "openai", None, b"{'custom_id': 'x'}", "broken JSON"),
+    ("a JSON list, not an object", "jsonl", None, b'["prompt", "x"]', "expected a JSON object"),
+    ("missing prompt and messages", "jsonl", None, b'{"text": "x"}', 'missing field: "prompt" or "messages"'),
+    ("an empty prompt", "jsonl", None, b'{"prompt": "  "}', '"prompt" is empty'),
+    ("a prompt that is a number", "jsonl", None, b'{"prompt": 42}', '"prompt" must be a string'),
+    ("both prompt and messages", "jsonl", None, b'{"prompt": "x", "messages": []}', "both"),
+    ("messages not a list", "jsonl", None, b'{"messages": "hi"}', '"messages" must be a non-empty list'),
+    ("a bad role", "jsonl", None, b'{"messages": [{"role": "wizard", "content": "x"}]}', 'role "wizard"'),
+    ("a message without text", "openai", None, _chat_body([{"role": "user", "content": {"a": 1}}]).encode(),
+     "message 1 has no text content"),
+    ("missing custom_id and body", "openai", None, b'{"method": "POST", "url": "/v1/chat/completions"}',
+     "missing fields: custom_id, body"),
+    ("missing url", "openai", None, b'{"custom_id": "x", "method": "POST", "body": {}}', "missing field: url"),
+    ("an unsupported endpoint", "openai", None, openai_line("e", "x", url="/v1/embeddings").encode(),
+     "url \"/v1/embeddings\" is not supported"),
+    ("method GET", "openai", None, openai_line("g", "x").replace('"POST"', '"GET"').encode(), 'method "GET"'),
+    ("a duplicate custom_id", "openai", None, openai_line("ok-1", "again").encode(), "repeats line 1's"),
+    ("streaming asked for", "openai", None, openai_line("s", "x", stream=True).encode(), '"stream": true'),
+    ("max_tokens below 1", "openai", None, openai_line("n", "x", max_tokens=0).encode(), "body.max_tokens must be 1"),
+    ("a temperature that is text", "openai", None, openai_line("t", "x", temperature="hot").encode(),
+     "body.temperature must be a number"),
+    ("chat body without messages", "openai", None,
+     b'{"custom_id": "q", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "m"}}',
+     "missing field: body.messages"),
+    ("a body that is not an object", "openai", None,
+     b'{"custom_id": "q", "method": "POST", "url": "/v1/completions", "body": "x"}', '"body" must be a JSON object'),
+    ("not UTF-8", "text", None, b"caf\xe9 au lait", "not UTF-8 text: byte 0xe9 at byte 4"),
+    ("not UTF-8 inside JSON", "jsonl", None, b'{"prompt": "\xff\xfe"}', "not UTF-8"),
+    ("a line of 10 MB", "jsonl", None, b'{"prompt": "' + b"x" * (10 << 20) + b'"}', "the line is 10.0 MB long"),
+    ("a NUL byte past the first 8 KiB", "text", None, None, "binary data (a NUL byte) in the line"),
+    ("a CSV row without the prompt field", "csv", "prompt", b"3", "the row has 1 field; the 'prompt' column is field 2"),
+    ("a CSV row with an empty prompt", "csv", "prompt", b"3,", "the 'prompt' field is empty"),
+]
+
+
+def _write(tmp_path, fmt: str, bad: bytes | None) -> tuple[object, int, int]:
+    """The file, the bad line's number and the number of valid lines."""
+    name = {"csv": "p.csv", "text": "p.txt"}.get(fmt, "p.jsonl")
+    path = tmp_path / name
+    good = {"jsonl": [GOOD_JSONL] * 2, "openai": [GOOD_OPENAI, GOOD_OPENAI_2], "text": ["fine", "fine too"],
+            "csv": ["1,fine", "2,fine too"]}[fmt]
+    header = b"id,prompt\n" if fmt == "csv" else b""
+    padding = []
+    if bad is None:  # the NUL case: valid text for the first 8 KiB, so the file reads as text
+        padding, bad = [b"padding %d" % i for i in range(1200)], b"a\x00b"
+    lines = [good[0].encode(), *padding, bad, good[1].encode()]
+    path.write_bytes(header + b"\n".join(lines) + b"\n")
+    return path, len(padding) + (3 if fmt == "csv" else 2), len(padding) + 2
+
+
+@pytest.mark.parametrize("name, fmt, column, bad, reason", MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_a_malformed_line_is_named_and_its_neighbours_kept(tmp_path, name, fmt, column, bad, reason):
+    path, bad_line, num_valid = _write(tmp_path, fmt, bad)
+    loader = PromptLoader(path, fmt, column, on_problem="skip")
+    results = loader.read_all()
+    assert [(p.line_no, reason in p.reason) for p in loader.problems] == [(bad_line, True)], loader.problems
+    assert results.num_rows == num_valid, "every valid line around the bad one is kept"
+    assert results.prompts[-1].line_no == bad_line + 1
+
+
+@pytest.mark.parametrize("content, reason", [
+    (b"", "line 1: the file is empty"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)), "line 3: binary data (a NUL byte at byte 9"),
+])
+def test_an_empty_or_binary_file_is_one_clear_problem(tmp_path, content, reason):
+    path = tmp_path / "prompts.txt"
+    path.write_bytes(content)
+    loader = PromptLoader(path, "text")
+    loader.read_all()
+    assert len(loader.problems) == 1 and str(loader.problems[0]).startswith(reason), loader.problems
+    assert loader.problems[0].fatal and loader.results.num_rows == 0 and loader.done
+
+
+def test_a_csv_without_the_chosen_column_names_the_columns_it_has(tmp_path):
+    path = tmp_path / "p.csv"
+    path.write_text("id,question\n1,hi\n")
+    items = list(parse_prompts(path, "csv", "prompt"))
+    assert len(items) == 1 and isinstance(items[0], LineProblem) and items[0].line_no == 1
+    assert "no column named 'prompt'" in items[0].reason and "'question'" in items[0].reason
+
+
+def test_stop_keeps_the_lines_before_the_problem_and_ask_waits_for_the_choice(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text("\n".join([GOOD_JSONL, GOOD_JSONL, "{broken", GOOD_JSONL, "[]", GOOD_JSONL]) + "\n")
+    stopped = PromptLoader(path, "jsonl", on_problem="stop")
+    assert stopped.read_all().num_rows == 2 and stopped.stopped_at.line_no == 3
+    assert "stopped at line 3" in stopped.summary()
+    asking = PromptLoader(path, "jsonl", on_problem="ask")
+    assert asking.read() is False and asking.awaiting.line_no == 3 and asking.results.num_rows == 2
+    asking.decide("skip")
+    asking.read_all()
+    assert asking.results.num_rows == 4 and [p.line_no for p in asking.problems] == [3, 5]
+
+
+def test_formats_are_detected_from_name_and_first_line(tmp_path):
+    cases = {"a.jsonl": GOOD_OPENAI, "b.jsonl": GOOD_JSONL, "c.csv": "prompt\nx", "d.txt": "hello", "e.json": "{"}
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text + "\n")
+    assert [detect_format(tmp_path / name) for name in cases] == ["openai", "jsonl", "csv", "text", "jsonl"]
+
+
+def _fill(results, num_rows: int) -> None:
+    """Figures as a finished run would leave them: a pure test of the table's sort and filter."""
+    rng = np.random.default_rng(1)
+    ttfts = rng.uniform(0.01, 2.0, num_rows)
+    for row in range(num_rows):
+        if row % 10 == 9:
+            results.finish(row, ERROR, "error", None, "refused")
+            continue
+        figures = RequestFigures(20, 0, 5 + row % 7, float(ttfts[row]), 100.0, queue_s=0.001, e2e_s=1.0)
+        results.finish(row, DONE, "length" if row % 3 else "stop", figures)
+
+
+def test_100k_lines_parsed_into_the_table_model_under_5_s_then_sorted_and_filtered(qapp, tmp_path):
+    from PySide6.QtCore import Qt
+
+    from workbench.ui.batch_table import COLUMNS, BatchTableModel
+
+    path = tmp_path / "big.jsonl"
+    with path.open("w", encoding="utf-8") as stream:
+        for i in range(100_000):
+            stream.write(json.dumps({"prompt": f"Question {i}: what is block {i % 977}?"}) + "\n")
+    started = time.perf_counter()
+    loader = PromptLoader(path, "jsonl")
+    model = BatchTableModel()
+    while loader.read(5000):
+        pass
+    model.set_results(loader.results)
+    elapsed = time.perf_counter() - started
+    assert model.rowCount() == 100_000 and elapsed < 5.0, f"{elapsed:.2f} s"
+    _fill(loader.results, 100_000)
+    model.refresh()
+    ttft_column = [key for key, _ in COLUMNS].index("ttft_s")
+    started = time.perf_counter()
+    model.sort(ttft_column, Qt.DescendingOrder)
+    model.set_filters(DONE, "length")
+    sort_and_filter_s = time.perf_counter() - started
+    ttft = loader.results.column("ttft_s")[model.order]
+    assert np.all(np.diff(ttft) <= 0), "sorted by TTFT, longest first"
+    expected = sum(1 for row in range(100_000) if row % 10 != 9 and row % 3)
+    assert model.rowCount() == expected and {model.display(r, "finish_reason") for r in model.order[:50]} == {"length"}
+    assert model.data(model.index(0, ttft_column)) == f"{ttft[0] * 1e3:,.1f}"
+    assert sort_and_filter_s < 1.0, f"sort and filter took {sort_and_filter_s:.2f} s"
+    model.set_filters(ERROR, None)
+    assert model.rowCount() == 10_000
+
+
+def test_an_export_stopped_halfway_leaves_no_file(tmp_path):
+    path = tmp_path / "p.txt"
+    path.write_text("".join(f"prompt {i}\n" for i in range(5000)))
+    results = PromptLoader(path, "text").read_all()
+    out = tmp_path / "out.csv"
+    rows = export_rows(results, out, "csv")
+    assert next(rows) == 1000
+    rows.close()
+    assert not out.exists() and not list(tmp_path.glob("*.part"))
+    assert list(export_rows(results, out, "csv"))[-1] == 5000 and len(out.read_text().splitlines()) == 5001
+
+
+def test_the_open_dialog_guesses_the_format_and_offers_the_csv_columns(qapp, tmp_path):
+    from workbench.ui.batch_settings import OpenPromptDialog
+
+    table = tmp_path / "questions.csv"
+    table.write_text("id,question,answer\n1,hi,there\n")
+    dialog = OpenPromptDialog(str(table))
+    assert dialog.chosen() == ("csv", "question"), "a column named like a prompt is chosen first"
+    assert [dialog.column.itemText(i) for i in range(dialog.column.count())] == ["id", "question", "answer"]
+    dialog.column.setCurrentText("answer")
+    assert dialog.chosen() == ("csv", "answer")
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text(GOOD_OPENAI + "\n")
+    dialog = OpenPromptDialog(str(batch))
+    assert dialog.chosen() == ("openai", None) and not dialog.column.isEnabled()

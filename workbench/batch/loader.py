@@ -1,0 +1,89 @@
+"""Reading a prompt file into a batch's rows, a chunk at a time, so a window stays responsive.
+
+Malformed lines are kept as problems with their line numbers. What happens at one is the caller's
+choice: ``"skip"`` reads on, ``"stop"`` ends the reading there (the rows read so far stay), ``"ask"``
+pauses at the first one until :meth:`PromptLoader.decide` says skip or stop (the window's dialog).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from workbench.batch.formats import BatchPrompt, parse_prompts
+from workbench.batch.prompt_file import LineProblem, LineReader
+from workbench.batch.results import BatchResults
+
+ON_PROBLEM = ("skip", "stop", "ask")
+
+
+class PromptLoader:
+    def __init__(self, path: str | Path, fmt: str, column: str | None = None, on_problem: str = "skip"):
+        if on_problem not in ON_PROBLEM:
+            raise ValueError(f"on_problem must be one of {', '.join(ON_PROBLEM)}, not {on_problem!r}")
+        self.path, self.fmt, self.column = Path(path), fmt, column
+        self.on_problem = on_problem
+        self.results = BatchResults()
+        self.problems: list[LineProblem] = []
+        self.awaiting: LineProblem | None = None  # "ask": the problem the caller has to decide on
+        self.stopped_at: LineProblem | None = None  # the problem the reading stopped at, if any
+        self.done = False
+        self._reader = LineReader(self.path)
+        self._items = parse_prompts(self._reader, fmt, column)
+
+    @property
+    def fraction(self) -> float:
+        """How much of the file has been read, 0 to 1."""
+        return 1.0 if self.done or not self._reader.size else min(1.0, self._reader.bytes_read / self._reader.size)
+
+    def read(self, max_items: int = 5000) -> bool:
+        """Reads up to ``max_items`` lines; True while there is more to read (and no decision awaited)."""
+        if self.awaiting is not None:
+            return False
+        for _ in range(max_items):
+            item = next(self._items, None)
+            if item is None:
+                self.done = True
+                return False
+            if isinstance(item, BatchPrompt):
+                self.results.append(item)
+            elif not self._problem(item):
+                return False
+        return not self.done
+
+    def read_all(self) -> BatchResults:
+        """Reads to the end (or to the stop) at once: the headless API."""
+        while self.read():
+            pass
+        return self.results
+
+    def _problem(self, problem: LineProblem) -> bool:
+        """Keeps the problem; False where the reading pauses or ends here."""
+        self.problems.append(problem)
+        if problem.fatal or self.on_problem == "stop":
+            self._stop(problem)
+            return False
+        if self.on_problem == "ask":
+            self.awaiting = problem
+            return False
+        return True
+
+    def decide(self, choice: str) -> None:
+        """The answer to :attr:`awaiting`: "skip" this and later malformed lines, or "stop" here."""
+        if self.awaiting is None:
+            return
+        problem, self.awaiting = self.awaiting, None
+        if choice == "stop":
+            self._stop(problem)
+        else:
+            self.on_problem = "skip"
+
+    def _stop(self, problem: LineProblem) -> None:
+        self.stopped_at, self.done = problem, True
+        self._items.close()
+
+    def summary(self) -> str:
+        rows = f"{self.results.num_rows:,} prompt{'s' if self.results.num_rows != 1 else ''}"
+        if not self.problems:
+            return f"{rows} read from {self.path.name}."
+        stopped = f"; stopped at line {self.stopped_at.line_no}" if self.stopped_at else ""
+        return (f"{rows} read from {self.path.name}; {len(self.problems):,} malformed line"
+                f"{'s' if len(self.problems) != 1 else ''} left out{stopped}.")

@@ -1,0 +1,118 @@
+"""A prompt file read as a stream of lines: never the whole text at once, never a whole overlong line.
+
+Each line comes out as a :class:`Line` or, where it cannot be read as text, a :class:`LineProblem`
+naming the line and the reason: not UTF-8, longer than the limit, binary data, an empty file.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Iterator
+
+MAX_LINE_BYTES = 1 << 20  # a longer line is reported and skipped, never held
+BINARY_PROBE_BYTES = 8192  # a NUL byte in the file's first 8 KiB: a binary file, not text
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    line_no: int  # 1-based, as an editor counts
+    text: str  # without its line ending
+
+
+@dataclass(frozen=True, slots=True)
+class LineProblem:
+    line_no: int
+    reason: str
+    fatal: bool = False  # nothing after it can be read (a binary file, an empty one, a missing column)
+
+    def __str__(self) -> str:
+        return f"line {self.line_no}: {self.reason}"
+
+
+def _size_text(num_bytes: int) -> str:
+    return f"{num_bytes / (1 << 20):.1f} MB" if num_bytes >= 1 << 20 else f"{num_bytes:,} bytes"
+
+
+def _skip_rest_of_line(stream: BinaryIO, chunk: int) -> int:
+    """Reads on to the end of an overlong line, a chunk at a time; returns the bytes skipped."""
+    skipped = 0
+    while True:
+        part = stream.readline(chunk)
+        skipped += len(part)
+        if not part or part.endswith(b"\n"):
+            return skipped
+
+
+def _decode(raw: bytes, line_no: int) -> Line | LineProblem:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        byte = raw[exc.start]
+        return LineProblem(line_no, f"not UTF-8 text: byte 0x{byte:02x} at byte {exc.start + 1} of the line "
+                                    f"({exc.reason}); save the file as UTF-8")
+    if line_no == 1 and text.startswith("\ufeff"):
+        text = text[1:]  # a byte-order mark, as some editors write
+    return Line(line_no, text.rstrip("\r\n"))
+
+
+def _binary_problem(stream: BinaryIO) -> LineProblem | None:
+    head = stream.read(BINARY_PROBE_BYTES)
+    stream.seek(0)
+    if not head:
+        return LineProblem(1, "the file is empty (0 bytes): there are no prompts to read", fatal=True)
+    nul = head.find(b"\x00")
+    if nul < 0:
+        return None
+    line_no = head.count(b"\n", 0, nul) + 1
+    return LineProblem(line_no, f"binary data (a NUL byte at byte {nul + 1} of the file): this is not a text "
+                                "file of prompts", fatal=True)
+
+
+class LineReader:
+    """The file's lines in order, one at a time; a binary or empty file gives one fatal problem.
+    ``bytes_read`` and ``size`` say how far it has got (for a progress bar)."""
+
+    def __init__(self, path: str | Path, max_line_bytes: int = MAX_LINE_BYTES):
+        self.path = Path(path)
+        self.max_line_bytes = max_line_bytes
+        self.size = self.path.stat().st_size
+        self.bytes_read = 0
+
+    def __iter__(self) -> Iterator[Line | LineProblem]:
+        with open(self.path, "rb") as stream:
+            problem = _binary_problem(stream)
+            if problem is not None:
+                self.bytes_read = self.size
+                yield problem
+                return
+            yield from self._lines(stream)
+
+    def _lines(self, stream: BinaryIO) -> Iterator[Line | LineProblem]:
+        limit, line_no = self.max_line_bytes, 0
+        while True:
+            raw = stream.readline(limit + 1)
+            self.bytes_read += len(raw)
+            if not raw:
+                return
+            line_no += 1
+            if len(raw) > limit and not raw.endswith(b"\n"):
+                skipped = _skip_rest_of_line(stream, limit)
+                self.bytes_read += skipped
+                yield LineProblem(line_no, f"the line is {_size_text(len(raw) + skipped)} long; the limit is "
+                                           f"{_size_text(limit)} a line")
+            elif b"\x00" in raw:
+                yield LineProblem(line_no, "binary data (a NUL byte) in the line")
+            else:
+                yield _decode(raw, line_no)
+
+
+def read_lines(path: str | Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Line | LineProblem]:
+    """The file's lines in order (see :class:`LineReader`)."""
+    return iter(LineReader(path, max_line_bytes))
+
+
+def first_line(path: str | Path) -> str:
+    """The first line of text (a CSV's header), or "" where there is none that reads as text."""
+    for item in read_lines(path):
+        return item.text if isinstance(item, Line) else ""
+    return ""

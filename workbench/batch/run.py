@@ -1,0 +1,221 @@
+"""One batch run: its rows through the chat's engine, a bounded number at a time.
+
+The run keeps at most ``max_in_flight`` of its requests in the engine, each at a lower priority
+than the chat's (vLLM's priority scheduling, where the engine has it): a chat request always finds
+a free place and goes ahead of waiting batch work. Pause stops sending (requests in the engine
+finish); cancel aborts the requests in the engine and keeps every finished result. No Qt: the
+window and the headless benchmark drive the same run; the engine loop's messages reach it through
+the application model, on one thread.
+"""
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from workbench.batch.formats import BatchPrompt
+from workbench.batch.results import CANCELLED, DONE, ERROR, QUEUED, RUNNING, BatchResults
+from workbench.engine.backend import ChatRequest, Message, StreamEvent
+from workbench.engine.commands import Abort, Submit
+from workbench.engine.sampling import SamplingSettings
+from workbench.model.requests import Owner, RequestRegistry
+
+BATCH_PRIORITY = 1  # vLLM runs lower values first; the chat's requests have 0
+DEFAULT_MAX_IN_FLIGHT = 32
+CHAT_RESERVE = 4  # places of the engine's max_num_seqs that the default bound leaves to the chat
+
+
+def default_max_in_flight(max_num_seqs: int) -> int:
+    """The bound that leaves the chat room: the engine's running places less a few."""
+    return max(1, max_num_seqs - CHAT_RESERVE)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    sampling: SamplingSettings = SamplingSettings()
+    chat_template: str | None = None  # for rows with messages; None: the model's own
+    system_prompt: str = ""  # put before each plain prompt sent as chat
+    prompts_as_chat: bool = True  # plain prompts as one user message through the template; False: raw text
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    state: str  # "ready", "running", "paused", "cancelled", "finished"
+    num_rows: int
+    num_finished: int  # done, error or cancelled
+    num_failed: int
+    num_in_flight: int
+    num_output_tokens: int
+    elapsed_s: float  # running time, pauses left out
+    message: str = ""
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.num_output_tokens / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def eta_s(self) -> float | None:
+        left = self.num_rows - self.num_finished
+        if self.state in ("finished", "cancelled") or left <= 0:
+            return 0.0
+        rate = self.num_finished / self.elapsed_s if self.elapsed_s > 0 else 0.0
+        return left / rate if rate > 0 else None
+
+
+class BatchRun:
+    """Sends the rows of ``results`` through ``post`` (the engine loop's command queue)."""
+
+    def __init__(self, run_no: int, results: BatchResults, settings: RunSettings, post: Callable[[object], None],
+                 owners: RequestRegistry | None = None, clock: Callable[[], float] = time.monotonic):
+        self.run_id = f"batch{run_no}"
+        self.results, self.settings, self.post = results, settings, post
+        self.owners = owners if owners is not None else RequestRegistry()
+        self.clock = clock
+        self.state = "ready"
+        self.message = ""
+        self._next_row = 0
+        self._retry: deque[int] = deque()  # rows taken back from an engine that went away
+        self._in_flight: dict[str, int] = {}  # request id -> row
+        self._num_finished = self._num_failed = self._num_output_tokens = 0
+        self._elapsed_s, self._resumed_at = 0.0, 0.0
+
+    # ------------------------------------------------------------------ the user's commands
+    def start(self) -> None:
+        if self.state == "ready":
+            self._set_running()
+            self.top_up()
+
+    def pause(self) -> None:
+        if self.state == "running":
+            self._elapsed_s += self.clock() - self._resumed_at
+            self.state = "paused"
+
+    def resume(self) -> None:
+        if self.state == "paused":
+            self._set_running()
+            self.top_up()
+
+    def cancel(self) -> None:
+        """Aborts the requests in the engine; rows never sent are marked cancelled, finished ones kept."""
+        if self.state not in ("ready", "running", "paused"):
+            return
+        self.pause()
+        self.state = "cancelled"
+        for request_id in list(self._in_flight):
+            self.post(Abort(request_id))  # each comes back finished, "aborted"
+        for row in [*self._retry, *range(self._next_row, self.results.num_rows)]:
+            self.results.finish(row, CANCELLED, None, None)
+            self._num_finished += 1
+        self._retry.clear()
+        self._next_row = self.results.num_rows
+
+    def _set_running(self) -> None:
+        self.state, self.message, self._resumed_at = "running", "", self.clock()
+
+    # ------------------------------------------------------------------ sending
+    def top_up(self) -> None:
+        """Sends rows until the bound is reached, the rows run out or the run is not running."""
+        bound = max(1, self.settings.max_in_flight)
+        while self.state == "running" and len(self._in_flight) < bound:
+            row = self._take_row()
+            if row is None:
+                break
+            self._send(row)
+        self._check_finished()
+
+    def _take_row(self) -> int | None:
+        if self._retry:
+            return self._retry.popleft()
+        if self._next_row < self.results.num_rows:
+            self._next_row += 1
+            return self._next_row - 1
+        return None
+
+    def _send(self, row: int) -> None:
+        prompt = self.results.prompts[row]
+        request_id = f"{self.run_id}-{row}"
+        self._in_flight[request_id] = row
+        self.owners.add(request_id, Owner("batch", self.run_id, str(row), self.row_label(row)))
+        self.results.set_status(row, RUNNING)
+        self.post(Submit(self.request_for(prompt, request_id)))
+
+    def row_label(self, row: int) -> str:
+        """What the heatmap calls the row's request: "Batch row 17 (line 18)"."""
+        return f"Batch row {row + 1} (line {self.results.prompts[row].line_no})"
+
+    def request_id_row(self, request_id: str) -> int | None:
+        """The row of one of this run's request ids, sent or ended; None for another's."""
+        run_id, _, row = request_id.rpartition("-")
+        return int(row) if run_id == self.run_id and row.isdigit() and int(row) < self.results.num_rows else None
+
+    def request_for(self, prompt: BatchPrompt, request_id: str) -> ChatRequest:
+        """The engine request for one prompt: the run's sampling with the line's own settings over it."""
+        settings = self.settings
+        sampling = replace(settings.sampling, **dict(prompt.sampling)) if prompt.sampling else settings.sampling
+        if prompt.messages is not None:
+            return ChatRequest(request_id, prompt.messages, sampling, chat_template=settings.chat_template,
+                               priority=BATCH_PRIORITY)
+        if prompt.url is not None or not settings.prompts_as_chat:  # a completion: the text as it is
+            return ChatRequest(request_id, (), sampling, prompt=prompt.prompt, priority=BATCH_PRIORITY)
+        system = (Message("system", settings.system_prompt),) if settings.system_prompt.strip() else ()
+        return ChatRequest(request_id, (*system, Message("user", prompt.prompt)), sampling,
+                           chat_template=settings.chat_template, priority=BATCH_PRIORITY)
+
+    # ------------------------------------------------------------------ what the engine reports
+    def owns(self, request_id: str) -> bool:
+        return request_id in self._in_flight
+
+    def text_arrived(self, request_id: str, text: str) -> None:
+        row = self._in_flight.get(request_id)
+        if row is not None:
+            self.results.add_text(row, text)
+
+    def request_finished(self, event: StreamEvent) -> None:
+        row = self._end(event.request_id)
+        if row is None:
+            return
+        status = CANCELLED if event.finish_reason == "aborted" else DONE
+        self.results.finish(row, status, event.finish_reason, event.figures)
+        if event.figures is not None:
+            self._num_output_tokens += event.figures.output_tokens
+        self.top_up()
+
+    def request_failed(self, request_id: str, message: str) -> None:
+        row = self._end(request_id)
+        if row is None:
+            return
+        self._num_failed += 1
+        self.results.finish(row, ERROR, "error", None, message)
+        self.top_up()
+
+    def _end(self, request_id: str) -> int | None:
+        row = self._in_flight.pop(request_id, None)
+        if row is not None:
+            self._num_finished += 1
+            self.owners.discard(request_id)  # the results hold its figures; the registry stays small
+        return row
+
+    def engine_lost(self, message: str) -> None:
+        """The engine stopped: rows still in it go back to the queue, and the run pauses."""
+        for request_id, row in list(self._in_flight.items()):
+            self.owners.discard(request_id)
+            self.results.set_status(row, QUEUED)
+            self._retry.append(row)
+        self._in_flight.clear()
+        if self.state == "running":
+            self.pause()
+            self.message = f"Paused: {message.splitlines()[0] if message else 'the engine stopped.'}"
+
+    def _check_finished(self) -> None:
+        rows_left = bool(self._retry) or self._next_row < self.results.num_rows
+        if self.state == "running" and not self._in_flight and not rows_left:
+            self._elapsed_s += self.clock() - self._resumed_at
+            self.state = "finished"
+
+    # ------------------------------------------------------------------ progress
+    def progress(self) -> BatchProgress:
+        elapsed = self._elapsed_s + (self.clock() - self._resumed_at if self.state == "running" else 0.0)
+        return BatchProgress(self.state, self.results.num_rows, self._num_finished, self._num_failed,
+                             len(self._in_flight), self._num_output_tokens, elapsed, self.message)

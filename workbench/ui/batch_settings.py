@@ -1,0 +1,142 @@
+"""The batch pane's parts around the table: how a file is opened, the run's settings, chunked work.
+
+- :class:`OpenPromptDialog` asks the format (guessed from the file) and, for a CSV, the prompt column;
+- :class:`RunSettingsForm` holds the sampling, chat template and bound of one run;
+- :class:`ChunkedTask` runs a step function a few milliseconds at a time on the GUI thread (reading a
+  file, writing an export) so that the window keeps answering.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtWidgets import (
+    QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QLabel, QLineEdit, QSpinBox,
+    QVBoxLayout, QWidget,
+)
+
+from workbench.batch.formats import FORMATS, csv_columns, detect_format
+from workbench.batch.run import DEFAULT_MAX_IN_FLIGHT, RunSettings
+from workbench.engine.sampling import SamplingSettings
+from workbench.ui.sampling_form import SamplingForm
+
+LIKELY_PROMPT_COLUMNS = ("prompt", "question", "text", "input", "content", "instruction")
+BATCH_SAMPLING = SamplingSettings(temperature=0.0, max_tokens=64)  # a batch's defaults: repeatable, short
+
+
+class OpenPromptDialog(QDialog):
+    """The prompt file's format, and the CSV column that holds the prompts."""
+
+    def __init__(self, path: str, parent=None):
+        super().__init__(parent)
+        self.setWindowTitle(f"Open {Path(path).name}")
+        self.format = QComboBox(objectName="batchFormat")
+        for key, label in FORMATS.items():
+            self.format.addItem(label, key)
+        self.format.setCurrentIndex(list(FORMATS).index(detect_format(path)))
+        self.column = QComboBox(objectName="batchCsvColumn")
+        columns = csv_columns(path) if Path(path).suffix.lower() in (".csv", ".tsv") else []
+        self.column.addItems(columns or ["prompt"])
+        self.column.setEditable(True)
+        likely = [c for c in columns if c.strip().lower() in LIKELY_PROMPT_COLUMNS]
+        if likely:
+            self.column.setCurrentText(likely[0])
+        self.format.currentIndexChanged.connect(self._on_format_changed)
+        buttons = QDialogButtonBox(QDialogButtonBox.Open | QDialogButtonBox.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form = QFormLayout(self)
+        form.addRow("Format", self.format)
+        form.addRow("Prompt column (CSV)", self.column)
+        form.addRow(buttons)
+        self._on_format_changed()
+
+    def _on_format_changed(self) -> None:
+        self.column.setEnabled(self.chosen()[0] == "csv")
+
+    def chosen(self) -> tuple[str, str | None]:
+        fmt = self.format.currentData()
+        return fmt, (self.column.currentText() if fmt == "csv" else None)
+
+
+class RunSettingsForm(QWidget):
+    """Sampling, the chat template for ``messages`` (the model's, or a template file), the system
+    prompt and template use of plain prompts, and how many requests the batch keeps in the engine."""
+
+    def __init__(self):
+        super().__init__()
+        self.sampling = SamplingForm(BATCH_SAMPLING, prefix="batch")
+        self.template_choice = QComboBox(objectName="batchTemplate")
+        self.template_choice.addItems(["The model's", "A template file…"])
+        self.template_choice.activated.connect(self._on_template_chosen)
+        self.template_text: str | None = None
+        self.template_label = QLabel("", objectName="batchTemplateFile")
+        self.system = QLineEdit(objectName="batchSystemPrompt", placeholderText="(none)")
+        self.as_chat = QCheckBox("Plain prompts as chat", objectName="batchPromptsAsChat", checked=True)
+        self.as_chat.setToolTip("On: a plain prompt goes as one user message through the chat template (after "
+                                "the system prompt). Off: it is sent as raw text, a completion.")
+        self.max_in_flight = QSpinBox(objectName="batchMaxInFlight", minimum=1, maximum=4096,
+                                      value=DEFAULT_MAX_IN_FLIGHT)
+        self.max_in_flight.setToolTip("At most this many of the batch's requests are in the engine at once; "
+                                      "keep it below the engine's max_num_seqs so the chat always finds room.")
+        form = QFormLayout()
+        form.addRow("Chat template", self.template_choice)
+        form.addRow("", self.template_label)
+        form.addRow("System prompt", self.system)
+        form.addRow(self.as_chat)
+        form.addRow("In the engine", self.max_in_flight)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.sampling)
+        layout.addLayout(form)
+        layout.addStretch(1)
+        self.setMaximumWidth(300)
+
+    def _on_template_chosen(self, index: int) -> None:
+        path = QFileDialog.getOpenFileName(self, "Chat template (Jinja)", "", "Templates (*.jinja *.j2 *.txt);;"
+                                           "All files (*)")[0] if index == 1 else ""
+        self.use_template_file(path or None)
+
+    def use_template_file(self, path: str | None) -> None:
+        """A Jinja chat template read from ``path``; None: the model's own."""
+        self.template_text = Path(path).read_text(encoding="utf-8") if path else None
+        self.template_choice.setCurrentIndex(1 if path else 0)
+        self.template_label.setText(Path(path).name if path else "")
+
+    def settings(self) -> RunSettings:
+        return RunSettings(sampling=self.sampling.settings(), chat_template=self.template_text,
+                           system_prompt=self.system.text(), prompts_as_chat=self.as_chat.isChecked(),
+                           max_in_flight=self.max_in_flight.value())
+
+
+class ChunkedTask(QObject):
+    """Calls ``step()`` from a zero-interval timer for up to ``budget_ms`` a tick, until it returns False."""
+
+    finished = Signal()
+
+    def __init__(self, step: Callable[[], bool], parent=None, budget_ms: float = 25.0):
+        super().__init__(parent)
+        self.step, self.budget_s = step, budget_ms / 1e3
+        self.timer = QTimer(self, interval=0)
+        self.timer.timeout.connect(self._on_timer_timeout)
+
+    def start(self) -> None:
+        self.timer.start()
+
+    def stop(self) -> None:
+        self.timer.stop()
+
+    @property
+    def active(self) -> bool:
+        return self.timer.isActive()
+
+    def _on_timer_timeout(self) -> None:
+        deadline = time.perf_counter() + self.budget_s
+        while time.perf_counter() < deadline:
+            if not self.step():
+                self.timer.stop()
+                self.finished.emit()
+                return
+
