@@ -174,3 +174,13 @@ def test_hf_baseline_tries_doubling_batch_sizes_until_the_time_box():
     assert time_box_reason(16, batch_8, spent_s=25.0, time_box_s=60.0) == ""  # about 20 s: ends at 45 s
     reason = time_box_reason(16, batch_8, spent_s=45.0, time_box_s=60.0)
     assert reason.startswith("about 20 s (batch 8 took 10.0 s)") and "60 s time box" in reason
+
+
+def test_app_attribution_parts_are_checked():
+    import argparse
+
+    from workbench.bench.cli import _app_parts
+
+    assert _app_parts("heatmap, chat") == {"heatmap", "chat"}
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown part.*'plots'.*choose from heatmap, chat"):
+        _app_parts("heatmap,plots")

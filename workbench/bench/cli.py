@@ -109,7 +109,9 @@ def cmd_compare(args) -> int:
     if "d" in args.paths:
         from workbench.bench.gui.app_path import AppPath
 
-        supplied["d"] = AppPath()
+        supplied["d"] = AppPath(without=args.app_without)
+        if args.app_without:
+            print(f"(d) runs without: {', '.join(sorted(args.app_without))} (an attribution run)", flush=True)
     result = run_comparison(config, workload, _vocab(config), config.model, progress, supplied)
     paths = write_outputs(result, Path(args.out))
     print()
@@ -176,6 +178,15 @@ def cmd_heatmap(args) -> int:
     return 0
 
 
+def _app_parts(text: str) -> frozenset[str]:
+    parts = frozenset(part.strip() for part in text.split(",") if part.strip())
+    unknown = parts - {"heatmap", "chat"}
+    if unknown:
+        raise argparse.ArgumentTypeError(f"--app-without {text!r}: unknown part(s) {sorted(unknown)}; "
+                                         "choose from heatmap, chat")
+    return parts
+
+
 def _paths(text: str) -> tuple[str, ...]:
     paths = tuple(sorted({part.strip() for part in text.split(",") if part.strip()}))
     if "a" not in paths or not set(paths) <= set("abcd"):
@@ -231,6 +242,9 @@ def main(argv: list[str]) -> int:
     compare.add_argument("--single-samples", type=int, default=3,
                          help="single-request runs per path and repeat, the paths taking turns")
     compare.add_argument("--out", default="bench-out", help="folder for benchmark.md / .csv / .svg")
+    compare.add_argument("--app-without", type=_app_parts, default=frozenset(),
+                         help="attribution runs of (d): leave out 'heatmap' (its timer stopped) and/or 'chat' "
+                              "(the conversation's request sent as the others are, nothing rendered)")
     stall = sub.add_parser("gui-stall", help="GUI event-loop stalls while many requests stream (needs Qt)")
     stall.add_argument("--requests", type=int, default=256)
     stall.add_argument("--output-len", type=int, default=256)

@@ -51,8 +51,9 @@ def typed_question(session: BenchSession, system_prompt: str, prompt_len: int, s
 class AppPath:
     """The window, built on first use and kept for every run; ``close`` before the engine shuts down."""
 
-    def __init__(self):
+    def __init__(self, without: frozenset[str] = frozenset()):
         self.window = None
+        self.without = without  # attribution runs: "heatmap" (its timer stopped), "chat" (nothing rendered)
 
     def __call__(self, session: BenchSession, prompts: list[list[int]], sampling: SamplingSettings) -> RunStats:
         set_tracking(session, True)  # the pool in sync, as after the window's own start (not timed)
@@ -64,18 +65,24 @@ class AppPath:
                         lambda: window.model.engine.ready and window.model.engine.settled(window.model.latest_start_id))
         ended, stats = EndedRequests(len(prompts)), RunStats("d")
         frames_before = window.heatmap.num_frames_drawn
+        if "heatmap" in self.without:
+            window.heatmap_timer.stop()
         with session.recording_arrivals() as arrivals:
             cpu = CpuClock(session.engine_pids)
             started = time.perf_counter()
 
             def send() -> None:
-                type_and_send(window.chat, question)
+                if "chat" in self.without:
+                    worker.post(Submit(ChatRequest(f"d-{started}-chat", (), sampling, prompt_token_ids=tuple(prompts[0]))))
+                else:
+                    type_and_send(window.chat, question)
                 for i, prompt in enumerate(prompts[1:]):
                     worker.post(Submit(ChatRequest(f"d-{started}-{i}", (), sampling, prompt_token_ids=tuple(prompt))))
 
             all_ended = run_until(worker, ended, RUN_TIMEOUT_MS, send)
             stats.elapsed_s = time.perf_counter() - started
             cpu.stop(stats)
+        window.heatmap_timer.start()
         self._hand_over(lambda: worker.post(ReleaseEngine()), lambda: window.model.engine.state is EngineState.STOPPED)
         if not all_ended or ended.failures:
             raise RuntimeError(f"(d): {ended.finished} of {len(prompts)} requests finished; failed: {ended.failures[:3]}")
