@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import replace
 
-from PySide6.QtCore import QTimer, Slot
+from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMainWindow, QSplitter, QVBoxLayout, QWidget
 
@@ -14,28 +15,40 @@ from workbench.engine.events import EngineState
 from workbench.engine.spec import EngineConfig
 from workbench.model.app_model import AppModel
 from workbench.model.engine_status import EngineStatus
+from workbench.telemetry.memory_service import MemoryService
 from workbench.ui.chat_pane import ChatPane
 from workbench.ui.engine_status import EngineStatusBar
 from workbench.ui.kv_heatmap import KVHeatmapView
+from workbench.ui.memory_panel import MemoryPanel
+from workbench.ui.stats_plots import StatsPlotsView
 
-HEATMAP_INTERVAL_MS = 100  # the GUI reads the latest snapshot at 10 Hz
+HEATMAP_INTERVAL_MS = 100  # the GUI reads the latest snapshot, series and memory at 10 Hz
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, engine: EngineThread, model: AppModel):
+    def __init__(self, engine: EngineThread, model: AppModel, memory: MemoryService):
         super().__init__()
         self.setWindowTitle("vLLM Workbench")
         self.engine = engine
         self.model = model
+        self.memory_service = memory
         self.feeder = ModelFeeder(engine.worker, model)
         self._last_state = (model.engine.state, model.engine.start_id)
         self.chat = ChatPane(model)
         self.heatmap = KVHeatmapView(owner_name=model.owner_label)
+        time_origin = time.monotonic()  # one time axis for every plot: seconds since the window opened
+        self.plots = StatsPlotsView(time_origin)
+        self.memory = MemoryPanel(time_origin)
+        self.memory.plot.setXLink(self.plots.time_plot)
         self.status = EngineStatusBar(model)
+        monitors = QSplitter(Qt.Vertical)
+        monitors.addWidget(self.plots)
+        monitors.addWidget(self.memory)
+        monitors.setSizes([560, 300])
         splitter = QSplitter()
-        splitter.addWidget(self.chat)
-        splitter.addWidget(self.heatmap)
-        splitter.setSizes([820, 480])
+        for pane in (self.chat, self.heatmap, monitors):
+            splitter.addWidget(pane)
+        splitter.setSizes([520, 420, 560])
         central = QWidget()
         layout = QVBoxLayout(central)
         layout.addWidget(self.status)
@@ -125,16 +138,24 @@ class MainWindow(QMainWindow):
             info = status.info
             self.chat.sampling.show_chat_template(info.chat_template)
             self.setWindowTitle(f"vLLM Workbench — {info.model} (vLLM {info.vllm_version}, {info.device})")
+            self.memory_service.watch(info)
         elif status.state is not EngineState.READY:
             self.heatmap.clear("Engine starting…" if status.state is EngineState.STARTING else "No engine running.")
+            self.plots.clear()
+            self.memory_service.watch(None)
 
     @Slot()
     def _on_heatmap_timer(self) -> None:
-        snapshot = self.engine.worker.latest_snapshot()
+        worker = self.engine.worker
+        snapshot = worker.latest_snapshot()
         if snapshot is not None and self.model.engine.ready:
             self.heatmap.show_snapshot(snapshot)
+        if self.model.engine.ready:
+            self.plots.show_stats(worker.latest_stats())
+        self.memory.show_memory(self.memory_service.latest())
 
     def closeEvent(self, event) -> None:
         self.heatmap_timer.stop()
+        self.memory_service.stop()
         self.engine.stop()
         super().closeEvent(event)
