@@ -4,9 +4,10 @@ prefix-cache hit rate, preemptions, and TTFT and inter-token latency p50/p99.
 The figures come from the engine layer's published :class:`~workbench.engine.stats.StatsSeries`
 (vLLM's stat logger, binned in ring buffers); this widget only draws them, at most as often as the
 window's timer asks (10 Hz) and only when a new point has come. Every plot shares one time axis
-(seconds since the window opened), which the memory panel's plot joins. Pause stops new data
-from being drawn; the mouse zooms and pans; "Show all" gives the view back to the data; each plot's
-right-click menu exports it as PNG or SVG.
+(seconds since the window opened), which the memory panel's plot joins. The view follows the last
+two minutes; Pause stops new data from being drawn; the mouse zooms and pans (and stops following);
+"Show all" shows the whole history, "Follow" the latest again; each plot's right-click menu exports
+it as PNG or SVG.
 """
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from workbench.engine.stats import StatsSeries
-from workbench.ui.live_plot import BACKGROUND, PauseState, live_curve, seconds_since, time_plot
+from workbench.ui.live_plot import (
+    BACKGROUND, FollowView, PauseState, live_curve, seconds_since, time_plot, visible_peak,
+)
 from workbench.ui.plot_export import add_export_actions
 
 # plot name -> (title, unit, ((column, legend, colour), ...))
@@ -46,13 +49,17 @@ class StatsPlotsView(QWidget):
         self.plots: dict[str, pg.PlotItem] = {}
         self.curves: dict[str, pg.PlotDataItem] = {}
         self._build_plots()
+        self.view = FollowView(list(self.plots.values()), {2: 100.0, 3: 100.0})
+        self._x = None
         self.paused = QCheckBox("Pause")
         self.paused.toggled.connect(self._on_paused_toggled)
         self.show_all = QPushButton("Show all")
-        self.show_all.clicked.connect(self.reset_zoom)
+        self.show_all.clicked.connect(self._on_show_all_clicked)
+        self.follow = QPushButton("Follow")
+        self.follow.clicked.connect(self._on_follow_clicked)
         self.totals = QLabel("No statistics yet.", objectName="statsTotals")
         bar = QHBoxLayout()
-        for widget in (self.paused, self.show_all):
+        for widget in (self.paused, self.show_all, self.follow):
             bar.addWidget(widget)
         bar.addWidget(self.totals, 1)
         layout = QVBoxLayout(self)
@@ -73,8 +80,6 @@ class StatsPlotsView(QWidget):
                 plot.setXLink(first)
             add_export_actions(self, plot, name)
             self.plots[name] = plot
-        self.plots["kv"].setYRange(0, 100)
-        self.plots["prefix"].setYRange(0, 100)
 
     @property
     def time_plot(self) -> pg.PlotItem:
@@ -85,9 +90,12 @@ class StatsPlotsView(QWidget):
         """Draws ``stats`` if it holds a point not shown yet; True if it drew."""
         if not len(stats.series) or not self.pause.wants(stats.version):
             return False
-        x = seconds_since(stats.series, self.time_origin)
+        x = self._x = seconds_since(stats.series, self.time_origin)
+        series = stats.series
         for key, curve in self.curves.items():
-            curve.setData(x, stats.series[key])
+            curve.setData(x, series[key])
+        self.view.follow(x[-1], [visible_peak(x, [series[key] for key, _, _ in curves])
+                                 for _, _, curves in PLOTS.values()])
         totals = stats.totals
         self.totals.setText(f"since start: {totals.generation_tokens:,} generated, {totals.prompt_tokens:,} prompt "
                             f"tokens, {totals.preemptions:,} preemptions")
@@ -100,11 +108,13 @@ class StatsPlotsView(QWidget):
         self.pause.shown_version = -1
         self.totals.setText("No engine running.")
 
-    def reset_zoom(self) -> None:
-        for plot in self.plots.values():
-            plot.enableAutoRange()
-        self.plots["kv"].setYRange(0, 100)
-        self.plots["prefix"].setYRange(0, 100)
+    def _on_show_all_clicked(self) -> None:
+        if self._x is not None and len(self._x):
+            self.view.show_all(float(self._x[0]), float(self._x[-1]))
+
+    def _on_follow_clicked(self) -> None:
+        self.view.resume()
+        self.pause.shown_version = -1  # drawn again, in the followed view, at the next tick
 
     def _on_paused_toggled(self, paused: bool) -> None:
         self.pause.set_paused(paused)
