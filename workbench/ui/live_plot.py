@@ -116,6 +116,19 @@ class FollowView:
             self.following = False
 
 
+def share_time_axis(first: pg.PlotItem, second: pg.PlotItem) -> None:
+    """The two plots show the same seconds whichever of them moves. (pyqtgraph's ``setXLink`` maps
+    a linked range through screen positions, which only holds for plots in one widget.)"""
+    def copy(source: pg.PlotItem, target: pg.PlotItem):
+        def on_range_changed(_, x_range):
+            if tuple(target.getViewBox().viewRange()[0]) != tuple(x_range):
+                target.setXRange(*x_range, padding=0)
+        source.getViewBox().sigXRangeChanged.connect(on_range_changed)
+
+    copy(first, second)
+    copy(second, first)
+
+
 def visible_peak(x: np.ndarray, columns: list[np.ndarray]) -> float:
     """The largest finite value of ``columns`` in the last :data:`X_WINDOW_S` of ``x``."""
     if not len(x):

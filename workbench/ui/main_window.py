@@ -19,6 +19,7 @@ from workbench.telemetry.memory_service import MemoryService
 from workbench.ui.chat_pane import ChatPane
 from workbench.ui.engine_status import EngineStatusBar
 from workbench.ui.kv_heatmap import KVHeatmapView
+from workbench.ui.live_plot import share_time_axis
 from workbench.ui.memory_panel import MemoryPanel
 from workbench.ui.stats_plots import StatsPlotsView
 
@@ -39,7 +40,7 @@ class MainWindow(QMainWindow):
         time_origin = time.monotonic()  # one time axis for every plot: seconds since the window opened
         self.plots = StatsPlotsView(time_origin)
         self.memory = MemoryPanel(time_origin)
-        self.memory.plot.setXLink(self.plots.time_plot)
+        share_time_axis(self.plots.time_plot, self.memory.plot)
         self.status = EngineStatusBar(model)
         monitors = QSplitter(Qt.Vertical)
         monitors.addWidget(self.plots)
