@@ -57,6 +57,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
         self._build_menus()
         self._wire()
+        self._tick = 0
         self.heatmap_timer = QTimer(self)
         self.heatmap_timer.timeout.connect(self._on_heatmap_timer)
         self.heatmap_timer.start(HEATMAP_INTERVAL_MS)
@@ -149,11 +150,16 @@ class MainWindow(QMainWindow):
     def _on_heatmap_timer(self) -> None:
         worker = self.engine.worker
         snapshot = worker.latest_snapshot()
-        if snapshot is not None and self.model.engine.ready:
+        ready = self.model.engine.ready
+        if snapshot is not None and ready:
             self.heatmap.show_snapshot(snapshot)
-        if self.model.engine.ready:
+        # The plots and the memory panel take turns (5 Hz each): a tick paints one of them beside
+        # the heatmap, never all three, so no single pause of the event loop holds every paint.
+        self._tick = (self._tick + 1) % 2
+        if self._tick == 0 and ready:
             self.plots.show_stats(worker.latest_stats())
-        self.memory.show_memory(self.memory_service.latest())
+        elif self._tick == 1:
+            self.memory.show_memory(self.memory_service.latest())
 
     def closeEvent(self, event) -> None:
         self.heatmap_timer.stop()

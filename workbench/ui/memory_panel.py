@@ -11,12 +11,15 @@ import html
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from workbench.telemetry.memory_service import MemoryReading, MemoryState
 from workbench.ui.live_plot import BACKGROUND, FollowView, PauseState, live_curve, seconds_since, time_plot
 from workbench.ui.plot_export import add_export_actions
 
+TEXT_INTERVAL_S = 1.0
+TEXT_LINES = 6
 GIB = 1 << 30
 MIB = 1 << 20
 # stacked from the bottom: column, legend, colour
@@ -67,14 +70,18 @@ class MemoryPanel(QWidget):
         self.time_origin = time_origin
         self.pause = PauseState()
         self.num_draws = 0  # since the panel was made; the benchmarks read it
+        self._text_at = float("-inf")
         self.text = QLabel("Reading memory…", objectName="memoryText")
         self.text.setWordWrap(True)
+        self.text.setAlignment(Qt.AlignTop | Qt.AlignLeft)
+        # Room for six lines from the start: text that grows when an engine starts must not lay the
+        # whole window out again (a third of a second on the CPU build, every pane repainted).
+        self.text.setMinimumHeight(self.text.fontMetrics().lineSpacing() * TEXT_LINES)
         self.paused = QCheckBox("Pause")
         self.paused.toggled.connect(self.pause.set_paused)
         self.graphics = pg.GraphicsLayoutWidget()
         self.graphics.setBackground(BACKGROUND)
         self.plot = time_plot(self.graphics.addPlot(), "Memory", "GiB")
-        self.plot.showGrid(x=False, y=False)  # under the fills a grid costs ~9 ms a frame to paint (CPU build)
         add_export_actions(self, self.plot, "memory")
         self.bounds = [live_curve(self.plot, colour, legend, 1.0) for _, legend, colour in LAYERS]
         zero = self.plot.plot(pen=None)
@@ -99,9 +106,7 @@ class MemoryPanel(QWidget):
         """Draws ``state`` if it holds a reading not shown yet; True if it drew."""
         if state.latest is None or not self.pause.wants(state.series.version):
             return False
-        text = describe_memory(state.latest)
-        if text != self.text.text():
-            self.text.setText(text)
+        self._update_text(state.latest)
         series = state.series
         x = seconds_since(series, self.time_origin)
         on_gpu = state.latest.nvml_unavailable is None
@@ -120,6 +125,15 @@ class MemoryPanel(QWidget):
         self.view.follow(x[-1], [float(np.nanmax(np.concatenate([total, stacked]), initial=0.0))])
         self.num_draws += 1
         return True
+
+    def _update_text(self, reading: MemoryReading) -> None:
+        """At most once a second: a label whose text changes asks the window to lay itself out."""
+        if reading.at - self._text_at < TEXT_INTERVAL_S and self.text.text() != "Reading memory…":
+            return
+        self._text_at = reading.at
+        text = describe_memory(reading)
+        if text != self.text.text():
+            self.text.setText(text)
 
     def _set_unit(self, unit: int, on_gpu: bool) -> None:
         if unit != self.unit:
