@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtWidgets import QCheckBox, QWidget
 
 from workbench.engine.ring_buffer import Series
 
@@ -136,3 +137,19 @@ def visible_peak(x: np.ndarray, columns: list[np.ndarray]) -> float:
     values = [column[start:] for column in columns]
     peak = max((np.nanmax(v, initial=0.0) for v in values if np.isfinite(v).any()), default=0.0)
     return float(peak)
+
+
+class LivePlotsWidget(QWidget):
+    """A pane of live plots on the shared time axis: its plots' canvas, its Pause box, and how often
+    it drew (the benchmarks read ``num_draws``)."""
+
+    def __init__(self, object_name: str, time_origin: float):
+        super().__init__()
+        self.setObjectName(object_name)
+        self.time_origin = time_origin
+        self.pause = PauseState()
+        self.num_draws = 0
+        self.graphics = pg.GraphicsLayoutWidget()
+        self.graphics.setBackground(BACKGROUND)
+        self.paused = QCheckBox("Pause")
+        self.paused.toggled.connect(self.pause.set_paused)

@@ -12,10 +12,10 @@ import html
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout
 
 from workbench.telemetry.memory_service import MemoryReading, MemoryState
-from workbench.ui.live_plot import BACKGROUND, FollowView, PauseState, live_curve, seconds_since, time_plot
+from workbench.ui.live_plot import FollowView, LivePlotsWidget, live_curve, seconds_since, time_plot
 from workbench.ui.plot_export import add_export_actions
 
 TEXT_INTERVAL_S = 1.0
@@ -61,15 +61,11 @@ def describe_memory(reading: MemoryReading | None) -> str:
     return "<br>".join(lines)
 
 
-class MemoryPanel(QWidget):
+class MemoryPanel(LivePlotsWidget):
     """Text for the latest reading and the stacked plot of the series; :meth:`show_memory` draws."""
 
     def __init__(self, time_origin: float):
-        super().__init__()
-        self.setObjectName("memoryPanel")
-        self.time_origin = time_origin
-        self.pause = PauseState()
-        self.num_draws = 0  # since the panel was made; the benchmarks read it
+        super().__init__("memoryPanel", time_origin)
         self._text_at = float("-inf")
         self.text = QLabel("Reading memory…", objectName="memoryText")
         self.text.setWordWrap(True)
@@ -77,10 +73,6 @@ class MemoryPanel(QWidget):
         # Room for six lines from the start: text that grows when an engine starts must not lay the
         # whole window out again (a third of a second on the CPU build, every pane repainted).
         self.text.setMinimumHeight(self.text.fontMetrics().lineSpacing() * TEXT_LINES)
-        self.paused = QCheckBox("Pause")
-        self.paused.toggled.connect(self.pause.set_paused)
-        self.graphics = pg.GraphicsLayoutWidget()
-        self.graphics.setBackground(BACKGROUND)
         self.plot = time_plot(self.graphics.addPlot(), "Memory", "GiB")
         add_export_actions(self, self.plot, "memory")
         self.bounds = [live_curve(self.plot, colour, legend, 1.0) for _, legend, colour in LAYERS]

@@ -12,12 +12,10 @@ it as PNG or SVG.
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout
 
 from workbench.engine.stats import StatsSeries
-from workbench.ui.live_plot import (
-    BACKGROUND, FollowView, PauseState, live_curve, seconds_since, time_plot, visible_peak,
-)
+from workbench.ui.live_plot import FollowView, LivePlotsWidget, live_curve, seconds_since, time_plot, visible_peak
 from workbench.ui.plot_export import add_export_actions
 
 # plot name -> (title, unit, ((column, legend, colour), ...))
@@ -35,24 +33,16 @@ PLOTS = {
 GRID_COLUMNS = 2
 
 
-class StatsPlotsView(QWidget):
+class StatsPlotsView(LivePlotsWidget):
     """The plots; :meth:`show_stats` draws a published series when it is new and the view is not paused."""
 
     def __init__(self, time_origin: float):
-        super().__init__()
-        self.setObjectName("statsPlots")
-        self.time_origin = time_origin
-        self.pause = PauseState()
-        self.num_draws = 0  # since the view was made; the benchmarks read it
-        self.graphics = pg.GraphicsLayoutWidget()
-        self.graphics.setBackground(BACKGROUND)
+        super().__init__("statsPlots", time_origin)
         self.plots: dict[str, pg.PlotItem] = {}
         self.curves: dict[str, pg.PlotDataItem] = {}
         self._build_plots()
         self.view = FollowView(list(self.plots.values()), {2: 100.0, 3: 100.0})
         self._x = None
-        self.paused = QCheckBox("Pause")
-        self.paused.toggled.connect(self._on_paused_toggled)
         self.show_all = QPushButton("Show all")
         self.show_all.clicked.connect(self._on_show_all_clicked)
         self.follow = QPushButton("Follow")
@@ -115,6 +105,3 @@ class StatsPlotsView(QWidget):
     def _on_follow_clicked(self) -> None:
         self.view.resume()
         self.pause.shown_version = -1  # drawn again, in the followed view, at the next tick
-
-    def _on_paused_toggled(self, paused: bool) -> None:
-        self.pause.set_paused(paused)
