@@ -21,7 +21,8 @@ def demo_engine_config(model: str = DEMO_MODEL) -> EngineConfig:
 
 
 def build_window(config: EngineConfig, check_with_scan: bool = False, start_engine: bool = True):
-    """Creates the engine thread and the window, and starts the engine; returns (window, engine).
+    """Creates the engine thread, the memory telemetry service and the window, and starts the engine;
+    returns (window, engine).
 
     ``start_engine=False``: the engine thread runs with no engine, for a caller that hands it one
     (``AdoptEngine``) or starts it later."""
@@ -29,6 +30,8 @@ def build_window(config: EngineConfig, check_with_scan: bool = False, start_engi
     from workbench.engine.demo_model import default_system_prompt
     from workbench.engine.process_guard import mark_owner, reap_orphans
     from workbench.model.app_model import AppModel
+    from workbench.telemetry.gpu_memory import gpu_telemetry
+    from workbench.telemetry.memory_service import MemoryService
     from workbench.ui.main_window import MainWindow
     from workbench.ui.pg_setup import configure_pyqtgraph
 
@@ -36,8 +39,10 @@ def build_window(config: EngineConfig, check_with_scan: bool = False, start_engi
     reap_orphans()
     mark_owner()
     engine = EngineThread(check_with_scan=check_with_scan)
-    window = MainWindow(engine, AppModel(config, default_system_prompt()))
+    memory = MemoryService(gpu_telemetry())
+    window = MainWindow(engine, AppModel(config, default_system_prompt()), memory)
     engine.start()
+    memory.start()
     if start_engine:
         window.restart_engine()
     return window, engine

@@ -126,7 +126,8 @@ def cmd_gui_stall(args) -> int:
     r = run_gui_stall(args.requests, args.output_len, num_blocks=args.blocks)
     print(f"\nGUI event-loop stalls (5 ms probe timer), {r['num_blocks']:,} blocks, {r['requests']} requests × "
           f"{args.output_len} output tokens, {r['finished']} finished in {r['elapsed_s']:.1f} s, {r['ticks']} ticks, "
-          f"{r['heatmap_versions_seen']} heatmap snapshot versions drawn")
+          f"{r['heatmap_versions_seen']} heatmap snapshot versions drawn, live plots drawn {r['plots_drawn']} times, "
+          f"memory panel {r['memory_panel_drawn']} times")
     print("| stall ms p50 | p90 | p99 | max | mean | longest gap ms | wall time blocked |")
     print("|---|---|---|---|---|---|---|")
     print(f"| {r['stall_ms_p50']:.1f} | {r['stall_ms_p90']:.1f} | {r['stall_ms_p99']:.1f} | "
@@ -137,6 +138,8 @@ def cmd_gui_stall(args) -> int:
         flags.append(f"the run ended early: {r['finished']} of {r['requests']} requests finished")
     if r["heatmap_versions_seen"] <= 0:
         flags.append("the heatmap drew no update during the run")
+    if r["plots_drawn"] <= 0 or r["memory_panel_drawn"] <= 0:
+        flags.append("the live plots or the memory panel drew no update during the run")
     for flag in flags:
         print(f"FLAG: {flag}")
     return 1 if flags else 0

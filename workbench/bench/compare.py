@@ -2,9 +2,9 @@
 and (d) the app itself, the real window offscreen (``workbench.bench.gui.app_path``, which needs Qt).
 
 (a), (b) and (d) share one engine and take turns, ``repeats`` times each: same process, same GPU
-memory, same arguments. Before an (a) run the plugin's block tracking is taken out of the engine, so
-(a) is vLLM as shipped; before a (b) or (d) run it is put back and the pool resynced, as when the GUI
-starts an engine (outside the timed part). Output tokens, TTFT and inter-token latency are measured
+memory, same arguments. Before an (a) run the plugin's block tracking and the workbench's stat logger
+are taken out of the engine, so (a) is vLLM as shipped; before a (b) or (d) run they are put back and
+the pool resynced, as when the GUI starts an engine (outside the timed part). Output tokens, TTFT and inter-token latency are measured
 the same way for all three, on the client's clock as each delta arrives. (c) is the "PyTorch native"
 baseline at the same prompt and output lengths, over the batch sizes its time box allows
 (``hf_baseline``). This module has no Qt: without (d) it runs on the GPU machine too.
@@ -123,8 +123,10 @@ def run_plain_timed(session: BenchSession, prompts: list[list[int]], sampling: S
                     tracked: bool = False) -> RunStats:
     """(a): ``add_request`` and ``step()`` in a tight loop, DELTA outputs, the same ``SamplingParams`` as (b).
 
-    ``tracked``: leave the plugin's block tracking in the engine (to measure what it costs alone)."""
+    ``tracked``: leave the plugin's block tracking in the engine (to measure what it costs alone).
+    The workbench's stat logger is out of the engine: vLLM steps with its own loggers only."""
     set_tracking(session, tracked)
+    session.set_stats_logging(False)
     engine = session.engine
     room = session.config.max_model_len - max(len(p) for p in prompts)  # as session.submit caps (b)
     params = to_sampling_params(sampling, room, session.tokenizer is not None)
@@ -156,11 +158,15 @@ class _Collector:
     def snapshot_published(self, snapshot) -> None:
         pass
 
+    def stats_published(self, series) -> None:  # the statistics are kept as in the app, then dropped
+        pass
+
 
 def run_workbench_timed(session: BenchSession, prompts: list[list[int]], sampling: SamplingSettings,
                         snapshot_interval_s: float = 0.1) -> RunStats:
     """(b): the loop as the GUI drives it; arrivals are recorded by the session as deltas come in."""
     set_tracking(session, snapshot_interval_s != float("inf"))
+    session.set_stats_logging(True)
     collector = _Collector()
     loop = EngineLoop(collector, snapshot_interval_s=snapshot_interval_s)
     loop.adopt(session)

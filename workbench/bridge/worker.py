@@ -3,8 +3,8 @@
 Commands reach the loop on its queue between steps. The loop's messages (``workbench.engine.events``:
 text in ~50 ms batches per request, never a signal per token; finished and failed requests; engine
 states) are emitted on the worker thread and delivered, queued, to :class:`ModelFeeder`, a
-GUI-thread QObject that applies them to the application model. KV snapshots go to a mailbox that
-the GUI reads on its own timer.
+GUI-thread QObject that applies them to the application model. KV snapshots and the statistics'
+series go to mailboxes (the latest of each only) that the GUI reads on its own timer.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 from workbench.engine.commands import Shutdown
 from workbench.engine.kv_snapshot import KVSnapshot
 from workbench.engine.loop import EngineLoop
+from workbench.engine.stats import EMPTY_STATS, StatsSeries
 from workbench.engine.process_guard import child_pids, kill_processes
 
 
@@ -25,6 +26,7 @@ class EngineWorker(QObject):
         super().__init__()
         self.loop = EngineLoop(_SignalListener(self), check_with_scan=check_with_scan)
         self._latest: KVSnapshot | None = None
+        self._stats: StatsSeries = EMPTY_STATS
         self._lock = threading.Lock()
 
     def post(self, command) -> None:
@@ -38,17 +40,27 @@ class EngineWorker(QObject):
         with self._lock:
             self._latest = snapshot
 
+    def latest_stats(self) -> StatsSeries:
+        """The engine's statistics as series, as last published (empty before the first)."""
+        with self._lock:
+            return self._stats
+
+    def _store_stats(self, series: StatsSeries) -> None:
+        with self._lock:
+            self._stats = series
+
     @Slot()
     def run(self) -> None:
         self.loop.run()
 
 
 class _SignalListener:
-    """The loop's listener: messages become the worker's signal, snapshots go to the mailbox."""
+    """The loop's listener: messages become the worker's signal, snapshots and series go to mailboxes."""
 
     def __init__(self, worker: EngineWorker):
         self.emit = worker.event_emitted.emit
         self.store = worker._store_snapshot
+        self.stats_published = worker._store_stats
 
     def publish(self, event) -> None:
         self.emit(event)

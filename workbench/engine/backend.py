@@ -13,6 +13,7 @@ from workbench.engine.kv_snapshot import KVSnapshot
 from workbench.engine.metrics import RequestFigures
 from workbench.engine.sampling import SamplingSettings
 from workbench.engine.start_phases import StartProgress
+from workbench.engine.stats import StepStats
 
 
 class PromptTooLongError(ValueError):
@@ -50,6 +51,18 @@ class StreamEvent:
 
 
 @dataclass(frozen=True)
+class WorkerMemory:
+    """One engine worker's memory as vLLM itself reports it (``vllm_plugin.memory_figures``)."""
+
+    pid: int
+    device: str  # "cuda:0", "cpu"
+    device_index: int | None
+    weights_bytes: int
+    weights_source: str  # "model_memory_usage" (measured by vLLM while loading) or "parameters"
+    kv_cache_bytes: int
+
+
+@dataclass(frozen=True)
 class EngineInfo:
     """What the window shows about a running engine."""
 
@@ -59,6 +72,8 @@ class EngineInfo:
     max_model_len: int
     chat_template: str | None
     engine_pids: tuple[int, ...]
+    workers: tuple[WorkerMemory, ...] = ()  # empty where the backend cannot tell
+    num_blocks: int = 0
 
 
 @dataclass(frozen=True)
@@ -68,6 +83,9 @@ class Capabilities:
     kv_blocks: str  # "physical": the block pool itself, live; "prefix-events": vLLM's KV events; "none"
     memory: str  # "nvml" (GPU memory per process), "host", "remote" (a server's own figures), "none"
     stats: frozenset[str]  # per-request figures it gives: "ttft", "decode_rate", "cached_tokens", "queue_time"
+    # Live series for the plots, pushed as StepStats: "stat-logger" (vLLM's own, each step, in the
+    # client), "prometheus" (a server's /metrics, polled), or "none".
+    live_stats: str = "none"
 
 
 class BackendEvents(Protocol):
@@ -81,6 +99,9 @@ class BackendEvents(Protocol):
 
     def request_failed(self, request_id: str, message: str) -> None:
         """A request could not run; the message says why and what to do."""
+
+    def stats_recorded(self, step: StepStats) -> None:
+        """The engine's own statistics of one step (where ``capabilities.live_stats`` is not "none")."""
 
 
 class KVProbe(Protocol):

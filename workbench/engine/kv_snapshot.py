@@ -89,6 +89,13 @@ class KVSnapshot:
         slots = self.num_in_use * self.block_size
         return self.tokens_stored / slots if slots else 0.0
 
+    @property
+    def pool_token_occupancy(self) -> float:
+        """Tokens stored / token slots of the whole pool (the null block left out): on the same
+        scale as vLLM's block-based ``kv_usage``, which counts a block holding one token as full."""
+        slots = (self.num_blocks - 1) * self.block_size
+        return self.tokens_stored / slots if slots > 0 else 0.0
+
     def owners_of(self, block_id: int) -> list[str]:
         return [req for req, ids in self.tables.items() if block_id in ids]
 

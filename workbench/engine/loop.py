@@ -3,7 +3,8 @@
 Qt-free, so the GUI's worker thread, the benchmarks and a headless GPU machine run the same loop.
 Commands arrive as small frozen values on a thread-safe queue (``workbench.engine.commands``); what
 happens leaves as immutable messages (``workbench.engine.events``) through the listener, and KV
-snapshots through the listener's mailbox.
+snapshots and the engine's statistics as series (``workbench.engine.stats``, a point every 0.25 s)
+through the listener's mailboxes.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from workbench.engine.model_source import ModelNotFoundError
 from workbench.engine.session import EngineSession
 from workbench.engine.spec import EngineConfig
 from workbench.engine.start_phases import EngineStartError, StartProgress
+from workbench.engine.stats import StatsRecorder, StatsSeries, StepStats
 
 
 def starting_message(model: str) -> str:
@@ -34,6 +36,7 @@ class LoopListener(Protocol):
 
     def publish(self, event) -> None: ...
     def snapshot_published(self, snapshot: KVSnapshot) -> None: ...
+    # Optional: def stats_published(self, series: StatsSeries) -> None (listeners without it get none)
 
 
 class EngineLoop:
@@ -56,6 +59,8 @@ class EngineLoop:
         self._pending_text: dict[str, list[str]] = {}
         self._last_flush = self._last_snapshot = 0.0
         self._snapshot_due = self._snapshot_pending = False
+        self._stats: StatsRecorder | None = None  # while an engine with live statistics runs
+        self._stats_out: Callable[[StatsSeries], None] | None = getattr(listener, "stats_published", None)
 
     def post(self, command) -> None:
         """Thread-safe: queue a command for the loop."""
@@ -74,9 +79,12 @@ class EngineLoop:
         while not done():
             if not self._handle_commands():
                 return False
-            if self.backend is not None and self.backend.has_work():
+            working = self.backend is not None and self.backend.has_work()
+            if working:
                 self._guarded(self._advance)
             now = time.monotonic()
+            if self._stats is not None and self._stats.tick(now, idle=not working):
+                self._stats_out(self._stats.publish())
             if now - self._last_flush >= self.flush_interval_s:
                 self._flush_text()
             if self._snapshot_pending:
@@ -92,6 +100,7 @@ class EngineLoop:
         self.backend, self.state, self._probe = backend, EngineState.READY, backend.kv_probe()
         self._adopted = True
         self._snapshot_due, self._snapshot_pending = self._probe is not None, False
+        self._begin_stats(backend)
         backend.connect(self)
 
     def _handle_commands(self) -> bool:
@@ -149,11 +158,17 @@ class EngineLoop:
             self._set_state(EngineState.FAILED, f"The engine did not start: {type(exc).__name__}: {exc}")
             return
         self.backend, self._probe = backend, backend.kv_probe()
+        self._begin_stats(backend)
         self._announce_log(backend)
         info = backend.info()
         self.listener.publish(EngineReady(info))
         self._set_state(EngineState.READY, f"Engine ready: {info.model}")
         self._snapshot_due = self._probe is not None
+
+    def _begin_stats(self, backend: Backend) -> None:
+        """A fresh series for a new engine: its totals count from here, as vLLM's own counters do."""
+        live = backend.capabilities.live_stats != "none" and self._stats_out is not None
+        self._stats = StatsRecorder(time.monotonic()) if live else None
 
     def _report_progress(self, progress: StartProgress) -> None:
         self.listener.publish(StartProgressed(progress))
@@ -188,6 +203,7 @@ class EngineLoop:
         self._pending_text.clear()
         self._open.clear()
         self._snapshot_due = self._snapshot_pending = False
+        self._stats = None
 
     def _submit(self, request: ChatRequest) -> None:
         if self.backend is None or not self.backend.running:
@@ -235,6 +251,10 @@ class EngineLoop:
         self._open.discard(request_id)
         self.listener.publish(RequestFailed(request_id, message))
 
+    def stats_recorded(self, step: StepStats) -> None:
+        if self._stats is not None:
+            self._stats.add(step)
+
     # -------------------------------------------------------------- stepping and publishing
     def _advance(self) -> None:
         self.backend.advance()
@@ -258,6 +278,8 @@ class EngineLoop:
         snapshot = self._probe.poll_snapshot()
         if snapshot is not None:
             self._snapshot_pending = False
+            if self._stats is not None:
+                self._stats.note_token_occupancy(snapshot.pool_token_occupancy)
             self.listener.snapshot_published(snapshot)
 
     def _guarded(self, action: Callable[[], None]) -> None:

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from workbench.engine.backend import Backend, Capabilities, ChatRequest, EngineInfo, PromptTooLongError, StreamEvent
+from workbench.engine.backend import (
+    Backend, Capabilities, ChatRequest, EngineInfo, PromptTooLongError, StreamEvent, WorkerMemory,
+)
 from workbench.engine.engine_log import EngineLogCapture, new_log_path
 from workbench.engine.kv_probe import LocalKVProbe
 from workbench.engine.metrics import figures_from_output
@@ -24,7 +26,9 @@ from workbench.engine.sampling_params import to_sampling_params
 from workbench.engine.spec import DEMO_MODEL, EngineConfig
 from workbench.engine.start_failure import explain_start_failure
 from workbench.engine.start_phases import EngineStartError, PhaseWatcher, StartProgress, progress_for
+from workbench.engine.stats import StepStats
 from workbench.engine.vllm_plugin import PHASE_FILE_ENV, SUPPORTED_VLLM
+from workbench.engine.vllm_plugin.stat_logger import StatLoggerSwitch, make_stat_logger_factory
 from workbench.engine.vllm_plugin.utility_call import wake_blocked_step
 
 # vLLM forks its engine-core process unless told otherwise, and only switches to spawn when torch
@@ -66,7 +70,8 @@ class EngineSession(Backend):
     """The local engine: vLLM's ``LLMEngine`` in this process, its EngineCore in a process of its own."""
 
     capabilities = Capabilities(kv_blocks="physical", memory="nvml",
-                                stats=frozenset({"ttft", "decode_rate", "cached_tokens", "queue_time"}))
+                                stats=frozenset({"ttft", "decode_rate", "cached_tokens", "queue_time"}),
+                                live_stats="stat-logger")
 
     def __init__(self, config: EngineConfig):
         self.config = config
@@ -81,6 +86,10 @@ class EngineSession(Backend):
         self.watchdog: EngineWatchdog | None = None
         self.on_cpu = True
         self.log_path: Path | None = None  # the engine's own log of its latest start
+        self.stats_logging = True  # vLLM's per-step statistics reach the events (set_stats_logging)
+        self._stats_switch: StatLoggerSwitch | None = None
+        self.workers: tuple[WorkerMemory, ...] = ()
+        self.num_blocks = 0
 
     # -------------------------------------------------------------- life cycle
     def start(self, report: Callable[[StartProgress], None]) -> None:
@@ -133,9 +142,10 @@ class EngineSession(Backend):
         os.environ[PHASE_FILE_ENV] = str(phase_file)
         before = child_pids()
         report(progress_for("process"))
+        stat_logger = make_stat_logger_factory(self._deliver_stats)
         with PhaseWatcher(phase_file, report) as watcher:
             try:
-                self.engine = LLMEngine.from_engine_args(args)
+                self.engine = LLMEngine.from_engine_args(args, stat_loggers=[stat_logger])
             except Exception as exc:
                 self.engine_pids = sorted(child_pids(vllm_only=True) - before)
                 capture.detach_parent()
@@ -145,6 +155,35 @@ class EngineSession(Backend):
                                                 watcher.error)
                 raise EngineStartError(message, self._log_name()) from exc
         self.engine_pids = sorted(child_pids(vllm_only=True) - before)
+        self._stats_switch = StatLoggerSwitch(self.engine, stat_logger)
+        self._stats_switch.set(self.stats_logging)
+        self.workers, self.num_blocks = self._read_memory_split()
+
+    def _read_memory_split(self) -> tuple[tuple[WorkerMemory, ...], int]:
+        """Each worker's weights and KV cache, as vLLM measured and allocated them; () where the
+        engine cannot tell (the memory panel then shows what it can without the split)."""
+        try:
+            split = self.engine.engine_core.call_utility("workbench_memory_split")
+        except Exception:  # an engine without the plugin's method: no split, never a failed start
+            return (), 0
+        kv_bytes = int(split["kv_cache_bytes_per_worker"])
+        workers = tuple(WorkerMemory(int(w["pid"]), w["device"], w["device_index"], int(w["weights_bytes"]),
+                                     w["weights_source"], kv_bytes) for w in split["workers"])
+        return workers, int(split["num_blocks"])
+
+    # -------------------------------------------------------------- statistics
+    def _deliver_stats(self, step: StepStats) -> None:
+        """Called by vLLM inside ``engine.step()`` with the step's statistics."""
+        events = getattr(self, "events", None)
+        if self.stats_logging and events is not None:
+            events.stats_recorded(step)
+
+    def set_stats_logging(self, on: bool) -> None:
+        """Switches the workbench's stat logger on or off; off, it is out of vLLM's list of loggers,
+        so stepping runs as plain vLLM does (the benchmarks' path (a))."""
+        self.stats_logging = on
+        if self._stats_switch is not None:
+            self._stats_switch.set(on)
 
     def shutdown(self) -> None:
         if self.watchdog is not None:
@@ -160,6 +199,7 @@ class EngineSession(Backend):
         gc.collect()
         kill_processes(self.engine_pids)
         self.engine_pids = []
+        self._stats_switch, self.workers, self.num_blocks = None, (), 0
         self.live.clear()
         self.id_map.clear()
         self.probe.reset()
@@ -172,7 +212,7 @@ class EngineSession(Backend):
         return EngineInfo(
             model=self.model_path, vllm_version=self.vllm_version, device="cpu" if self.on_cpu else "cuda",
             max_model_len=self.config.max_model_len, chat_template=self.chat_template(),
-            engine_pids=tuple(self.engine_pids),
+            engine_pids=tuple(self.engine_pids), workers=self.workers, num_blocks=self.num_blocks,
         )
 
     # -------------------------------------------------------------- requests

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import replace
 
-from PySide6.QtCore import QTimer, Slot
+from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
@@ -15,32 +16,45 @@ from workbench.engine.spec import EngineConfig
 from workbench.model.app_model import AppModel
 from workbench.model.engine_status import EngineStatus
 from workbench.ui.batch_pane import BatchPane
+from workbench.telemetry.memory_service import MemoryService
 from workbench.ui.chat_pane import ChatPane
 from workbench.ui.engine_status import EngineStatusBar
 from workbench.ui.kv_heatmap import KVHeatmapView
+from workbench.ui.live_plot import share_time_axis
+from workbench.ui.memory_panel import MemoryPanel
+from workbench.ui.stats_plots import StatsPlotsView
 
-HEATMAP_INTERVAL_MS = 100  # the GUI reads the latest snapshot at 10 Hz
+HEATMAP_INTERVAL_MS = 100  # the GUI reads the latest snapshot, series and memory at 10 Hz
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, engine: EngineThread, model: AppModel):
+    def __init__(self, engine: EngineThread, model: AppModel, memory: MemoryService):
         super().__init__()
         self.setWindowTitle("vLLM Workbench")
         self.engine = engine
         self.model = model
+        self.memory_service = memory
         self.feeder = ModelFeeder(engine.worker, model)
         self._last_state = (model.engine.state, model.engine.start_id)
         self.chat = ChatPane(model)
         self.batch = BatchPane(model, engine.worker.post)  # the chat's engine runs the batch too
         self.heatmap = KVHeatmapView(owner_name=model.owner_label)
+        time_origin = time.monotonic()  # one time axis for every plot: seconds since the window opened
+        self.plots = StatsPlotsView(time_origin)
+        self.memory = MemoryPanel(time_origin)
+        share_time_axis(self.plots.time_plot, self.memory.plot)
         self.status = EngineStatusBar(model)
         self.panes = QTabWidget(objectName="panes")
         self.panes.addTab(self.chat, "Chat")
         self.panes.addTab(self.batch, "Batch")
+        monitors = QSplitter(Qt.Vertical)
+        monitors.addWidget(self.plots)
+        monitors.addWidget(self.memory)
+        monitors.setSizes([560, 300])
         splitter = QSplitter()
-        splitter.addWidget(self.panes)
-        splitter.addWidget(self.heatmap)
-        splitter.setSizes([820, 480])
+        for pane in (self.panes, self.heatmap, monitors):
+            splitter.addWidget(pane)
+        splitter.setSizes([560, 420, 520])
         central = QWidget()
         layout = QVBoxLayout(central)
         layout.addWidget(self.status)
@@ -48,6 +62,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
         self._build_menus()
         self._wire()
+        self._tick = 0
         self.heatmap_timer = QTimer(self)
         self.heatmap_timer.timeout.connect(self._on_heatmap_timer)
         self.heatmap_timer.start(HEATMAP_INTERVAL_MS)
@@ -130,17 +145,30 @@ class MainWindow(QMainWindow):
             info = status.info
             self.chat.sampling.show_chat_template(info.chat_template)
             self.setWindowTitle(f"vLLM Workbench — {info.model} (vLLM {info.vllm_version}, {info.device})")
+            self.memory_service.watch(info)
         elif status.state is not EngineState.READY:
             self.heatmap.clear("Engine starting…" if status.state is EngineState.STARTING else "No engine running.")
+            self.plots.clear()
+            self.memory_service.watch(None)
 
     @Slot()
     def _on_heatmap_timer(self) -> None:
-        snapshot = self.engine.worker.latest_snapshot()
-        if snapshot is not None and self.model.engine.ready:
+        worker = self.engine.worker
+        snapshot = worker.latest_snapshot()
+        ready = self.model.engine.ready
+        if snapshot is not None and ready:
             self.heatmap.show_snapshot(snapshot)
+        # The plots and the memory panel take turns (5 Hz each): a tick paints one of them beside
+        # the heatmap, never all three, so no single pause of the event loop holds every paint.
+        self._tick = (self._tick + 1) % 2
+        if self._tick == 0 and ready:
+            self.plots.show_stats(worker.latest_stats())
+        elif self._tick == 1:
+            self.memory.show_memory(self.memory_service.latest())
 
     def closeEvent(self, event) -> None:
         self.heatmap_timer.stop()
         self.batch.shutdown()
+        self.memory_service.stop()
         self.engine.stop()
         super().closeEvent(event)

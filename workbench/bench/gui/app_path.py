@@ -2,7 +2,8 @@
 
 Each run hands the engine to the window's engine thread (``AdoptEngine``), runs the GUI's own event
 loop while the requests stream, and takes the engine back (``ReleaseEngine``) so that (a) and (b) can
-use it next. Everything the app does runs: the heatmap's 10 Hz timer drawing the pool, the visible
+use it next. Everything the app does runs: the heatmap's 10 Hz timer drawing the pool, the live
+plots of vLLM's statistics and the memory panel (its telemetry thread reading at 4 Hz), the visible
 conversation rendering its stream in the chat pane (its question typed and sent as a person would,
 padded with words so that its prompt is as long as the other paths' prompts), and the other requests
 sent straight to the engine worker, as a batch would send them. Output tokens are counted as the
@@ -57,6 +58,7 @@ class AppPath:
 
     def __call__(self, session: BenchSession, prompts: list[list[int]], sampling: SamplingSettings) -> RunStats:
         set_tracking(session, True)  # the pool in sync, as after the window's own start (not timed)
+        session.set_stats_logging(True)  # the plots' statistics, as in the app
         window = self._window(session)
         set_chat_sampling(window.chat, sampling)
         question = typed_question(session, window.chat.sampling.system_prompt(), len(prompts[0]), prompts[0][0])

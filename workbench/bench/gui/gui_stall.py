@@ -1,4 +1,5 @@
-"""How long the GUI's event loop stalls while many requests stream and the heatmap updates.
+"""How long the GUI's event loop stalls while many requests stream and the heatmap, the live plots
+and the memory panel update.
 
 Runs the real window offscreen on the demo model. A probe timer asks for a tick every 5 ms; a
 stall is how late a tick comes. 16 conversations stream through the chat pane (text rendered as a
@@ -85,12 +86,14 @@ def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16, num_bl
     path.start()
     started = time.perf_counter()
     frames_before = window.heatmap._shown_version
+    drawn_before = window.plots.num_draws, window.memory.num_draws
     run_until(engine.worker, ended, TIMEOUT_MS, lambda: _send_requests(window, engine, num_requests, num_chat, output_len))
     elapsed = time.perf_counter() - started
     timer.stop()
     path.stop()
     frames = window.heatmap._shown_version - frames_before
+    plots_drawn, memory_drawn = window.plots.num_draws - drawn_before[0], window.memory.num_draws - drawn_before[1]
     window.close()
     return {"requests": num_requests, "finished": ended.finished, "elapsed_s": elapsed, "ticks": len(probe.ticks),
             **_stall_figures(probe.ticks, elapsed), "heatmap_versions_seen": frames, "num_blocks": num_blocks,
-            "snapshot_path": path.figures(elapsed)}
+            "plots_drawn": plots_drawn, "memory_panel_drawn": memory_drawn, "snapshot_path": path.figures(elapsed)}

@@ -1,6 +1,7 @@
 """Offscreen screenshots for the docs.
 
     python -m workbench.bench.gui.screenshot OUT.png        the window mid-reply, the heatmap filling
+                                                            and the live plots with ~5 s of points
     python -m workbench.bench.gui.screenshot --benchmark CSV OUT.png
                                                             the Benchmark view showing a saved result
     python -m workbench.bench.gui.screenshot --batch OUT.png  the batch pane mid-run, a chat reply beside it
@@ -68,8 +69,8 @@ def main(path: str) -> int:
     chat.conversation_list.setCurrentRow(0)
     first = next(iter(window.model.conversations.values())).messages[-1]
     wait(lambda: len(first.text) > 600 and window.heatmap.snapshot is not None
-         and window.heatmap.snapshot.num_in_use > 40, 120)
-    save_small(window, path)
+         and window.heatmap.snapshot.num_in_use > 40 and window.plots.num_draws >= 20, 120)
+    save_small(window, path, max_bytes=250_000)
     print("saved", path, "|", window.heatmap.summary.text())
     window.close()
     return 0

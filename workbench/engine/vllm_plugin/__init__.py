@@ -17,7 +17,9 @@ vLLM calls :func:`register` in every one of its processes (entry point group
 - ``utility_call``: the client side: a utility call that does not wait, and waking a ``step()``
   blocked on a dead engine core;
 - ``phase_hooks``: engine start phases (weights, profiling, KV allocation) written to a file;
-- ``process_life``: engine processes die with the app, even when it is killed.
+- ``process_life``: engine processes die with the app, even when it is killed;
+- ``stat_logger``: the stat logger vLLM feeds each step in the client (the live plots' figures);
+- ``memory_figures``: each worker's weights and KV cache bytes, as vLLM measured and allocated them.
 """
 from __future__ import annotations
 
@@ -39,11 +41,12 @@ def register() -> None:
         from vllm.v1.executor.abstract import Executor
     except ImportError:  # a vLLM outside the supported range: the workbench reports it on start
         return
-    from workbench.engine.vllm_plugin import kv_methods
+    from workbench.engine.vllm_plugin import kv_methods, memory_figures
 
     EngineCore.workbench_kv_delta = kv_methods.kv_delta
     EngineCore.workbench_kv_scan = kv_methods.kv_scan
     EngineCore.workbench_kv_untrack = kv_methods.kv_untrack
+    EngineCore.workbench_memory_split = memory_figures.memory_split
     if os.environ.get(PHASE_FILE_ENV) and not getattr(EngineCore, "_workbench_phases", False):
         EngineCore._workbench_phases = True
         report_phase_on(Executor, "__init__", "weights")

@@ -1,0 +1,131 @@
+"""The live plots and the memory panel, through the real window and the real vLLM CPU engine: the
+plots' counters equal vLLM's own, the memory panel without NVML, and a plot exported as PNG and SVG."""
+from __future__ import annotations
+
+import struct
+import xml.etree.ElementTree as ElementTree
+
+import numpy as np
+import pytest
+
+from chat_driver import type_and_send, wait_finished
+from workbench.engine.stats import StatsTotals
+from workbench.telemetry.gpu_memory import GpuTelemetry
+from workbench.telemetry.memory_service import MemoryService
+from workbench.ui.memory_panel import MemoryPanel
+from workbench.ui.plot_export import export_plot
+
+# vLLM's Prometheus counter or histogram -> the plots' total of the same figure
+VLLM_COUNTERS = {
+    "vllm:prompt_tokens": "prompt_tokens",
+    "vllm:generation_tokens": "generation_tokens",
+    "vllm:num_preemptions": "preemptions",
+    "vllm:prefix_cache_queries": "prefix_queries",
+    "vllm:prefix_cache_hits": "prefix_hits",
+    "vllm:time_to_first_token_seconds": "num_ttft",
+    "vllm:inter_token_latency_seconds": "num_itl",
+}
+
+
+def vllm_own_counters() -> dict[str, int]:
+    """vLLM's figures from its process-wide Prometheus registry (what ``LLMEngine.get_metrics()`` reads)."""
+    from vllm.v1.metrics.reader import Counter, Histogram, get_metrics_snapshot
+
+    found = {}
+    for metric in get_metrics_snapshot():
+        if metric.name in VLLM_COUNTERS and metric.labels.get("engine", "0") == "0":
+            value = metric.value if isinstance(metric, Counter) else metric.count if isinstance(metric, Histogram) else None
+            if value is not None:
+                found[VLLM_COUNTERS[metric.name]] = int(value)
+    return found
+
+
+def plots_counters(totals: StatsTotals) -> dict[str, int]:
+    return {name: getattr(totals, name) for name in VLLM_COUNTERS.values()}
+
+
+@pytest.mark.slow
+def test_plots_counters_equal_vllms_own(window, qtbot):
+    """Two replies share the system prompt (prefix-cache hits); once the engine is idle, every total
+    the plots were drawn from equals vLLM's own counter of the same figure."""
+    window.chat.sampling.ignore_eos.setChecked(True)
+    window.chat.sampling.max_tokens.setValue(48)
+    _, first = type_and_send(window, qtbot, "What is a KV cache?")
+    wait_finished(qtbot, first)
+    window.chat.new_conversation()
+    _, second = type_and_send(window, qtbot, "What is prefix caching?")
+    wait_finished(qtbot, second)
+    assert first.status == second.status == "done", (first.error, second.error)
+    worker = window.engine.worker
+
+    def counters_agree():
+        assert plots_counters(worker.latest_stats().totals) == vllm_own_counters()
+    qtbot.waitUntil(counters_agree, timeout=5_000)
+    totals = worker.latest_stats().totals
+    assert totals.generation_tokens >= 96 and totals.prefix_hits > 0, totals
+    qtbot.waitUntil(lambda: window.plots.pause.shown_version == worker.latest_stats().version, timeout=2_000)
+    x, generated = window.plots.curves["generation_tokens_per_s"].getOriginalDataset()
+    assert len(x) >= 2 and np.nanmax(generated) > 0, "the tokens/s plot drew no generation"
+    assert np.nanmax(window.plots.curves["kv_usage_pct"].getOriginalDataset()[1]) > 0, "KV usage never rose"
+
+
+@pytest.mark.slow
+def test_memory_panel_without_nvml_shows_host_memory_and_kv_space(window, qtbot):
+    """The CPU build has no NVML: the panel says so, lists every engine process's host memory with
+    vLLM's split for its worker, and the KV space of the pool; the plot follows the host memory."""
+    info = window.model.engine.info
+    panel = window.memory
+
+    def shows_engine():
+        assert str(info.engine_pids[-1]) in panel.text.text()
+    qtbot.waitUntil(shows_engine, timeout=5_000)
+    text = panel.text.text()
+    reading = window.memory_service.latest().latest
+    assert reading.nvml_unavailable and "No GPU figures" in text and "host" in text
+    assert not reading.gpus
+    assert all(f"pid {pid}" in text for pid in info.engine_pids)
+    assert [p.host_rss_bytes > 0 for p in reading.processes] == [True] * len(info.engine_pids)
+    worker = info.workers[0]
+    assert worker.kv_cache_bytes > 0 and worker.weights_bytes > 0
+    assert f"({info.num_blocks:,} blocks)" in text and info.num_blocks == 1024
+    total = panel.total.getOriginalDataset()[1]
+    assert len(total) and total[-1] * panel.unit == pytest.approx(sum(p.host_rss_bytes for p in reading.processes),
+                                                                  rel=0.2)
+
+
+def test_memory_service_without_an_engine_or_nvml_never_raises(qtbot):
+    """No NVIDIA driver here: a reading says why, and the panel shows it, with no engine at all."""
+    def no_driver():
+        raise OSError("libnvidia-ml.so.1: cannot open shared object file")
+
+    service = MemoryService(GpuTelemetry(load_nvml=no_driver))
+    service.sample()
+    panel = MemoryPanel(time_origin=0.0)
+    qtbot.addWidget(panel)
+    assert panel.show_memory(service.latest())
+    assert "No GPU figures" in panel.text.text() and "No engine running" in panel.text.text()
+
+
+def _num_points(curve) -> int:
+    x = curve.getOriginalDataset()[0]
+    return 0 if x is None else len(x)
+
+
+@pytest.mark.slow
+def test_a_plot_exports_as_png_and_svg(window, qtbot, tmp_path):
+    _, reply = type_and_send(window, qtbot, "What is a block?")
+    wait_finished(qtbot, reply)
+    qtbot.waitUntil(lambda: _num_points(window.plots.curves["generation_tokens_per_s"]) >= 2, timeout=5_000)
+    plot = window.plots.plots["tokens"]
+    png = export_plot(plot, tmp_path / "tokens.png", width_px=800)
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    assert width == 800 and height > 100 and len(data) > 5_000
+    svg = export_plot(plot, tmp_path / "tokens.svg")
+    root = ElementTree.parse(svg).getroot()
+    assert root.tag.endswith("svg")
+    paths = [e for e in root.iter() if e.tag.endswith("path") or e.tag.endswith("polyline")]
+    assert len(paths) >= 2, "the exported SVG holds no curves"
+    with pytest.raises(ValueError):
+        export_plot(plot, tmp_path / "tokens.jpg")

@@ -1,0 +1,161 @@
+"""The engine's own statistics as live series: what the plots show. No Qt, no vLLM.
+
+A backend pushes one :class:`StepStats` per engine step (the local engine's come from the stat
+logger that vLLM itself feeds, ``vllm_plugin.stat_logger``); :class:`StatsRecorder` sums them into
+bins of ``bin_s`` seconds kept in a ring buffer, and publishes them as an immutable
+:class:`StatsSeries` with totals since the engine started (the figures vLLM's own counters hold).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+import numpy as np
+
+from workbench.engine.ring_buffer import EMPTY_SERIES, RingBuffer, Series
+
+BIN_S = 0.25  # one point per quarter second
+CAPACITY = 7200  # 30 minutes of points
+LATENCY_WINDOW_S = 10.0  # TTFT and inter-token percentiles over the last ten seconds
+# Latencies go into log-spaced buckets from 0.1 ms to 1000 s, 7 % wide: percentiles over the sliding
+# window are read from the summed buckets (as Prometheus' histogram_quantile does, finer).
+LATENCY_EDGES_S = np.geomspace(1e-4, 1e3, 241)
+
+COLUMNS = ("t", "generation_tokens_per_s", "prompt_tokens_per_s", "num_running", "num_waiting",
+           "kv_usage_pct", "token_occupancy_pct", "prefix_hit_pct", "preemptions",
+           "ttft_ms_p50", "ttft_ms_p99", "itl_ms_p50", "itl_ms_p99")
+
+
+@dataclass(frozen=True, slots=True)
+class StepStats:
+    """What one engine step reported, in plain numbers (no vLLM object)."""
+
+    num_running: int
+    num_waiting: int
+    kv_usage: float  # vLLM's block-based fraction
+    prefix_queries: int  # prompt tokens looked up in the prefix cache
+    prefix_hits: int  # of those, found
+    prompt_tokens: int
+    generation_tokens: int
+    preemptions: int
+    ttfts_s: tuple[float, ...] = ()
+    itls_s: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class StatsTotals:
+    """Sums since the engine started: the same figures as vLLM's own Prometheus counters."""
+
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    preemptions: int = 0
+    prefix_queries: int = 0
+    prefix_hits: int = 0
+    num_ttft: int = 0
+    num_itl: int = 0
+    steps: int = 0
+
+
+@dataclass(frozen=True)
+class StatsSeries:
+    """The plots' data: binned series (:data:`COLUMNS`) and the running totals."""
+
+    series: Series
+    totals: StatsTotals
+
+    @property
+    def version(self) -> int:
+        return self.series.version
+
+
+EMPTY_STATS = StatsSeries(EMPTY_SERIES, StatsTotals())
+_IDLE = StepStats(0, 0, 0.0, 0, 0, 0, 0, 0)
+
+
+class _LatencyWindow:
+    """Bucket counts of the last ``num_bins`` bins and their sum; percentiles from the sum."""
+
+    def __init__(self, num_bins: int):
+        self.bins: list[np.ndarray] = []
+        self.num_bins = num_bins
+        self.total = np.zeros(len(LATENCY_EDGES_S) + 1, np.int64)
+
+    def push(self, values_s: list[float]) -> None:
+        counts = np.bincount(np.searchsorted(LATENCY_EDGES_S, values_s), minlength=len(self.total)) \
+            if values_s else np.zeros_like(self.total)
+        self.bins.append(counts)
+        self.total += counts
+        if len(self.bins) > self.num_bins:
+            self.total -= self.bins.pop(0)
+
+    def percentile_ms(self, q: float) -> float:
+        """The upper edge of the bucket that holds the q-th percentile; NaN with no values."""
+        count = int(self.total.sum())
+        if not count:
+            return float("nan")
+        index = int(np.searchsorted(np.cumsum(self.total), q / 100 * count))
+        return float(LATENCY_EDGES_S[min(index, len(LATENCY_EDGES_S) - 1)] * 1e3)
+
+
+class StatsRecorder:
+    """Lives on the thread that steps the engine: :meth:`add` per step, :meth:`tick` in the loop."""
+
+    def __init__(self, started: float, bin_s: float = BIN_S, capacity: int = CAPACITY):
+        self.bin_s = bin_s
+        self.ring = RingBuffer(COLUMNS, capacity)
+        self.totals = dict.fromkeys((f.name for f in fields(StatsTotals)), 0)
+        self._bin_start = started
+        self._ttft = _LatencyWindow(int(LATENCY_WINDOW_S / bin_s))
+        self._itl = _LatencyWindow(int(LATENCY_WINDOW_S / bin_s))
+        self._new_bin()
+        self._last = _IDLE
+        self._occupancy = 0.0
+
+    def _new_bin(self) -> None:
+        self._bin = dict.fromkeys(("prompt_tokens", "generation_tokens", "preemptions", "prefix_queries",
+                                   "prefix_hits"), 0)
+        self._ttfts: list[float] = []
+        self._itls: list[float] = []
+
+    def add(self, step: StepStats) -> None:
+        """One step's figures; cheap, since it runs on every engine step."""
+        bin_sums, totals = self._bin, self.totals
+        for name in bin_sums:
+            value = getattr(step, name)
+            bin_sums[name] += value
+            totals[name] += value
+        totals["num_ttft"] += len(step.ttfts_s)
+        totals["num_itl"] += len(step.itls_s)
+        totals["steps"] += 1
+        self._ttfts.extend(step.ttfts_s)
+        self._itls.extend(step.itls_s)
+        self._last = step
+
+    def note_token_occupancy(self, fraction: float) -> None:
+        """Tokens stored / token slots of the pool, from the latest KV snapshot."""
+        self._occupancy = fraction
+
+    def tick(self, now: float, idle: bool = False) -> bool:
+        """Closes the bin if it has ended by ``now``; True if a point was added. ``idle``: the
+        engine has no requests, so nothing runs, waits or holds blocks (no step says so)."""
+        if now - self._bin_start < self.bin_s:
+            return False
+        if idle:
+            self._last = _IDLE
+        elapsed = now - self._bin_start
+        self._bin_start = now
+        self._ttft.push(self._ttfts)
+        self._itl.push(self._itls)
+        self.ring.append(self._row(now, elapsed))
+        self._new_bin()
+        return True
+
+    def _row(self, now: float, elapsed: float) -> tuple[float, ...]:
+        sums, last = self._bin, self._last
+        queries = sums["prefix_queries"]
+        return (now, sums["generation_tokens"] / elapsed, sums["prompt_tokens"] / elapsed,
+                last.num_running, last.num_waiting, last.kv_usage * 100, self._occupancy * 100,
+                sums["prefix_hits"] / queries * 100 if queries else float("nan"), sums["preemptions"],
+                self._ttft.percentile_ms(50), self._ttft.percentile_ms(99),
+                self._itl.percentile_ms(50), self._itl.percentile_ms(99))
+
+    def publish(self) -> StatsSeries:
+        return StatsSeries(self.ring.publish(), StatsTotals(**self.totals))

@@ -1,0 +1,155 @@
+"""What every live plot shares: curves drawn from ring buffers with clipping to the view and peak
+downsampling, seconds on one time axis, a view that follows the data in steps, and pausing (the
+curves keep their data; zoom stays free)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QCheckBox, QWidget
+
+from workbench.engine.ring_buffer import Series
+
+BACKGROUND = "#1e1f22"
+# Following the data, the view moves in steps: a range that changes on every new point makes every
+# axis and grid be laid out and painted again (36 ms a frame for the six plots on the CPU build, 2.5
+# ms with ranges that hold still and no grid).
+X_WINDOW_S = 120.0
+X_STEP_S = 15.0
+
+
+def live_curve(plot: pg.PlotItem, colour: str, name: str, width: float = 1.5) -> pg.PlotDataItem:
+    """A curve for a series that grows: only what is in view is drawn, peaks kept when thinned;
+    NaN (no figure for that point) leaves a gap."""
+    curve = plot.plot(pen=pg.mkPen(colour, width=width), name=name, connect="finite")
+    curve.setClipToView(True)
+    curve.setDownsampling(auto=True, method="peak")
+    return curve
+
+
+def time_plot(plot: pg.PlotItem, title: str, unit: str = "") -> pg.PlotItem:
+    """Labels a plot of the shared time axis (seconds since the window opened)."""
+    plot.setTitle(title, size="9pt")
+    plot.setLabel("left", unit)
+    plot.getAxis("left").setWidth(48)  # a fixed width: a new tick label never lays the plots out again
+    plot.disableAutoRange()  # no grid either: pyqtgraph's axes paint it over the whole plot, at every repaint
+    plot.addLegend(offset=(4, 4), labelTextSize="7pt", verSpacing=-6)
+    plot.setMenuEnabled(True)
+    return plot
+
+
+def seconds_since(series: Series, origin: float) -> np.ndarray:
+    """The series' times on the shared axis."""
+    return series["t"] - origin
+
+
+class PauseState:
+    """Paused plots take no new data until resumed; a resumed plot draws the latest at once."""
+
+    def __init__(self):
+        self.paused = False
+        self.shown_version = -1
+
+    def wants(self, version: int) -> bool:
+        """True when a series of ``version`` should be drawn now."""
+        if self.paused or version == self.shown_version:
+            return False
+        self.shown_version = version
+        return True
+
+    def set_paused(self, paused: bool) -> None:
+        self.paused = paused
+        if not paused:
+            self.shown_version = -1
+
+
+def nice_ceiling(value: float) -> float:
+    """The next of 1, 2, 5 × 10^k at or above ``value`` (1 for nothing to show)."""
+    if not value > 0 or not math.isfinite(value):
+        return 1.0
+    power = 10 ** math.floor(math.log10(value))
+    return next(step * power for step in (1, 2, 5, 10) if step * power >= value)
+
+
+class FollowView:
+    """Keeps plots on the latest data while ``following``: time in steps of :data:`X_STEP_S` over the
+    last :data:`X_WINDOW_S`, each plot's height at a round figure above its peak, changed only when
+    the data leaves it. A zoom or pan by the mouse stops following."""
+
+    def __init__(self, plots: list[pg.PlotItem], fixed_heights: dict[int, float] | None = None):
+        self.plots = plots
+        self.fixed = fixed_heights or {}  # plot index -> fixed top (percentages: 100)
+        self.following = True
+        self._x = (0.0, 0.0)
+        self._tops = [0.0] * len(plots)
+        self._setting = False
+        for plot in plots:
+            plot.getViewBox().sigRangeChangedManually.connect(self._on_range_changed_manually)
+
+    def follow(self, x_last: float, peaks: list[float]) -> None:
+        if not self.following:
+            return
+        self._setting = True
+        right = math.ceil((x_last + 1e-9) / X_STEP_S) * X_STEP_S
+        if (max(0.0, right - X_WINDOW_S), right) != self._x:
+            self._x = (max(0.0, right - X_WINDOW_S), right)
+            self.plots[0].setXRange(*self._x, padding=0)
+        for index, (plot, peak) in enumerate(zip(self.plots, peaks)):
+            top = self.fixed.get(index) or nice_ceiling(peak * 1.05)
+            if top != self._tops[index]:
+                self._tops[index] = top
+                plot.setYRange(0, top, padding=0)
+        self._setting = False
+
+    def show_all(self, x_first: float, x_last: float) -> None:
+        """The whole history in view, once; following stops."""
+        self.following = False
+        self.plots[0].setXRange(x_first, max(x_last, x_first + 1), padding=0.02)
+
+    def resume(self) -> None:
+        self.following = True
+        self._x, self._tops = (0.0, 0.0), [0.0] * len(self.plots)
+
+    def _on_range_changed_manually(self, *args) -> None:
+        if not self._setting:
+            self.following = False
+
+
+def share_time_axis(first: pg.PlotItem, second: pg.PlotItem) -> None:
+    """The two plots show the same seconds whichever of them moves. (pyqtgraph's ``setXLink`` maps
+    a linked range through screen positions, which only holds for plots in one widget.)"""
+    def copy(source: pg.PlotItem, target: pg.PlotItem):
+        def on_range_changed(_, x_range):
+            if tuple(target.getViewBox().viewRange()[0]) != tuple(x_range):
+                target.setXRange(*x_range, padding=0)
+        source.getViewBox().sigXRangeChanged.connect(on_range_changed)
+
+    copy(first, second)
+    copy(second, first)
+
+
+def visible_peak(x: np.ndarray, columns: list[np.ndarray]) -> float:
+    """The largest finite value of ``columns`` in the last :data:`X_WINDOW_S` of ``x``."""
+    if not len(x):
+        return 0.0
+    start = int(np.searchsorted(x, x[-1] - X_WINDOW_S))
+    values = [column[start:] for column in columns]
+    peak = max((np.nanmax(v, initial=0.0) for v in values if np.isfinite(v).any()), default=0.0)
+    return float(peak)
+
+
+class LivePlotsWidget(QWidget):
+    """A pane of live plots on the shared time axis: its plots' canvas, its Pause box, and how often
+    it drew (the benchmarks read ``num_draws``)."""
+
+    def __init__(self, object_name: str, time_origin: float):
+        super().__init__()
+        self.setObjectName(object_name)
+        self.time_origin = time_origin
+        self.pause = PauseState()
+        self.num_draws = 0
+        self.graphics = pg.GraphicsLayoutWidget()
+        self.graphics.setBackground(BACKGROUND)
+        self.paused = QCheckBox("Pause")
+        self.paused.toggled.connect(self.pause.set_paused)

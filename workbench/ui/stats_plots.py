@@ -1,0 +1,107 @@
+"""Live plots of vLLM's own statistics: tokens/s, requests, KV usage beside token occupancy,
+prefix-cache hit rate, preemptions, and TTFT and inter-token latency p50/p99.
+
+The figures come from the engine layer's published :class:`~workbench.engine.stats.StatsSeries`
+(vLLM's stat logger, binned in ring buffers); this widget only draws them, at most as often as the
+window's timer asks (10 Hz) and only when a new point has come. Every plot shares one time axis
+(seconds since the window opened), which the memory panel's plot joins. The view follows the last
+two minutes; Pause stops new data from being drawn; the mouse zooms and pans (and stops following);
+"Show all" shows the whole history, "Follow" the latest again; each plot's right-click menu exports
+it as PNG or SVG.
+"""
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout
+
+from workbench.engine.stats import StatsSeries
+from workbench.ui.live_plot import FollowView, LivePlotsWidget, live_curve, seconds_since, time_plot, visible_peak
+from workbench.ui.plot_export import add_export_actions
+
+# plot name -> (title, unit, ((column, legend, colour), ...))
+PLOTS = {
+    "tokens": ("Tokens/s", "tok/s", (("generation_tokens_per_s", "generation", "#4fc3f7"),
+                                     ("prompt_tokens_per_s", "prompt", "#ffb74d"))),
+    "requests": ("Requests", "", (("num_running", "running", "#81c784"), ("num_waiting", "waiting", "#e57373"))),
+    "kv": ("KV cache", "%", (("kv_usage_pct", "vLLM usage (blocks)", "#ba68c8"),
+                             ("token_occupancy_pct", "tokens stored", "#fff176"))),
+    "prefix": ("Prefix-cache hit rate", "%", (("prefix_hit_pct", "hits / queried tokens", "#4db6ac"),)),
+    "preemptions": ("Preemptions", "per 0.25 s", (("preemptions", "preempted", "#ef5350"),)),
+    "latency": ("Latency, last 10 s", "ms", (("ttft_ms_p50", "TTFT p50", "#90caf9"), ("ttft_ms_p99", "TTFT p99", "#1e88e5"),
+                                            ("itl_ms_p50", "ITL p50", "#ffcc80"), ("itl_ms_p99", "ITL p99", "#fb8c00"))),
+}
+GRID_COLUMNS = 2
+
+
+class StatsPlotsView(LivePlotsWidget):
+    """The plots; :meth:`show_stats` draws a published series when it is new and the view is not paused."""
+
+    def __init__(self, time_origin: float):
+        super().__init__("statsPlots", time_origin)
+        self.plots: dict[str, pg.PlotItem] = {}
+        self.curves: dict[str, pg.PlotDataItem] = {}
+        self._build_plots()
+        self.view = FollowView(list(self.plots.values()), {2: 100.0, 3: 100.0})
+        self._x = None
+        self.show_all = QPushButton("Show all")
+        self.show_all.clicked.connect(self._on_show_all_clicked)
+        self.follow = QPushButton("Follow")
+        self.follow.clicked.connect(self._on_follow_clicked)
+        self.totals = QLabel("No statistics yet.", objectName="statsTotals")
+        bar = QHBoxLayout()
+        for widget in (self.paused, self.show_all, self.follow):
+            bar.addWidget(widget)
+        bar.addWidget(self.totals, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(bar)
+        layout.addWidget(self.graphics, 1)
+
+    def _build_plots(self) -> None:
+        first = None
+        for index, (name, (title, unit, curves)) in enumerate(PLOTS.items()):
+            row, column = divmod(index, GRID_COLUMNS)
+            plot = time_plot(self.graphics.addPlot(row=row, col=column), title, unit)
+            for key, legend, colour in curves:
+                self.curves[key] = live_curve(plot, colour, legend)
+            if first is None:
+                first = plot
+            else:
+                plot.setXLink(first)
+            add_export_actions(self, plot, name)
+            self.plots[name] = plot
+
+    @property
+    def time_plot(self) -> pg.PlotItem:
+        """The plot the others follow in time (the memory panel links to it)."""
+        return self.plots["tokens"]
+
+    def show_stats(self, stats: StatsSeries) -> bool:
+        """Draws ``stats`` if it holds a point not shown yet; True if it drew."""
+        if not len(stats.series) or not self.pause.wants(stats.version):
+            return False
+        x = self._x = seconds_since(stats.series, self.time_origin)
+        series = stats.series
+        for key, curve in self.curves.items():
+            curve.setData(x, series[key])
+        self.view.follow(x[-1], [visible_peak(x, [series[key] for key, _, _ in curves])
+                                 for _, _, curves in PLOTS.values()])
+        totals = stats.totals
+        self.totals.setText(f"since start: {totals.generation_tokens:,} generated, {totals.prompt_tokens:,} prompt "
+                            f"tokens, {totals.preemptions:,} preemptions")
+        self.num_draws += 1
+        return True
+
+    def clear(self) -> None:
+        for curve in self.curves.values():
+            curve.setData([], [])
+        self.pause.shown_version = -1
+        self.totals.setText("No engine running.")
+
+    def _on_show_all_clicked(self) -> None:
+        if self._x is not None and len(self._x):
+            self.view.show_all(float(self._x[0]), float(self._x[-1]))
+
+    def _on_follow_clicked(self) -> None:
+        self.view.resume()
+        self.pause.shown_version = -1  # drawn again, in the followed view, at the next tick
