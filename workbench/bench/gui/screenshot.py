@@ -43,13 +43,21 @@ def _started_window(size: tuple[int, int] = (1500, 900)):
 
 
 def save_small(widget, path: str, max_bytes: int = 200_000) -> int:
-    """Saves a grab of ``widget`` as PNG, in 256 colours where the full-colour file would be too big."""
+    """Saves a grab of ``widget`` as PNG; where the full-colour file would be too big, with a palette
+    of 128 colours (Pillow, which vLLM brings; Qt's own 8-bit conversion where it is missing)."""
     from PySide6.QtGui import QImage
 
     image = widget.grab().toImage()
     image.save(path)
     if Path(path).stat().st_size > max_bytes:
-        image.convertToFormat(QImage.Format_Indexed8).save(path)
+        try:
+            from PIL import Image
+        except ImportError:
+            image.convertToFormat(QImage.Format_Indexed8).save(path)
+        else:
+            with Image.open(path) as full:
+                small = full.convert("RGB").quantize(colors=128, method=Image.Quantize.MEDIANCUT)
+            small.save(path, optimize=True)
     return Path(path).stat().st_size
 
 
