@@ -59,6 +59,7 @@ class EngineInfo:
     max_model_len: int
     chat_template: str | None
     engine_pids: tuple[int, ...]
+    num_kv_blocks: int | None = None  # vLLM's count of the pool (None: not known)
 
 
 @dataclass(frozen=True)

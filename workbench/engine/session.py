@@ -141,9 +141,10 @@ class EngineSession(Backend):
                 capture.detach_parent()
                 self.shutdown()
                 capture.wait_closed(timeout_s=5.0)  # the engine processes' last lines reach the log
-                message = explain_start_failure(exc, capture.text(), self.model_path, self.config.max_model_len,
-                                                watcher.error)
-                raise EngineStartError(message, self._log_name()) from exc
+                message, retry = explain_start_failure(exc, capture.text(), self.model_path,
+                                                       self.config.max_model_len, watcher.error,
+                                                       self.config.gpu_memory_utilization)
+                raise EngineStartError(message, self._log_name(), retry) from exc
         self.engine_pids = sorted(child_pids(vllm_only=True) - before)
 
     def shutdown(self) -> None:
@@ -172,8 +173,15 @@ class EngineSession(Backend):
         return EngineInfo(
             model=self.model_path, vllm_version=self.vllm_version, device="cpu" if self.on_cpu else "cuda",
             max_model_len=self.config.max_model_len, chat_template=self.chat_template(),
-            engine_pids=tuple(self.engine_pids),
+            engine_pids=tuple(self.engine_pids), num_kv_blocks=self.num_kv_blocks,
         )
+
+    @property
+    def num_kv_blocks(self) -> int | None:
+        """vLLM's own count of the KV pool, as its engine core reported it at the start."""
+        from workbench.engine.vllm_plugin.engine_args import real_pool
+
+        return real_pool(self.engine)[0] if self.engine is not None else None
 
     # -------------------------------------------------------------- requests
     def chat_template(self) -> str | None:
