@@ -186,13 +186,16 @@ def test_trust_remote_code_needs_the_users_word_per_model(facts):
 
 
 def test_cpu_capacity_arithmetic(facts):
-    """On CPU the pool is set in bytes: 2 layers × 1 KV head × 64 × 4 bytes (float32) × 2 = 1,024 bytes a
-    token; 512 MiB / (1,024 × 32) = 16,384 blocks; 4,096 tokens take 128 blocks, so 128 sequences."""
+    """On CPU the pool is set in bytes: 2 layers × 1 KV head × 64 × 2 bytes (float32 weights are served in
+    16 bits) × 2 = 512 bytes a token; 512 MiB / (512 × 32) = 32,768 blocks; 4,096 tokens take 128 blocks,
+    so 256 sequences. (The engine tests check these counts against vLLM's own.)"""
     config = EngineConfig(model=facts.path, max_model_len=4096, block_size=32, kv_cache_memory_bytes=512 << 20)
     plan = plan_capacity(config, facts, CPU)
-    assert (plan.kv_bytes_per_token, plan.num_blocks, plan.max_concurrent_seqs) == (1024, 16384, 128)
+    assert (plan.kv_bytes_per_token, plan.num_blocks, plan.max_concurrent_seqs) == (512, 32768, 256)
     fp8 = plan_capacity(config.with_changes((("kv_cache_dtype", "fp8"),)), facts, CPU)
     assert fp8.kv_bytes_per_token == 256 and fp8.num_blocks == 65536
+    fp32 = plan_capacity(config.with_changes((("dtype", "float32"),)), facts, CPU)
+    assert fp32.kv_bytes_per_token == 1024
     assert plan.weights_bytes == 1000 and plan.weights_from_files
 
 
@@ -200,7 +203,7 @@ def test_gpu_capacity_uses_the_share_left_after_weights(facts):
     config = EngineConfig(model=facts.path, max_model_len=4096, gpu_memory_utilization=0.5)
     plan = plan_capacity(config, facts, ONE_GPU)
     assert plan.block_size == 16 and 0 < plan.budget_bytes < 70 << 30
-    assert plan.num_blocks == plan.budget_bytes // (1024 * 16)
+    assert plan.num_blocks == plan.budget_bytes // (512 * 16)
 
 
 def explain(log_text: str, utilization: float | None = None):

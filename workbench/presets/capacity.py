@@ -45,9 +45,16 @@ class CapacityPlan:
                 f"Sequences of {self.max_model_len:,} tokens at once: {self.max_concurrent_seqs:,}"]
 
 
+def served_dtype_bytes(config: EngineConfig, model: ModelFacts) -> int:
+    """Bytes per value of the weights as vLLM serves them: with dtype "auto" it serves float32 weights in
+    16 bits."""
+    dtype = str(config.option("dtype", "auto"))
+    return DTYPE_BYTES.get(dtype, min(model.dtype_bytes, 2))
+
+
 def kv_dtype_bytes(config: EngineConfig, model: ModelFacts) -> int:
     dtype = str(config.option("kv_cache_dtype", "auto"))
-    return 1 if dtype.startswith("fp8") else DTYPE_BYTES.get(dtype, model.dtype_bytes)
+    return 1 if dtype.startswith("fp8") else DTYPE_BYTES.get(dtype, served_dtype_bytes(config, model))
 
 
 def kv_bytes_per_token(config: EngineConfig, model: ModelFacts) -> int:
@@ -58,9 +65,10 @@ def activation_peak_bytes(config: EngineConfig, model: ModelFacts) -> int:
     """vLLM profiles one forward pass of max_num_batched_tokens; this is that pass's largest tensors
     (the MLP's intermediate and the logits of the sampled rows), in the model's dtype."""
     tokens = config.option("max_num_batched_tokens") or DEFAULT_BATCHED_TOKENS
-    mlp = tokens * model.intermediate_size * 2 * model.dtype_bytes
+    dtype_bytes = served_dtype_bytes(config, model)
+    mlp = tokens * model.intermediate_size * 2 * dtype_bytes
     logits = config.max_num_seqs * model.vocab_size * 4
-    return mlp + tokens * model.hidden_size * 4 * model.dtype_bytes + logits
+    return mlp + tokens * model.hidden_size * 4 * dtype_bytes + logits
 
 
 def _budget(config: EngineConfig, model: ModelFacts, machine: Machine) -> tuple[int, str]:
