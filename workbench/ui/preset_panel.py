@@ -68,6 +68,7 @@ class PresetPanel(QWidget):
             self.buttons[name] = QPushButton(text, objectName=f"preset{name.capitalize()}Button")
             self.buttons[name].clicked.connect(lambda _=False, s=slot: s())
             row.addWidget(self.buttons[name])
+        self.setMinimumWidth(480)
         layout = QVBoxLayout(self)
         for widget in (QLabel("<b>Preset</b>"), self.choice, self.description, self.load_problems, self.values,
                        self.diff, self.problem_text, QLabel("<b>Capacity</b>"), self.capacity, self.progress):

@@ -30,6 +30,8 @@ class PresetValuesTable(QTableWidget):
         self.horizontalHeader().setStretchLastSection(True)
 
     def show_preset(self, resolved: ResolvedPreset, running: dict, platform: str) -> None:
+        self.clearContents()  # the previous preset's editors go with their rows
+        self.setRowCount(0)
         self.setRowCount(len(resolved.values))
         for row, item in enumerate(resolved.values):
             here = running.get(item.key, None)
