@@ -69,3 +69,18 @@ for blocks in ${STALL_BLOCKS:-}; do
     --output-len 256 --blocks $blocks > "$OUT/gui-stall-$blocks.log" 2>&1
   show '^GUI event-loop' 14 "$OUT/gui-stall-$blocks.log"
 done
+# Presets (needs tomlkit, in the kit's deps): the capacity planner's estimate against vLLM's block count at each
+# shape, e.g. PRESET_SHAPES="qwen2.5-0.5b qwen2.5-7b" (target within 5 %); and PRESET_SWITCHES=1 for five preset
+# switches in a row on the demo model (NVML memory after each switch; a switch against a cold start).
+for shape in ${PRESET_SHAPES:-}; do
+  step "preset capacity $shape"
+  timeout ${PRESET_TIMEOUT:-580} python3 -m workbench bench --shape $shape presets capacity \
+    --out "$OUT/presets-capacity-$shape" > "$OUT/presets-capacity-$shape.log" 2>&1
+  show '^| preset' 7 "$OUT/presets-capacity-$shape.log"
+done
+if [ -n "${PRESET_SWITCHES:-}" ]; then
+  step "preset switches"
+  timeout ${PRESET_TIMEOUT:-580} python3 -m workbench bench presets switches --switches 5 \
+    --out "$OUT/presets-switches" > "$OUT/presets-switches.log" 2>&1
+  show '^| switch' 9 "$OUT/presets-switches.log"
+fi

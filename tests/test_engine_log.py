@@ -19,7 +19,7 @@ CLIENT_SUMMARY = RuntimeError("Engine core initialization failed. See root cause
 
 
 def explain(log_name: str, model_path: str = "/models/none") -> str:
-    return explain_start_failure(CLIENT_SUMMARY, read_log(LOGS / log_name), model_path, 4096)
+    return explain_start_failure(CLIENT_SUMMARY, read_log(LOGS / log_name), model_path, 4096)[0]
 
 
 def test_cuda_out_of_memory_on_h200():
@@ -59,7 +59,7 @@ def test_a_log_without_errors_has_no_root_cause():
 
 
 def test_unrecognised_failure_keeps_vllm_words_and_generic_advice():
-    message = explain_start_failure(ValueError("something odd"), "", "/models/none", 2048)
+    message = explain_start_failure(ValueError("something odd"), "", "/models/none", 2048)[0]
     assert message.startswith("The engine did not start. Check the model and the engine settings")
     assert "vLLM said: ValueError: something odd" in message
 

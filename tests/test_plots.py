@@ -87,7 +87,7 @@ def test_memory_panel_without_nvml_shows_host_memory_and_kv_space(window, qtbot)
     assert [p.host_rss_bytes > 0 for p in reading.processes] == [True] * len(info.engine_pids)
     worker = info.workers[0]
     assert worker.kv_cache_bytes > 0 and worker.weights_bytes > 0
-    assert f"({info.num_blocks:,} blocks)" in text and info.num_blocks == 1024
+    assert f"({info.num_kv_blocks:,} blocks)" in text and info.num_kv_blocks == 1024
     total = panel.total.getOriginalDataset()[1]
     assert len(total) and total[-1] * panel.unit == pytest.approx(sum(p.host_rss_bytes for p in reading.processes),
                                                                   rel=0.2)

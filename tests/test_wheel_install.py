@@ -18,7 +18,8 @@ import pytest
 from workbench.engine.vllm_plugin.process_life import OWNER_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = ["workbench/py.typed"] + [f"workbench/resources/demo_corpus/{name}"
+SHIPPED = ["workbench/py.typed"] + [f"workbench/resources/presets/{name}.toml" for name in (
+    "balanced", "low-latency", "high-throughput", "long-context", "memory-limited")] + [f"workbench/resources/demo_corpus/{name}"
                                     for name in ("PROVENANCE.md", "dialogues.txt", "system_prompts.txt")]
 
 pytestmark = pytest.mark.slow  # builds the demo model for real (a minute or two), once

@@ -1,4 +1,5 @@
-"""Where the workbench keeps its files. ``WORKBENCH_DATA_DIR`` overrides the user data directory."""
+"""Where the workbench keeps its files. ``WORKBENCH_DATA_DIR`` overrides the user data directory,
+``WORKBENCH_CONFIG_DIR`` the user config directory."""
 from __future__ import annotations
 
 import os
@@ -16,6 +17,22 @@ def data_dir() -> Path:
         from platformdirs import user_data_dir
 
         path = Path(user_data_dir(APP_NAME, appauthor=False))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def config_dir() -> Path:
+    """The user's settings: ``WORKBENCH_CONFIG_DIR``, else ``config/`` in ``WORKBENCH_DATA_DIR`` where that
+    is set (tests, benchmarks), else the platform's user config folder."""
+    override = os.environ.get("WORKBENCH_CONFIG_DIR")
+    if override:
+        path = Path(override)
+    elif os.environ.get("WORKBENCH_DATA_DIR"):
+        path = Path(os.environ["WORKBENCH_DATA_DIR"]) / "config"
+    else:
+        from platformdirs import user_config_dir
+
+        path = Path(user_config_dir(APP_NAME, appauthor=False))
     path.mkdir(parents=True, exist_ok=True)
     return path
 

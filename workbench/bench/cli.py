@@ -10,13 +10,15 @@ path (d) need no Qt.
     vllm-workbench bench batch throughput --requests 1000 --output-len 256 --out DIR   (batch path / LLM.generate)
     vllm-workbench bench batch rss --requests 100000 --output-len 4 --out DIR
     vllm-workbench bench batch chat-ttft --requests 3000 --output-len 64 --out DIR
+    vllm-workbench bench presets switches --switches 5 --out DIR   (memory after each switch, switch vs cold start)
+    vllm-workbench bench presets capacity --out DIR   (the planner's estimate against vLLM's block count)
 """
 from __future__ import annotations
 
 import argparse
 import statistics
 
-from workbench.bench import batch_cli
+from workbench.bench import batch_cli, preset_bench
 from workbench.bench.engine_bench import measure_snapshot_cost
 from workbench.engine.spec import EngineConfig
 
@@ -258,8 +260,10 @@ def main(argv: list[str]) -> int:
                          help="pool sizes, comma-separated (default: 120000,640000)")
     heatmap.add_argument("--frames", type=int, default=100)
     batch_cli.add_parser(sub)
+    preset_bench.add_parser(sub)
     args = parser.parse_args(argv)
     args.bench_argv = argv  # bench batch throughput runs each path as this command again, in a process of its own
     commands = {"snapshot": cmd_snapshot, "loop": cmd_loop, "compare": cmd_compare, "gui-stall": cmd_gui_stall,
-                "heatmap": cmd_heatmap, "batch": lambda a: batch_cli.cmd_batch(a, _config(a))}
+                "heatmap": cmd_heatmap, "batch": lambda a: batch_cli.cmd_batch(a, _config(a)),
+                "presets": lambda a: preset_bench.cmd_presets(a, _config(a))}
     return commands[args.command](args)

@@ -73,7 +73,7 @@ class EngineInfo:
     chat_template: str | None
     engine_pids: tuple[int, ...]
     workers: tuple[WorkerMemory, ...] = ()  # empty where the backend cannot tell
-    num_blocks: int = 0
+    num_kv_blocks: int | None = None  # vLLM's count of the pool (None: not known)
 
 
 @dataclass(frozen=True)

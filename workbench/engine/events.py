@@ -26,6 +26,7 @@ class StateChanged:
     state: EngineState
     message: str
     start_id: int  # the StartEngine command this state belongs to (0: none yet)
+    retry: tuple = ()  # a failed start: engine arguments that fix it (start_failure.Change), or ()
 
 
 @dataclass(frozen=True)

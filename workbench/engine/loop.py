@@ -151,7 +151,7 @@ class EngineLoop:
             backend.start(self._report_progress)
         except (EngineStartError, ModelNotFoundError) as exc:
             self._announce_log(backend)
-            self._set_state(EngineState.FAILED, str(exc))
+            self._set_state(EngineState.FAILED, str(exc), getattr(exc, "retry", ()))
             return
         except Exception as exc:  # anything else that stops a start still leaves a usable window
             self._announce_log(backend)
@@ -306,6 +306,6 @@ class EngineLoop:
             self.request_failed(request_id, message)
         self._set_state(EngineState.DIED, message)
 
-    def _set_state(self, state: EngineState, message: str) -> None:
+    def _set_state(self, state: EngineState, message: str, retry: tuple = ()) -> None:
         self.state = state
-        self.listener.publish(StateChanged(state, message, self.start_id))
+        self.listener.publish(StateChanged(state, message, self.start_id, retry))

@@ -89,7 +89,6 @@ class EngineSession(Backend):
         self.stats_logging = True  # vLLM's per-step statistics reach the events (set_stats_logging)
         self._stats_switch: StatLoggerSwitch | None = None
         self.workers: tuple[WorkerMemory, ...] = ()
-        self.num_blocks = 0
 
     # -------------------------------------------------------------- life cycle
     def start(self, report: Callable[[StartProgress], None]) -> None:
@@ -151,25 +150,26 @@ class EngineSession(Backend):
                 capture.detach_parent()
                 self.shutdown()
                 capture.wait_closed(timeout_s=5.0)  # the engine processes' last lines reach the log
-                message = explain_start_failure(exc, capture.text(), self.model_path, self.config.max_model_len,
-                                                watcher.error)
-                raise EngineStartError(message, self._log_name()) from exc
+                message, retry = explain_start_failure(exc, capture.text(), self.model_path,
+                                                       self.config.max_model_len, watcher.error,
+                                                       self.config.gpu_memory_utilization)
+                raise EngineStartError(message, self._log_name(), retry) from exc
         self.engine_pids = sorted(child_pids(vllm_only=True) - before)
         self._stats_switch = StatLoggerSwitch(self.engine, stat_logger)
         self._stats_switch.set(self.stats_logging)
-        self.workers, self.num_blocks = self._read_memory_split()
+        self.workers = self._read_memory_split()
 
-    def _read_memory_split(self) -> tuple[tuple[WorkerMemory, ...], int]:
+    def _read_memory_split(self) -> tuple[WorkerMemory, ...]:
         """Each worker's weights and KV cache, as vLLM measured and allocated them; () where the
         engine cannot tell (the memory panel then shows what it can without the split)."""
         try:
             split = self.engine.engine_core.call_utility("workbench_memory_split")
         except Exception:  # an engine without the plugin's method: no split, never a failed start
-            return (), 0
+            return ()
         kv_bytes = int(split["kv_cache_bytes_per_worker"])
         workers = tuple(WorkerMemory(int(w["pid"]), w["device"], w["device_index"], int(w["weights_bytes"]),
                                      w["weights_source"], kv_bytes) for w in split["workers"])
-        return workers, int(split["num_blocks"])
+        return workers
 
     # -------------------------------------------------------------- statistics
     def _deliver_stats(self, step: StepStats) -> None:
@@ -199,7 +199,7 @@ class EngineSession(Backend):
         gc.collect()
         kill_processes(self.engine_pids)
         self.engine_pids = []
-        self._stats_switch, self.workers, self.num_blocks = None, (), 0
+        self._stats_switch, self.workers = None, ()
         self.live.clear()
         self.id_map.clear()
         self.probe.reset()
@@ -212,8 +212,15 @@ class EngineSession(Backend):
         return EngineInfo(
             model=self.model_path, vllm_version=self.vllm_version, device="cpu" if self.on_cpu else "cuda",
             max_model_len=self.config.max_model_len, chat_template=self.chat_template(),
-            engine_pids=tuple(self.engine_pids), workers=self.workers, num_blocks=self.num_blocks,
+            engine_pids=tuple(self.engine_pids), workers=self.workers, num_kv_blocks=self.num_kv_blocks,
         )
+
+    @property
+    def num_kv_blocks(self) -> int | None:
+        """vLLM's own count of the KV pool, as its engine core reported it at the start."""
+        from workbench.engine.vllm_plugin.engine_args import real_pool
+
+        return real_pool(self.engine)[0] if self.engine is not None else None
 
     # -------------------------------------------------------------- requests
     def chat_template(self) -> str | None:

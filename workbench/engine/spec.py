@@ -5,7 +5,7 @@ Anything not set here stays at vLLM's default. A remote server's address will li
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 DEMO_MODEL = "demo"  # EngineConfig.model value meaning "the demo model, built on first use"
 
@@ -48,6 +48,21 @@ class EngineConfig:
             kwargs["kv_cache_memory_bytes"] = 1 << 30
         kwargs.update(dict(self.extra))
         return kwargs
+
+    def with_changes(self, changes) -> "EngineConfig":
+        """This configuration with some engine arguments changed ((name, value) pairs; None removes an
+        ``extra`` argument, so vLLM's default applies)."""
+        direct = {f.name for f in fields(self)} - {"model", "extra"}
+        extra = dict(self.extra)
+        updates = {}
+        for name, value in changes:
+            if name in direct:
+                updates[name] = value
+            elif value is None:
+                extra.pop(name, None)
+            else:
+                extra[name] = value
+        return replace(self, **updates, extra=tuple(sorted(extra.items())))
 
     @property
     def schedules_by_priority(self) -> bool:

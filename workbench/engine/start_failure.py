@@ -25,15 +25,29 @@ class FailureContext:
     traceback: str  # the frames above the root cause ("" when unknown)
     model_path: str
     max_model_len: int
+    gpu_memory_utilization: float | None = None  # as the failed start asked (None: vLLM's 0.9)
+
+
+Change = tuple[tuple[str, object], ...]  # engine arguments to set for a retry (None: leave at vLLM's default)
 
 
 @dataclass(frozen=True)
 class Advice:
     headline: str
     what_to_do: str
+    retry: Change = ()  # the change that fixes it, offered as one click
+
+
+def retry_label(change: Change) -> str:
+    return "Retry with " + ", ".join(f"{k}={'auto' if v is None else v}" for k, v in change)
 
 
 _KV_TOO_SMALL = re.compile(r"max seq len \((\d+)\).*?estimated maximum model length is (\d+)", re.S)
+_KV_SIZES = re.compile(r"\(([\d.]+) GiB KV cache is needed.*?available KV cache memory \(([\d.]+) GiB\)", re.S)
+_NO_QUANT_FILES = re.compile(r"Cannot find the config file for (\w+)|Quantization method specified in the model "
+                             r"config \((\w+)\) does not match the quantization method specified in the "
+                             r"`quantization` argument \((\w+)\)", re.S)
+_TP_TOO_LARGE = re.compile(r"World size \((\d+)\) is larger than the number of available GPUs \((\d+)\)")
 _FREE_BELOW_UTIL = re.compile(r"Free memory on device.*?\(([\d.]+)/([\d.]+) GiB\) on startup is less than desired "
                               r"GPU memory utilization \(([\d.]+), ([\d.]+) GiB\)", re.S)
 _SHAPE_MISMATCH = re.compile(r"Attempted to load weight \((torch\.Size\(\[[\d, ]*\]\))\) into parameter "
@@ -56,10 +70,16 @@ def _kv_too_small(ctx: FailureContext) -> Advice | None:
     match = _KV_TOO_SMALL.search(ctx.said)
     if not (match or "KV cache is needed" in ctx.said or "No available memory for the cache blocks" in ctx.said):
         return None
-    need, fits = (match.group(1), match.group(2)) if match else (ctx.max_model_len, "fewer")
-    return Advice(f"the KV cache is too small for max_model_len={need} (it fits about {fits} tokens)",
-                  "Lower max_model_len, or give the KV cache more memory (KV cache size on CPU, "
-                  "gpu_memory_utilization on a GPU).")
+    need, fits = (int(match.group(1)), int(match.group(2))) if match else (ctx.max_model_len, 0)
+    sizes = _KV_SIZES.search(ctx.said)
+    cost = f" needs {sizes.group(1)} GiB of KV cache, {sizes.group(2)} GiB is available" if sizes else ""
+    use = fits // 32 * 32
+    retry = (("max_model_len", use),) if use >= 32 else ()
+    return Advice(f"the KV cache is too small for max_model_len={need}"
+                  + (f" (it fits about {fits} tokens)" if fits else ""),
+                  f"max_model_len {need}{cost}: use {use if use >= 32 else 'a shorter max_model_len'}, or fp8 KV "
+                  "cache (kv_cache_dtype=fp8), or give the KV cache more memory (KV cache size on CPU, "
+                  "gpu_memory_utilization on a GPU).", retry)
 
 
 def _free_memory_below_utilization(ctx: FailureContext) -> Advice | None:
@@ -71,15 +91,38 @@ def _free_memory_below_utilization(ctx: FailureContext) -> Advice | None:
     return Advice(f"only {free} of {total} GiB of GPU memory are free, and gpu_memory_utilization={util} asks "
                   f"for {wanted} GiB",
                   f"Other programs hold GPU memory (nvidia-smi lists them). Close them, or lower "
-                  f"gpu_memory_utilization to {fits:.2f} or less.")
+                  f"gpu_memory_utilization to {fits:.2f} or less.", (("gpu_memory_utilization", round(fits, 2)),))
 
 
 def _cuda_out_of_memory(ctx: FailureContext) -> Advice | None:
     if "out of memory" not in ctx.said.lower():
         return None
+    lower = round(max(0.1, (ctx.gpu_memory_utilization or 0.9) - 0.1), 2)
     return Advice("the GPU ran out of memory while the engine started",
-                  "Lower gpu_memory_utilization, max_model_len or max_num_seqs, close other programs that "
-                  "use the GPU, or choose a smaller (or quantized) model.")
+                  f"Lower gpu_memory_utilization (to {lower}), max_model_len or max_num_seqs, close other programs "
+                  "that use the GPU, or choose a smaller (or quantized) model.", (("gpu_memory_utilization", lower),))
+
+
+def _quantization_missing(ctx: FailureContext) -> Advice | None:
+    match = _NO_QUANT_FILES.search(ctx.said)
+    if not match:
+        return None
+    asked = match.group(1) or match.group(3)
+    has = f"its files are quantized with {match.group(2)}" if match.group(2) and match.group(2) != "None" \
+        else "its files are not quantized"
+    return Advice(f"the model lacks the requested quantization {asked} ({has})",
+                  "Leave quantization to the model (quantization=auto: vLLM reads it from config.json), or choose "
+                  f"a model whose files are quantized with {asked}.", (("quantization", None),))
+
+
+def _tensor_parallel_too_large(ctx: FailureContext) -> Advice | None:
+    match = _TP_TOO_LARGE.search(ctx.said)
+    if not match:
+        return None
+    asked, gpus = int(match.group(1)), int(match.group(2))
+    return Advice(f"tensor parallelism asks for {asked} GPUs, and this machine has {gpus}",
+                  f"Use tensor_parallel_size={max(1, gpus)}, or run on a machine with {asked} GPUs.",
+                  (("tensor_parallel_size", max(1, gpus)),))
 
 
 def _cuda_fork(ctx: FailureContext) -> Advice | None:
@@ -120,7 +163,8 @@ def _loading_weights_failed(ctx: FailureContext) -> Advice | None:
 # In order: a named damaged file explains most loader errors, so it comes first; the loader's
 # generic failure comes last, after the rules that say more.
 RULES: tuple[Callable[[FailureContext], Advice | None], ...] = (
-    _damaged_weights, _kv_too_small, _free_memory_below_utilization, _cuda_out_of_memory, _cuda_fork,
+    _damaged_weights, _kv_too_small, _free_memory_below_utilization, _quantization_missing,
+    _tensor_parallel_too_large, _cuda_out_of_memory, _cuda_fork,
     _weights_do_not_match_config, _weights_missing_tensors, _loading_weights_failed,
 )
 
@@ -133,14 +177,17 @@ def advise(ctx: FailureContext) -> Advice | None:
 
 
 def explain_start_failure(exc: BaseException, log_text: str, model_path: str, max_model_len: int,
-                          phase_error: str | None = None) -> str:
-    """One message: what went wrong (vLLM's own words, from whichever process said them) and what to do."""
+                          phase_error: str | None = None, gpu_memory_utilization: float | None = None
+                          ) -> tuple[str, Change]:
+    """One message: what went wrong (vLLM's own words, from whichever process said them) and what to do;
+    and the change that fixes it, where one does."""
     cause = root_cause(log_text)
     said = vllm_said(cause, phase_error, exc)
-    advice = advise(FailureContext(said, cause.traceback if cause else "", model_path, max_model_len))
+    advice = advise(FailureContext(said, cause.traceback if cause else "", model_path, max_model_len,
+                                   gpu_memory_utilization))
     headline = f"The engine did not start: {advice.headline}." if advice else "The engine did not start."
     what_to_do = advice.what_to_do if advice else GENERIC_ADVICE
-    return f"{headline} {what_to_do}\n\n{said}"
+    return f"{headline} {what_to_do}\n\n{said}", advice.retry if advice else ()
 
 
 def vllm_said(cause: RootCause | None, phase_error: str | None, exc: BaseException) -> str:

@@ -38,9 +38,10 @@ class EngineStartError(RuntimeError):
     """The engine did not start; the message names the cause and what to change, and
     ``log_path`` is the engine's whole log of that start (None when none was written)."""
 
-    def __init__(self, message: str, log_path: str | None = None):
+    def __init__(self, message: str, log_path: str | None = None, retry: tuple = ()):
         super().__init__(message)
         self.log_path = log_path
+        self.retry = retry  # engine arguments that fix it, offered as one click (start_failure.Change)
 
 
 class PhaseWatcher:

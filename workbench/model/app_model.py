@@ -42,11 +42,28 @@ class AppModel:
         self._replies: dict[str, tuple[str, str]] = {}  # request id -> (conversation id, message id)
         self.batch_runs: dict[str, BatchRun] = {}  # run id -> run, in the order started
         self._batch_numbers = itertools.count(1)  # run ids never repeat, even after a run is let go
+        self.new_chat_sampling = SamplingSettings()  # seeds each new conversation (the applied preset's)
+        self.preset_name = ""  # the preset the configuration came from ("" : none)
 
     # ------------------------------------------------------------------ configuration
     def set_config(self, config: EngineConfig) -> None:
         self.config = config
         self.config_changed.emit(config)
+
+    def apply_preset(self, name: str, config: EngineConfig, sampling: SamplingSettings) -> None:
+        """A preset's configuration becomes the model's; its sampling seeds conversations started from now
+        on, while each existing conversation keeps its own."""
+        self.preset_name = name
+        self.new_chat_sampling = sampling
+        self.set_config(config)
+
+    def open_chat_requests(self) -> list[str]:
+        """Chat replies still streaming, by request id."""
+        return list(self._replies)
+
+    def num_in_flight(self) -> int:
+        """Requests in the engine now: chat replies streaming and batch rows sent."""
+        return len(self._replies) + sum(run.progress().num_in_flight for run in self.batch_runs.values())
 
     def next_start_id(self) -> int:
         """A number for the next StartEngine command; the loop reports its states under it."""
@@ -55,7 +72,7 @@ class AppModel:
 
     # ------------------------------------------------------------------ conversations
     def new_conversation(self) -> Conversation:
-        conversation = Conversation(f"Chat {len(self.conversations) + 1}")
+        conversation = Conversation(f"Chat {len(self.conversations) + 1}", sampling=self.new_chat_sampling)
         self.conversations[conversation.conversation_id] = conversation
         self.conversation_added.emit(conversation.conversation_id)
         return conversation
@@ -129,8 +146,10 @@ class AppModel:
         if not ready:
             for run in self.batch_runs.values():
                 run.engine_lost(event.message)
+            for request_id in self.open_chat_requests():  # the engine that held them is gone
+                self._end_reply(request_id, "stopped", error="the engine stopped before this reply finished")
         self._set_engine(state=event.state, message=event.message, start_id=event.start_id,
-                         progress=None, info=self.engine.info if ready else None)
+                         progress=None, info=self.engine.info if ready else None, retry=event.retry)
 
     @apply.register
     def _(self, event: StartProgressed) -> None:

@@ -33,6 +33,7 @@ class Conversation:
     title: str
     messages: list[ChatMessage] = field(default_factory=list)
     conversation_id: str = field(default_factory=new_id)
+    sampling: SamplingSettings = SamplingSettings()  # its own settings: seeded by the preset, then the user's
 
     def history(self, system_prompt: str) -> tuple[Message, ...]:
         """The messages sent to the model: system prompt, then completed turns (errors left out)."""
@@ -57,6 +58,7 @@ class Conversation:
         return self._request_reply(system_prompt, sampling)
 
     def _request_reply(self, system_prompt: str, sampling: SamplingSettings) -> tuple[ChatRequest, ChatMessage]:
+        self.sampling = sampling
         history = self.history(system_prompt)
         reply = ChatMessage("assistant", status="streaming", request_id=f"chat-{new_id()[:12]}")
         self.messages.append(reply)

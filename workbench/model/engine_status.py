@@ -16,6 +16,7 @@ class EngineStatus:
     progress: StartProgress | None = None  # while starting
     info: EngineInfo | None = None  # while ready
     log_path: str = ""  # the engine's own log of its latest start
+    retry: tuple = ()  # after a failed start: the engine arguments that fix it, as (name, value) pairs
 
     @property
     def ready(self) -> bool:

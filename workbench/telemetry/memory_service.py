@@ -119,7 +119,7 @@ def read_memory(telemetry: GpuTelemetry, info: EngineInfo | None) -> MemoryReadi
     processes = tuple(_process_memory(pid, by_pid, workers.get(pid)) for pid in (info.engine_pids if info else ()))
     kv_bytes = sum(w.kv_cache_bytes for w in workers.values())
     return MemoryReading(time.monotonic(), telemetry.unavailable if not gpus else None, gpus, processes,
-                         kv_bytes, info.num_blocks if info is not None else 0)
+                         kv_bytes, (info.num_kv_blocks or 0) if info is not None else 0)
 
 
 def _process_memory(pid: int, gpu_by_pid: dict[int, int] | None, worker: WorkerMemory | None) -> ProcessMemory:

@@ -182,6 +182,7 @@ class ChatPane(QWidget):
     def _on_conversation_list_changed(self, row: int) -> None:
         if 0 <= row < len(self.order):
             self.stack.setCurrentWidget(self.transcripts[self.order[row]])
+            self.sampling.form.set_settings(self.current.sampling)  # each conversation's own settings
             self._update_buttons()
 
     # -------------------------------------------------------------- actions

@@ -5,6 +5,7 @@ from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
 
 from workbench.engine.events import EngineState
+from workbench.engine.start_failure import retry_label
 from workbench.model.app_model import AppModel
 from workbench.model.engine_status import EngineStatus
 
@@ -19,6 +20,7 @@ class EngineStatusBar(QWidget):
     """Shows the model's engine status; holds no state of its own."""
 
     restart_requested = Signal()
+    retry_requested = Signal(object)  # the engine arguments to change ((name, value) pairs)
 
     def __init__(self, model: AppModel):
         super().__init__()
@@ -35,10 +37,14 @@ class EngineStatusBar(QWidget):
         self.log_button = QPushButton("Show engine log", objectName="showEngineLogButton")
         self.log_button.clicked.connect(self.show_engine_log)
         self.log_button.hide()
+        self.retry_button = QPushButton(objectName="retryButton")
+        self.retry_button.clicked.connect(lambda: self.retry_requested.emit(self.model.engine.retry))
+        self.retry_button.hide()
         layout = QHBoxLayout(self)
         layout.setContentsMargins(4, 2, 4, 2)
         layout.addWidget(self.message, 1)
         layout.addWidget(self.progress)
+        layout.addWidget(self.retry_button)
         layout.addWidget(self.log_button)
         layout.addWidget(self.restart_button)
         model.engine_changed.connect(self._on_model_engine_changed)
@@ -54,6 +60,10 @@ class EngineStatusBar(QWidget):
             self.progress.setValue(int(progress.fraction * 100) if progress else 0)
             self.progress.setFormat(f"{progress.label} %p%" if progress else "%p%")
         self.restart_button.setEnabled(not starting)
+        failed = status.state is EngineState.FAILED and bool(status.retry)
+        self.retry_button.setVisible(failed)
+        if failed:
+            self.retry_button.setText(retry_label(status.retry))
         self.log_button.setVisible(status.state in (EngineState.FAILED, EngineState.DIED) and bool(status.log_path))
 
     @Slot()

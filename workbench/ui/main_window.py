@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from workbench.bridge.worker import EngineThread, ModelFeeder
 from workbench.engine.commands import Abort, StartEngine, StopEngine, Submit
@@ -23,6 +23,7 @@ from workbench.ui.kv_heatmap import KVHeatmapView
 from workbench.ui.live_plot import share_time_axis
 from workbench.ui.memory_panel import MemoryPanel
 from workbench.ui.stats_plots import StatsPlotsView
+from workbench.ui.preset_panel import PresetPanel
 
 HEATMAP_INTERVAL_MS = 100  # the GUI reads the latest snapshot, series and memory at 10 Hz
 
@@ -60,6 +61,8 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.status)
         layout.addWidget(splitter, 1)
         self.setCentralWidget(central)
+        self.presets = PresetPanel(model, engine.worker.post, self.restart_engine)
+        self.preset_dock = self._dock("Presets", self.presets)
         self._build_menus()
         self._wire()
         self._tick = 0
@@ -67,8 +70,18 @@ class MainWindow(QMainWindow):
         self.heatmap_timer.timeout.connect(self._on_heatmap_timer)
         self.heatmap_timer.start(HEATMAP_INTERVAL_MS)
 
+    def _dock(self, title: str, widget: QWidget) -> QDockWidget:
+        """A pane docked at the right, beside the heatmap; more panes dock there as tabs or below."""
+        scroll = QScrollArea(widgetResizable=True)
+        scroll.setWidget(widget)
+        dock = QDockWidget(title, self, objectName=f"{title.lower()}Dock")
+        dock.setWidget(scroll)
+        self.addDockWidget(Qt.RightDockWidgetArea, dock)
+        return dock
+
     def _build_menus(self) -> None:
         engine_menu = self.menuBar().addMenu("&Engine")
+        engine_menu.addAction(self.preset_dock.toggleViewAction())
         for text, slot in (("Restart engine", self.restart_engine), ("Stop engine", self.stop_engine),
                            ("Show engine log", self.status.show_engine_log)):
             action = QAction(text, self)
@@ -88,6 +101,7 @@ class MainWindow(QMainWindow):
         self.chat.request_submitted.connect(self._on_chat_request_submitted)
         self.chat.abort_requested.connect(self._on_chat_abort_requested)
         self.status.restart_requested.connect(self.restart_engine)
+        self.status.retry_requested.connect(self.retry_with)
 
     # -------------------------------------------------------------- commands to the engine
     @Slot()
@@ -100,6 +114,11 @@ class MainWindow(QMainWindow):
     def start_engine(self, config: EngineConfig) -> int:
         self.model.set_config(config)
         return self.restart_engine()
+
+    @Slot(object)
+    def retry_with(self, changes) -> int:
+        """Starts again with the change that a failed start's advice names."""
+        return self.start_engine(self.model.config.with_changes(changes))
 
     @Slot()
     def stop_engine(self) -> None:

@@ -38,6 +38,14 @@ class SamplingForm(QWidget):
         box.setDecimals(2)
         return box
 
+    def set_settings(self, s: SamplingSettings) -> None:
+        self.temperature.setValue(s.temperature)
+        self.top_p.setValue(s.top_p)
+        self.top_k.setValue(s.top_k)
+        self.max_tokens.setValue(s.max_tokens)
+        self.seed.setValue(-1 if s.seed is None else s.seed)
+        self.ignore_eos.setChecked(s.ignore_eos)
+
     def settings(self) -> SamplingSettings:
         return SamplingSettings(
             temperature=self.temperature.value(),

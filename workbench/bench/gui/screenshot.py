@@ -5,6 +5,7 @@
     python -m workbench.bench.gui.screenshot --benchmark CSV OUT.png
                                                             the Benchmark view showing a saved result
     python -m workbench.bench.gui.screenshot --batch OUT.png  the batch pane mid-run, a chat reply beside it
+    python -m workbench.bench.gui.screenshot --presets OUT.png  the preset panel: a diff and the capacity planner
 """
 from __future__ import annotations
 
@@ -142,7 +143,32 @@ def batch_pane(path: str) -> int:
     return 0
 
 
+def preset_panel(path: str) -> int:
+    """The preset panel with low-latency chosen against the running balanced engine: the diff, an edited
+    value, and the planner beside vLLM's own count."""
+    from PySide6.QtCore import Qt
+
+    window, wait = _started_window((1500, 900))
+    if window is None:
+        return 1
+    panel = window.presets
+    panel.choose("balanced")
+    panel.apply()
+    wait(lambda: window.model.engine.settled(window.model.latest_start_id) and window.model.engine.ready, 300)
+    panel.choose("low-latency")
+    panel._on_value_edited("max_num_seqs", 12)
+    window.preset_dock.setMinimumWidth(560)
+    window.resizeDocks([window.preset_dock], [560], Qt.Horizontal)
+    wait(lambda: False, 0.5)
+    size = save_small(window.preset_dock, path)
+    print("saved", path, f"{size:,} bytes |", panel.diff.text())
+    window.close()
+    return 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--presets":
+        sys.exit(preset_panel(sys.argv[2]))
     if len(sys.argv) == 3 and sys.argv[1] == "--batch":
         sys.exit(batch_pane(sys.argv[2]))
     if len(sys.argv) == 4 and sys.argv[1] == "--benchmark":

@@ -74,12 +74,7 @@ def run_until(worker, done: Callable[[object], bool], timeout_ms: int, start: Ca
 def set_chat_sampling(chat, sampling: SamplingSettings) -> None:
     """Sets the chat pane's sampling panel as a person would; ValueError where it cannot say the same."""
     panel = chat.sampling
-    panel.temperature.setValue(sampling.temperature)
-    panel.top_p.setValue(sampling.top_p)
-    panel.top_k.setValue(sampling.top_k)
-    panel.max_tokens.setValue(sampling.max_tokens)
-    panel.seed.setValue(-1 if sampling.seed is None else sampling.seed)
-    panel.ignore_eos.setChecked(sampling.ignore_eos)
+    panel.form.set_settings(sampling)
     if panel.settings() != sampling:
         raise ValueError(f"the chat pane's sampling panel cannot be set to {sampling} (it says {panel.settings()})")
 

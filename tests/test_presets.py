@@ -1,0 +1,261 @@
+"""Presets without an engine: shipped files valid, invalid ones refused naming key, value and choices,
+broken user files reported while the others load, names that never become paths, comments kept,
+values resolved per platform, the capacity arithmetic, and start-failure advice with its retry."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from workbench.engine.engine_log import read_log
+from workbench.engine.spec import EngineConfig
+from workbench.engine.start_failure import explain_start_failure, retry_label
+from workbench.presets import store
+from workbench.presets.capacity import plan_capacity
+from workbench.presets.checks import check_preset
+from workbench.presets.document import PresetFileError, parse_preset
+from workbench.presets.machine import Machine
+from workbench.presets.model_facts import read_model_facts
+from workbench.presets.resolve import resolve_preset
+
+CPU = Machine("cpu", 0, 0, 0, 24 << 30)
+ONE_GPU = Machine("cuda", 1, 140 << 30, 139 << 30, 2 << 40)
+LOGS = Path(__file__).parent / "data" / "engine_logs"
+DEMO_SHAPE = dict(hidden_size=128, intermediate_size=384, num_hidden_layers=2, num_attention_heads=2,
+                  num_key_value_heads=1, max_position_embeddings=4096, vocab_size=1024, torch_dtype="float32")
+
+
+@pytest.fixture(autouse=True)
+def config_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_CONFIG_DIR", str(tmp_path / "config"))
+
+
+@pytest.fixture
+def facts(tmp_path):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(DEMO_SHAPE))
+    (folder / "model.safetensors").write_bytes(b"\0" * 1000)
+    return read_model_facts(folder)
+
+
+def preset(engine: str, sampling: str = "") -> object:
+    return parse_preset(f'[preset]\nname = "t"\n[engine]\n{engine}\n[sampling]\n{sampling}\n'.encode(), "t.toml")
+
+
+def test_every_shipped_preset_is_valid_here_and_on_a_gpu(facts):
+    catalog = store.load_catalog()
+    assert catalog.names()[0] == "balanced"
+    assert set(catalog.names()) == {"balanced", "low-latency", "high-throughput", "long-context", "memory-limited"}
+    for entry in catalog.entries.values():
+        for machine in (CPU, ONE_GPU):
+            assert check_preset(entry.document, machine, facts) == [], entry.name
+        assert "#" in entry.document.text(), "each value's reason is a comment in the file"
+
+
+INVALID = [  # engine lines, sampling lines, then what the message must name
+    ("enable_dynamic_batching = true", "", ["engine.enable_dynamic_batching", "True", "not a vLLM option",
+                                             "max_num_seqs"]),
+    ("dynamic_batching_window_size = 5", "", ["engine.dynamic_batching_window_size", "5", "not a vLLM option",
+                                              "max_num_batched_tokens"]),
+    ("max_batch_size = 32", "", ["engine.max_batch_size", "32", "not a vLLM option", "max_num_seqs"]),
+    ("vllm_quantization_bit = 4", "", ["engine.vllm_quantization_bit", "4", "not a vLLM option", "quantization"]),
+    ("swap_space = 4", "", ["engine.swap_space", "4", "removed", "kv_offloading_size"]),
+    ("vllm_max_model_len = 8192", "", ["engine.vllm_max_model_len", "8192", "the vLLM option is max_model_len"]),
+    ("max_num_seq = 8", "", ["engine.max_num_seq", "8", "Did you mean max_num_seqs"]),
+    ('kv_cache_dtype = "fp9"', "", ["engine.kv_cache_dtype", "'fp9'", "'auto'", "'fp8'", "'bfloat16'"]),
+    ('scheduling_policy = "lifo"', "", ["engine.scheduling_policy", "'lifo'", "'fcfs'", "'priority'"]),
+    ('quantization = "nonsense"', "", ["engine.quantization", "'nonsense'", "'awq'", "'gptq'"]),
+    ("gpu_memory_utilization = 1.5", "", ["engine.gpu_memory_utilization", "1.5", "0.05 to 0.99"]),
+    ("max_num_seqs = 0", "", ["engine.max_num_seqs", "0", "1 to 16384"]),
+    ('max_num_seqs = "many"', "", ["engine.max_num_seqs", "'many'", "wrong type str", "int"]),
+    ('enable_prefix_caching = "yes"', "", ["engine.enable_prefix_caching", "'yes'", "bool"]),
+    ("block_size = 16", "", ["engine.block_size", "16", "multiple of 32", "32, 64, 128"]),
+    ("tensor_parallel_size = 2", "", ["engine.tensor_parallel_size", "2", "no GPU", "valid: 1 to 1"]),
+    ("max_model_len = 65536", "", ["engine.max_model_len", "65536", "model's context (4096", "32 to 4096"]),
+    ('quantization = "awq"', "", ["engine.quantization", "'awq'", "no awq weights", "'auto'"]),
+    ('max_num_seqs = "model max"', "", ["engine.max_num_seqs", "'model max'", "max_model_len only"]),
+    ('model = "Qwen/Qwen2.5-7B"', "", ["engine.model", "'Qwen/Qwen2.5-7B'", "Choose model"]),
+    ("", "temperature = 3.0", ["sampling.temperature", "3.0", "0.0 to 2.0"]),
+    ("", "top_p = 0.0", ["sampling.top_p", "0.0", "0.01 to 1.0"]),
+]
+
+
+@pytest.mark.parametrize("engine, sampling, expected", INVALID, ids=[e[2][0] for e in INVALID])
+def test_invalid_preset_is_refused_naming_key_value_and_choices(facts, engine, sampling, expected):
+    problems = check_preset(preset(engine, sampling), CPU, facts)
+    assert len(problems) == 1, problems
+    for part in expected:
+        assert part in problems[0].message, (part, problems[0].message)
+    assert problems[0].key == expected[0]
+
+
+def test_machine_checks_on_a_gpu(facts):
+    problems = check_preset(preset('tensor_parallel_size = 4\nquantization = "fp8"'), ONE_GPU, facts)
+    assert [p.key for p in problems] == ["engine.tensor_parallel_size"]  # fp8 quantizes at load on CUDA
+    assert "1 GPU(s)" in problems[0].message and "valid: 1 to 1" in problems[0].message
+
+
+BROKEN = [
+    (b'[engine]\nmax_num_seqs = = 4\n', ["bad-toml.toml", "line 2", "not valid TOML"]),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", ["binary.toml", "binary data"]),
+    (b"  \n\n", ["empty.toml", "the file is empty"]),
+    (b'[sampling]\ntemperature = "hot"\n', ["wrong-type.toml", "sampling.temperature", "'hot'", "wrong type"]),
+    (b'engine = 5\n', ["engine-not-table.toml", "'engine' must be a table"]),
+    (b'[engine]\nblock_size = { rocm = 16 }\n', ["platform.toml", "engine.block_size", "cpu and cuda"]),
+]
+
+
+def test_broken_user_presets_are_reported_and_the_others_load():
+    folder = store.user_dir()
+    names = []
+    for data, expected in BROKEN:
+        (folder / expected[0]).write_bytes(data)
+        names.append(expected[0])
+    (folder / "mine.toml").write_text('[preset]\nname = "mine"\n[engine]\nmax_num_seqs = 4\n')
+    catalog = store.load_catalog()
+    assert "mine" in catalog.names() and "balanced" in catalog.names()
+    assert len(catalog.problems) == len(BROKEN)
+    messages = {Path(p.path).name: str(p) for p in catalog.problems}
+    for _data, expected in BROKEN:
+        for part in expected[1:]:
+            assert part in messages[expected[0]], (part, messages[expected[0]])
+    assert catalog.problems[0].line or catalog.problems[1].line  # the bad TOML names its line
+
+
+@pytest.mark.parametrize("name", ["../outside", "a/b", "/etc/passwd", "..", "", "x" * 65, "name.toml", "C:\\x"])
+def test_preset_names_are_not_paths(name):
+    document = store.load_catalog().entries["balanced"].document
+    with pytest.raises(store.PresetNameError):
+        store.save_user_preset(document, name)
+    assert not any(store.user_dir().parent.parent.rglob("outside*"))
+
+
+def test_saving_keeps_comments_and_edits_and_reset_restores(facts):
+    catalog = store.load_catalog()
+    document = catalog.entries["balanced"].document
+    document.set_engine_value("max_num_seqs", 12)
+    path = store.save_user_preset(document, "balanced")
+    assert path.parent == store.user_dir().resolve()
+    text = path.read_text()
+    assert "# Up to 64 sequences in one batch" in text and "max_num_seqs = 12" in text
+    edited = store.load_catalog().entries["balanced"]
+    assert edited.source == "edited" and edited.document.engine()["max_num_seqs"] == 12
+    assert store.reset_shipped("balanced")
+    assert store.load_catalog().entries["balanced"].document.engine()["max_num_seqs"] == 64
+
+
+def test_import_and_export(tmp_path):
+    document = store.load_catalog().entries["low-latency"].document
+    exported = store.export_preset(document, tmp_path / "out.toml")
+    text = exported.read_text().replace('name = "low-latency"', 'name = "my fast"')
+    exported.write_text(text)
+    imported = store.import_preset(exported)
+    assert imported == store.user_dir().resolve() / "my fast.toml"
+    assert store.load_catalog().entries["my fast"].source == "user"
+    (tmp_path / "bad.toml").write_bytes(b"")
+    with pytest.raises(PresetFileError, match="empty"):
+        store.import_preset(tmp_path / "bad.toml")
+
+
+def test_values_resolve_per_platform(facts):
+    base = EngineConfig(model=facts.path, scheduling_policy="priority")
+    document = store.load_catalog().entries["long-context"].document
+    on_cpu = resolve_preset(document, base, CPU, facts)
+    on_gpu = resolve_preset(document, base, ONE_GPU, facts)
+    assert on_cpu.config.max_model_len == on_gpu.config.max_model_len == 4096  # "model max"
+    assert (on_cpu.config.block_size, on_gpu.config.block_size) == (32, 16)
+    assert on_cpu.config.gpu_memory_utilization is None and on_cpu.config.kv_cache_memory_bytes == 1 << 30
+    assert on_gpu.config.gpu_memory_utilization == 0.9 and on_gpu.config.kv_cache_memory_bytes is None
+    assert on_cpu.config.scheduling_policy == "priority", "the app's own settings stay"
+    assert on_cpu.sampling.max_tokens == 1024 and on_cpu.sampling.temperature == 0.5
+
+
+def test_trust_remote_code_needs_the_users_word_per_model(facts):
+    from workbench.presets.trust import remember_trust
+
+    base = EngineConfig(model=facts.path)
+    resolved = resolve_preset(preset("trust_remote_code = true"), base, CPU, facts)
+    assert resolved.needs_trust and "trust_remote_code" not in dict(resolved.config.extra)
+    remember_trust(facts.path)
+    resolved = resolve_preset(preset("trust_remote_code = true"), base, CPU, facts)
+    assert not resolved.needs_trust and dict(resolved.config.extra)["trust_remote_code"] is True
+    other = resolve_preset(preset("trust_remote_code = true"), EngineConfig(model="/elsewhere"), CPU, facts)
+    assert other.needs_trust
+
+
+def test_cpu_capacity_arithmetic(facts):
+    """On CPU the pool is set in bytes: 2 layers × 1 KV head × 64 × 2 bytes (float32 weights are served in
+    16 bits) × 2 = 512 bytes a token; 512 MiB / (512 × 32) = 32,768 blocks; 4,096 tokens take 128 blocks,
+    so 256 sequences. (The engine tests check these counts against vLLM's own.)"""
+    config = EngineConfig(model=facts.path, max_model_len=4096, block_size=32, kv_cache_memory_bytes=512 << 20)
+    plan = plan_capacity(config, facts, CPU)
+    assert (plan.kv_bytes_per_token, plan.num_blocks, plan.max_concurrent_seqs) == (512, 32768, 256)
+    fp8 = plan_capacity(config.with_changes((("kv_cache_dtype", "fp8"),)), facts, CPU)
+    assert fp8.kv_bytes_per_token == 256 and fp8.num_blocks == 65536
+    fp32 = plan_capacity(config.with_changes((("dtype", "float32"),)), facts, CPU)
+    assert fp32.kv_bytes_per_token == 1024
+    assert plan.weights_bytes == 1000 and plan.weights_from_files
+
+
+def test_gpu_capacity_uses_the_share_left_after_weights(facts):
+    config = EngineConfig(model=facts.path, max_model_len=4096, gpu_memory_utilization=0.5)
+    plan = plan_capacity(config, facts, ONE_GPU)
+    assert plan.block_size == 16 and 0 < plan.budget_bytes < 70 << 30
+    assert plan.num_blocks == plan.budget_bytes // (512 * 16)
+
+
+def explain(log_text: str, utilization: float | None = None):
+    error = RuntimeError("Engine core initialization failed. See root cause above. Failed core proc(s): {}")
+    return explain_start_failure(error, log_text, "/models/none", 4096, None, utilization)
+
+
+def test_h200_out_of_memory_retries_with_less_of_the_gpu():
+    message, retry = explain(read_log(LOGS / "h200-cuda-out-of-memory.log"), 0.85)
+    assert retry == (("gpu_memory_utilization", 0.75),) and retry_label(retry) == "Retry with gpu_memory_utilization=0.75"
+    assert "torch.OutOfMemoryError: CUDA out of memory." in message
+
+
+def test_h200_free_memory_below_utilization_retries_with_what_is_free():
+    message, retry = explain(read_log(LOGS / "h200-free-memory-below-utilization.log"))
+    assert retry == (("gpu_memory_utilization", 0.05),)
+    assert "ValueError: Free memory on device cuda:0" in message
+
+
+def engine_core_log(error: str) -> str:
+    return (f"(EngineCore pid=9) ERROR 11-29 22:00:00 [core.py:1] EngineCore failed to start.\n"
+            f"(EngineCore pid=9) ERROR 11-29 22:00:00 [core.py:1] Traceback (most recent call last):\n"
+            f"(EngineCore pid=9) ERROR 11-29 22:00:00 [core.py:1]   File \"x.py\", line 1, in f\n"
+            f"(EngineCore pid=9) ERROR 11-29 22:00:00 [core.py:1] {error}\n")
+
+
+def test_kv_cache_too_small_names_sizes_and_retries_shorter():
+    said = ("ValueError: To serve at least one request with the model's max seq len (32768), (2.1 GiB KV cache is "
+            "needed, which is larger than the available KV cache memory (1.2 GiB). Based on the available memory, "
+            "the estimated maximum model length is 18724. Try increasing `gpu_memory_utilization`")
+    message, retry = explain(engine_core_log(said))
+    assert "max_model_len 32768 needs 2.1 GiB of KV cache, 1.2 GiB is available: use 18720, or fp8 KV cache" in message
+    assert retry == (("max_model_len", 18720),)
+
+
+def test_tensor_parallel_larger_than_the_gpus_retries_with_the_gpus():
+    said = ("ValueError: World size (2) is larger than the number of available GPUs (1) in this node. If this is "
+            "intentional and you are using:")  # vLLM's text (config/parallel.py), raised on CUDA only
+    message, retry = explain(engine_core_log(said))
+    assert "tensor parallelism asks for 2 GPUs, and this machine has 1" in message
+    assert retry == (("tensor_parallel_size", 1),)
+
+
+def test_quantization_the_files_lack_retries_without_it():
+    said = ("ValueError: Quantization method specified in the model config (gptq) does not match the quantization "
+            "method specified in the `quantization` argument (awq).")
+    message, retry = explain(engine_core_log(said))
+    assert "the model lacks the requested quantization awq (its files are quantized with gptq)" in message
+    assert retry == (("quantization", None),) and retry_label(retry) == "Retry with quantization=auto"
+
+
+def test_config_with_changes():
+    config = EngineConfig(model="m", extra=(("quantization", "awq"),))
+    changed = config.with_changes((("quantization", None), ("max_model_len", 1024), ("kv_cache_dtype", "fp8")))
+    assert changed.max_model_len == 1024 and dict(changed.extra) == {"kv_cache_dtype": "fp8"}

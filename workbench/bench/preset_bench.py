@@ -1,0 +1,191 @@
+"""``bench presets``: preset switches in a row (memory after each, time against a cold start), and the
+capacity planner's estimate against vLLM's own block count. Headless: the engine loop on a thread.
+
+    vllm-workbench bench presets switches --switches 5 --out DIR
+    vllm-workbench bench presets capacity --out DIR      (each shipped preset: estimate vs vLLM's count)
+    vllm-workbench bench --shape qwen2.5-7b presets capacity --out DIR   (on a GPU, dummy weights)
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+from workbench.bench.memory import engine_memory
+from workbench.engine.commands import Shutdown, StartEngine
+from workbench.engine.events import EngineReady, EngineState, StateChanged
+from workbench.engine.loop import EngineLoop
+from workbench.engine.spec import EngineConfig
+from workbench.presets import store
+from workbench.presets.capacity import plan_capacity
+from workbench.presets.machine import this_machine
+from workbench.presets.model_facts import read_model_facts
+from workbench.presets.resolve import resolve_preset
+
+ORDER = ["balanced", "low-latency", "high-throughput", "long-context", "memory-limited"]
+
+
+class _Listener:
+    def __init__(self):
+        self.states: dict[int, StateChanged] = {}
+        self.info = None
+        self.changed = threading.Condition()
+
+    def publish(self, event) -> None:
+        with self.changed:
+            if isinstance(event, EngineReady):
+                self.info = event.info
+            elif isinstance(event, StateChanged) and event.state is not EngineState.STARTING:
+                self.states[event.start_id] = event
+            self.changed.notify_all()
+
+    def snapshot_published(self, snapshot) -> None:
+        pass
+
+    def wait(self, start_id: int, timeout_s: float = 600) -> StateChanged:
+        with self.changed:
+            self.changed.wait_for(lambda: start_id in self.states, timeout=timeout_s)
+        return self.states[start_id]
+
+
+def preset_config(name: str, base: EngineConfig) -> EngineConfig:
+    """The shipped preset resolved for this machine on ``base``'s model, keeping base's extra arguments
+    (a shape's dummy weights)."""
+    document = store.load_catalog().entries[name].document
+    resolved = resolve_preset(document, base, this_machine(), read_model_facts(base.model))
+    return resolved.config.with_changes(base.extra)
+
+
+class LoopRunner:
+    """The engine loop on a thread of its own, as the window's worker runs it."""
+
+    def __init__(self):
+        self.listener = _Listener()
+        self.loop = EngineLoop(self.listener)
+        self.thread = threading.Thread(target=self.loop.run, name="engine-loop", daemon=True)
+        self.thread.start()
+        self.start_ids = iter(range(1, 1000))
+
+    def start(self, config: EngineConfig) -> tuple[StateChanged, float]:
+        start_id = next(self.start_ids)
+        began = time.perf_counter()
+        self.loop.post(StartEngine(config, start_id))
+        state = self.listener.wait(start_id)
+        return state, time.perf_counter() - began
+
+    def close(self) -> None:
+        self.loop.post(Shutdown())
+        self.thread.join(timeout=60)
+
+
+def cold_start_s(name: str, argv: list[str]) -> float:
+    """Seconds from launching a fresh process to its engine being ready on preset ``name``."""
+    began = time.perf_counter()
+    child = subprocess.Popen([sys.executable, "-m", "workbench", "bench", *argv, "presets", "cold", "--preset", name],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    for line in child.stdout:
+        if line.startswith("READY"):
+            ready = time.perf_counter() - began
+            child.wait(timeout=120)
+            return ready
+    raise RuntimeError(f"the cold start of {name} did not get ready (exit {child.wait()})")
+
+
+def run_switches(base: EngineConfig, num_switches: int, out: Path, argv: list[str]) -> list[dict]:
+    runner = LoopRunner()
+    rows = []
+    try:
+        for index in range(num_switches + 1):  # the first start is the app's own; then the switches
+            name = ORDER[index % len(ORDER)]
+            state, took_s = runner.start(preset_config(name, base))
+            if state.state is not EngineState.READY:
+                raise RuntimeError(f"{name} did not start: {state.message}")
+            pids = list(runner.listener.info.engine_pids)
+            engine_bytes, scope = engine_memory(pids)
+            row = dict(step=index, preset=name, start_s=round(took_s, 3), app_rss_bytes=psutil.Process().memory_info().rss,
+                       engine_bytes=engine_bytes, engine_scope=scope, num_kv_blocks=runner.listener.info.num_kv_blocks)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    finally:
+        runner.close()
+    rows.append(dict(cold_start_s=round(cold_start_s(ORDER[0], argv), 3), preset=ORDER[0]))
+    print(json.dumps(rows[-1]), flush=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "switches.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return rows
+
+
+def print_switches(rows: list[dict]) -> None:
+    steps, cold = rows[:-1], rows[-1]["cold_start_s"]
+    first = steps[1] if len(steps) > 1 else steps[0]
+    print(f"\n| switch | preset | start s | app RSS MiB | engine MiB ({steps[0]['engine_scope']}) | "
+          "total vs first switch | KV blocks |")
+    print("|---|---|---|---|---|---|---|")
+    for r in steps:
+        total, first_total = r["app_rss_bytes"] + r["engine_bytes"], first["app_rss_bytes"] + first["engine_bytes"]
+        print(f"| {r['step'] or 'first start'} | {r['preset']} | {r['start_s']:.1f} | {r['app_rss_bytes'] / 2**20:,.0f} | "
+              f"{r['engine_bytes'] / 2**20:,.0f} | {(total - first_total) / first_total:+.1%} | {r['num_kv_blocks']:,} |")
+    switch_s = [r["start_s"] for r in steps[1:]]
+    print(f"\nCold start (a fresh process to engine ready, {rows[-1]['preset']}): {cold:.1f} s; switches: "
+          f"median {sorted(switch_s)[len(switch_s) // 2]:.1f} s, max {max(switch_s):.1f} s "
+          f"(target: at most cold + 5 s = {cold + 5:.1f} s)")
+
+
+def run_capacity(base: EngineConfig, out: Path) -> list[dict]:
+    runner = LoopRunner()
+    machine, facts, rows = this_machine(), read_model_facts(base.model), []
+    try:
+        for name in ORDER:
+            config = preset_config(name, base)
+            plan = plan_capacity(config, facts, machine)
+            state, _ = runner.start(config)
+            real = runner.listener.info.num_kv_blocks if state.state is EngineState.READY else None
+            rows.append(dict(preset=name, estimate=plan.num_blocks, vllm=real, budget_bytes=plan.budget_bytes,
+                             kv_bytes_per_token=plan.kv_bytes_per_token, basis=plan.basis,
+                             off=(plan.num_blocks - real) / real if real else None,
+                             message="" if real else state.message[:400]))
+            print(json.dumps(rows[-1]), flush=True)
+    finally:
+        runner.close()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "capacity.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    print(f"\n| preset | estimate | vLLM's blocks | off | KV bytes/token | budget |\n|---|---|---|---|---|---|")
+    for r in rows:
+        off = f"{r['off']:+.2%}" if r["off"] is not None else "did not start"
+        print(f"| {r['preset']} | {r['estimate']:,} | {r['vllm'] or 0:,} | {off} | {r['kv_bytes_per_token']:,} | "
+              f"{r['basis']} |")
+    return rows
+
+
+def cold(base: EngineConfig, name: str) -> int:
+    runner = LoopRunner()
+    state, _ = runner.start(preset_config(name, base))
+    print("READY" if state.state is EngineState.READY else f"FAILED {state.message}", flush=True)
+    runner.close()
+    os._exit(0 if state.state is EngineState.READY else 1)
+
+
+def add_parser(sub) -> None:
+    presets = sub.add_parser("presets", help="preset switches (memory, time vs a cold start); capacity estimate "
+                                             "vs vLLM's block count")
+    presets.add_argument("what", choices=["switches", "capacity", "cold"])
+    presets.add_argument("--switches", type=int, default=5)
+    presets.add_argument("--preset", default="balanced", help="cold: the preset to start")
+    presets.add_argument("--out", default="bench-out/presets")
+
+
+def cmd_presets(args, base: EngineConfig) -> int:
+    common = [a for a in args.bench_argv[:args.bench_argv.index("presets")]]
+    if args.what == "cold":
+        return cold(base, args.preset)
+    if args.what == "capacity":
+        run_capacity(base, Path(args.out))
+        return 0
+    print_switches(run_switches(base, args.switches, Path(args.out), common))
+    return 0

@@ -1,0 +1,94 @@
+"""vLLM's own engine arguments, read from its ``EngineArgs`` dataclass: names, types, Literal choices.
+
+Supported vLLM versions: 0.26 to 0.33. Read here: ``vllm.engine.arg_utils.EngineArgs`` (a dataclass
+whose field annotations are strings evaluated in its module), ``vllm.model_executor.layers.
+quantization.QUANTIZATION_METHODS`` and, in a running client, ``vllm_config.cache_config``
+(``num_gpu_blocks``, ``block_size``), which the engine core's handshake fills. Imported lazily: the
+presets package and the panel use it without importing vLLM until a preset is checked.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+import types
+import typing
+from dataclasses import dataclass
+from functools import lru_cache
+
+_NO_DEFAULT = object()
+
+
+@dataclass(frozen=True)
+class ArgType:
+    """What one engine argument accepts: Python types, Literal choices, whether None is allowed."""
+
+    name: str
+    types: tuple[type, ...]  # empty: not known (an annotation this vLLM cannot evaluate)
+    choices: tuple = ()  # Literal choices, or () for any value of the types
+    optional: bool = False
+    default: object = _NO_DEFAULT
+
+    def describe(self) -> str:
+        if self.choices:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        return " or ".join(t.__name__ for t in self.types) or "any value"
+
+
+def _flatten(annotation) -> tuple[list[type], list, bool]:
+    """The plain types, the Literal choices and whether None is allowed, of one annotation."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return [type(c) for c in typing.get_args(annotation)], list(typing.get_args(annotation)), False
+    if origin in (typing.Union, types.UnionType):
+        kinds, choices, optional = [], [], False
+        for arg in typing.get_args(annotation):
+            if arg is type(None):
+                optional = True
+                continue
+            k, c, o = _flatten(arg)
+            kinds += k
+            choices += c
+            optional = optional or o
+        return kinds, choices, optional
+    if isinstance(origin, type):
+        return [origin], [], False
+    return ([annotation], [], False) if isinstance(annotation, type) else ([], [], False)
+
+
+@lru_cache(maxsize=1)
+def engine_arg_types() -> dict[str, ArgType]:
+    """Every field of vLLM's ``EngineArgs``, with what it accepts."""
+    from vllm.engine.arg_utils import EngineArgs
+
+    namespace = vars(sys.modules[EngineArgs.__module__])
+    found = {}
+    for field in dataclasses.fields(EngineArgs):
+        try:
+            annotation = eval(field.type, namespace) if isinstance(field.type, str) else field.type  # noqa: S307
+            kinds, choices, optional = _flatten(annotation)
+        except Exception:  # an annotation only a type checker can read: the name is still known
+            kinds, choices, optional = [], [], True
+        if choices and any(isinstance(c, str) for c in choices) and str in kinds and len(set(kinds)) > 1:
+            choices = []  # a Literal beside plain str: any string goes
+        default = field.default if field.default is not dataclasses.MISSING else _NO_DEFAULT
+        found[field.name] = ArgType(field.name, tuple(dict.fromkeys(kinds)), tuple(choices), optional, default)
+    quant = found.get("quantization")
+    if quant is not None and not quant.choices:
+        found["quantization"] = dataclasses.replace(quant, choices=tuple(quantization_methods()))
+    return found
+
+
+def quantization_methods() -> list[str]:
+    try:
+        from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS
+    except ImportError:
+        return []
+    return list(QUANTIZATION_METHODS)
+
+
+def real_pool(engine) -> tuple[int | None, int | None]:
+    """(number of KV blocks, tokens per block) of a running ``LLMEngine``, as its engine core reported."""
+    cache = getattr(getattr(engine, "vllm_config", None), "cache_config", None)
+    if cache is None:
+        return None, None
+    return getattr(cache, "num_gpu_blocks", None), getattr(cache, "block_size", None)

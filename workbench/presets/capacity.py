@@ -1,0 +1,105 @@
+"""The capacity planner: what a configuration will cost before it starts.
+
+Weights from the model's files; KV bytes per token = layers × KV heads × head size × dtype bytes × 2
+(keys and values); blocks from the memory budget; the largest number of sequences that fit at
+max_model_len. On CPU the budget is the KV space in bytes, and vLLM's count is that arithmetic; on a
+GPU it is the share of the device left after the weights and the activation peak, estimated here.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+from workbench.engine.spec import EngineConfig
+from workbench.presets.machine import Machine
+from workbench.presets.model_facts import DTYPE_BYTES, ModelFacts
+
+GIB = 1 << 30
+
+
+def size_text(num_bytes: int) -> str:
+    return f"{num_bytes / GIB:.2f} GiB" if num_bytes >= GIB // 4 else f"{num_bytes / (1 << 20):.1f} MiB"
+NON_TORCH_BYTES = 512 << 20  # CUDA context, NCCL and allocator slack outside torch's own count
+DEFAULT_BATCHED_TOKENS = 8192
+
+
+@dataclass(frozen=True)
+class CapacityPlan:
+    weights_bytes: int
+    weights_from_files: bool
+    kv_bytes_per_token: int
+    block_size: int
+    budget_bytes: int  # the memory the KV cache gets
+    num_blocks: int
+    max_model_len: int
+    max_concurrent_seqs: int  # sequences of max_model_len tokens that fit at once
+    basis: str  # how the budget was found
+
+    def lines(self) -> list[str]:
+        weights = size_text(self.weights_bytes) + ("" if self.weights_from_files else " (from config.json)")
+        return [f"Weights: {weights}",
+                f"KV per token: {self.kv_bytes_per_token:,} bytes",
+                f"KV budget: {size_text(self.budget_bytes)} ({self.basis})",
+                f"KV blocks: {self.num_blocks:,} of {self.block_size} tokens",
+                f"Sequences of {self.max_model_len:,} tokens at once: {self.max_concurrent_seqs:,}"]
+
+
+def served_dtype_bytes(config: EngineConfig, model: ModelFacts) -> int:
+    """Bytes per value of the weights as vLLM serves them: with dtype "auto" it serves float32 weights in
+    16 bits."""
+    dtype = str(config.option("dtype", "auto"))
+    return DTYPE_BYTES.get(dtype, min(model.dtype_bytes, 2))
+
+
+def kv_dtype_bytes(config: EngineConfig, model: ModelFacts) -> int:
+    dtype = str(config.option("kv_cache_dtype", "auto"))
+    return 1 if dtype.startswith("fp8") else DTYPE_BYTES.get(dtype, served_dtype_bytes(config, model))
+
+
+def kv_bytes_per_token(config: EngineConfig, model: ModelFacts) -> int:
+    return model.num_layers * model.num_kv_heads * model.head_size * kv_dtype_bytes(config, model) * 2
+
+
+def activation_peak_bytes(config: EngineConfig, model: ModelFacts) -> int:
+    """vLLM profiles one forward pass of max_num_batched_tokens; this is that pass's largest tensors
+    (the MLP's intermediate and the logits of the sampled rows), in the model's dtype."""
+    tokens = config.option("max_num_batched_tokens") or DEFAULT_BATCHED_TOKENS
+    dtype_bytes = served_dtype_bytes(config, model)
+    mlp = tokens * model.intermediate_size * 2 * dtype_bytes
+    logits = config.max_num_seqs * model.vocab_size * 4
+    return mlp + tokens * model.hidden_size * 4 * dtype_bytes + logits
+
+
+def _budget(config: EngineConfig, model: ModelFacts, machine: Machine) -> tuple[int, str]:
+    if config.kv_cache_memory_bytes:
+        return config.kv_cache_memory_bytes, "kv_cache_memory_bytes"
+    if machine.on_cpu:
+        space = os.environ.get("VLLM_CPU_KVCACHE_SPACE")
+        return (int(float(space) * GIB), "VLLM_CPU_KVCACHE_SPACE") if space else (GIB, "the CPU default, 1 GiB")
+    util = config.gpu_memory_utilization or 0.9
+    taken = model.weights_bytes + activation_peak_bytes(config, model) + NON_TORCH_BYTES
+    return max(0, int(machine.gpu_total_bytes * util) - taken), \
+        f"{util:.2f} of {machine.gpu_total_bytes / GIB:.0f} GiB less weights and activations"
+
+
+def plan_capacity(config: EngineConfig, model: ModelFacts, machine: Machine) -> CapacityPlan:
+    block_size = config.block_size or (32 if machine.on_cpu else 16)
+    per_token = kv_bytes_per_token(config, model)
+    tp = int(config.option("tensor_parallel_size", 1) or 1)
+    budget, basis = _budget(config, model, machine)
+    if config.num_gpu_blocks_override:
+        num_blocks, basis = config.num_gpu_blocks_override, "num_gpu_blocks_override"
+    else:  # each GPU holds 1/tp of the heads, and the pool counts blocks per GPU
+        num_blocks = budget * tp // (per_token * block_size) if per_token else 0
+    per_seq = math.ceil(config.max_model_len / block_size)
+    return CapacityPlan(model.weights_bytes, model.weights_from_files, per_token, block_size, budget, num_blocks,
+                        config.max_model_len, num_blocks // per_seq if per_seq else 0, basis)
+
+
+def compare_with_engine(plan: CapacityPlan, real_blocks: int | None) -> str:
+    """The estimate beside vLLM's own count once the engine runs."""
+    if not real_blocks:
+        return f"Estimate {plan.num_blocks:,} blocks; vLLM's count arrives when the engine is ready."
+    off = (plan.num_blocks - real_blocks) / real_blocks
+    return f"vLLM allocated {real_blocks:,} blocks; the estimate was {plan.num_blocks:,} ({off:+.1%})."

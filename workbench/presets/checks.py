@@ -1,0 +1,177 @@
+"""A preset's values checked before anything starts: names against vLLM's own ``EngineArgs``, values
+against their types, choices and ranges, and against this machine and the model.
+
+Each problem names the key, the value, and the valid choices or range.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+from workbench.presets.document import PLATFORMS, PresetDocument
+from workbench.presets.machine import Machine
+from workbench.presets.model_facts import ModelFacts
+
+AUTO, MODEL_MAX = "auto", "model max"
+# Names that widely copied articles give as vLLM options; vLLM has none of them.
+NOT_VLLM_OPTIONS = {
+    "enable_dynamic_batching": "vLLM always batches continuously; the nearest option is max_num_seqs "
+                               "(how many sequences run in one batch)",
+    "dynamic_batching_window_size": "vLLM has no batching window: requests join the running batch at the next "
+                                    "step; the nearest option is max_num_batched_tokens",
+    "max_batch_size": "the nearest option is max_num_seqs",
+    "vllm_quantization_bit": "the bits come with the method: the nearest option is quantization (e.g. 'awq' "
+                             "for 4-bit AWQ weights)",
+    "swap_space": "vLLM removed it; the nearest options are kv_offloading_size (KV blocks to CPU memory) "
+                  "and cpu_offload_gb (weights)",
+}
+APP_OWNED = {"model": "the model is chosen with Model > Choose model, not by a preset",
+             "tokenizer": "the tokenizer comes with the model, not with a preset"}
+# Ranges of the numeric options the panel edits (vLLM's types give no bounds): (low, high).
+RANGES = {
+    "max_num_seqs": (1, 16384), "max_num_batched_tokens": (32, 1 << 21), "max_model_len": (32, 1 << 21),
+    "gpu_memory_utilization": (0.05, 0.99), "block_size": (16, 256), "cpu_offload_gb": (0, 4096),
+    "tensor_parallel_size": (1, 64), "kv_cache_memory_bytes": (1 << 20, 1 << 42),
+    "num_gpu_blocks_override": (2, 1 << 26),
+}
+SAMPLING_RANGES = {"temperature": (0.0, 2.0), "top_p": (0.01, 1.0), "top_k": (0, 1000), "max_tokens": (1, 32768),
+                   "seed": (-1, 2**31 - 1)}
+BLOCK_MULTIPLE = {"cpu": 32, "cuda": 16}
+QUANTIZE_AT_LOAD = {"fp8"}  # methods vLLM applies to unquantized weights as it loads them (CUDA)
+SIZE = re.compile(r"^\s*([\d.]+)\s*(B|KiB|MiB|GiB|TiB)\s*$")
+UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+@dataclass(frozen=True)
+class Problem:
+    key: str  # "engine.max_num_seqs", "sampling.top_p"
+    value: object
+    message: str  # names the key, the value, and what is valid
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def parse_size(value):
+    """'1 GiB' -> 1073741824; other values as they are."""
+    if isinstance(value, str) and (match := SIZE.match(value)):
+        return int(float(match.group(1)) * UNITS[match.group(2)])
+    return value
+
+
+def for_platform(value, platform: str):
+    """A value as it applies on ``platform`` (a per-platform table gives AUTO where it names none)."""
+    return value.get(platform, AUTO) if isinstance(value, dict) else value
+
+
+def check_preset(document: PresetDocument, machine: Machine, model: ModelFacts | None) -> list[Problem]:
+    from workbench.engine.vllm_plugin.engine_args import engine_arg_types
+
+    args = engine_arg_types()
+    problems: list[Problem] = []
+    for key, value in document.engine().items():
+        problem = check_name(key, value, args)
+        if problem is None:
+            values = value.values() if isinstance(value, dict) else [value]
+            problem = next((p for v in values if (p := check_value(key, v, args[key])) is not None), None)
+        if problem is None:
+            problem = check_on_machine(key, for_platform(value, machine.platform), machine, model)
+        if problem is not None:
+            problems.append(problem)
+    problems += check_sampling(document.sampling())
+    return problems
+
+
+def check_name(key: str, value, args: dict) -> Problem | None:
+    name = f"engine.{key}"
+    if key in NOT_VLLM_OPTIONS:
+        return Problem(name, value, f"{name} = {value!r}: not a vLLM option; {NOT_VLLM_OPTIONS[key]}.")
+    if key in APP_OWNED:
+        return Problem(name, value, f"{name} = {value!r}: {APP_OWNED[key]}.")
+    if key in args:
+        return None
+    if key.startswith("vllm_") and key[5:] in args:
+        return Problem(name, value, f"{name} = {value!r}: not a vLLM option (a launcher's spelling); "
+                                    f"the vLLM option is {key[5:]}.")
+    near = difflib.get_close_matches(key, list(args), n=3, cutoff=0.6)
+    hint = f" Did you mean {' or '.join(near)}?" if near else ""
+    return Problem(name, value, f"{name} = {value!r}: not a vLLM option (vLLM's EngineArgs has no such field).{hint}")
+
+
+def _type_ok(value, arg) -> bool:
+    if not arg.types:
+        return True
+    if isinstance(value, bool):
+        return bool in arg.types
+    if isinstance(value, int) and float in arg.types:
+        return True
+    return isinstance(value, arg.types)
+
+
+def check_value(key: str, value, arg) -> Problem | None:
+    """Type, choices and range of one value (one platform's, where the preset gives several)."""
+    name = f"engine.{key}"
+    if value == AUTO or (value == MODEL_MAX and key == "max_model_len"):
+        return None
+    if value == MODEL_MAX:
+        return Problem(name, value, f"{name} = {value!r}: 'model max' applies to max_model_len only; "
+                                    f"valid: {arg.describe()} or 'auto'.")
+    value = parse_size(value) if key.endswith("_bytes") else value
+    if not _type_ok(value, arg):
+        extra = " or 'model max'" if key == "max_model_len" else ""
+        return Problem(name, value, f"{name} = {value!r} has the wrong type {type(value).__name__}; "
+                                    f"valid: {arg.describe()}, 'auto'{extra}.")
+    if arg.choices and value not in arg.choices:
+        return Problem(name, value, f"{name} = {value!r} is not a valid choice; valid: {arg.describe()}.")
+    low, high = RANGES.get(key, (None, None))
+    if low is not None and isinstance(value, (int, float)) and not low <= value <= high:
+        return Problem(name, value, f"{name} = {value!r} is out of range; valid: {low} to {high}.")
+    return None
+
+
+def check_on_machine(key: str, value, machine: Machine, model: ModelFacts | None) -> Problem | None:
+    """What this machine and the model allow; ``value`` is this platform's."""
+    name = f"engine.{key}"
+    if value == AUTO:
+        return None
+    if key == "block_size" and isinstance(value, int) and value % BLOCK_MULTIPLE[machine.platform]:
+        step = BLOCK_MULTIPLE[machine.platform]
+        return Problem(name, value, f"{name} = {value!r}: on {machine.platform.upper()} vLLM needs a multiple of "
+                                    f"{step}; valid: {step}, {2 * step}, {4 * step}, … up to 256.")
+    if key == "tensor_parallel_size" and isinstance(value, int):
+        most = max(1, machine.num_gpus)
+        if value > most:
+            what = f"{machine.num_gpus} GPU(s)" if machine.num_gpus else "no GPU (the CPU build runs on one)"
+            return Problem(name, value, f"{name} = {value!r}: this machine has {what}; valid: 1 to {most}.")
+    if model is not None and key == "max_model_len" and isinstance(value, int) \
+            and value > model.max_position_embeddings:
+        return Problem(name, value, f"{name} = {value!r} is longer than the model's context "
+                                    f"({model.max_position_embeddings}, config.json); valid: 32 to "
+                                    f"{model.max_position_embeddings}, or 'model max'.")
+    if model is not None and key == "quantization" and value is not None:
+        return _check_quantization(name, value, machine, model)
+    return None
+
+
+def _check_quantization(name: str, value: str, machine: Machine, model: ModelFacts) -> Problem | None:
+    if model.quant_method:
+        if value != model.quant_method:
+            return Problem(name, value, f"{name} = {value!r}: the model's files are quantized with "
+                                        f"{model.quant_method!r}; valid: {model.quant_method!r} or 'auto'.")
+        return None
+    if value in QUANTIZE_AT_LOAD and not machine.on_cpu:
+        return None
+    at_load = ", ".join(repr(m) for m in sorted(QUANTIZE_AT_LOAD)) + " on CUDA, " if not machine.on_cpu else ""
+    return Problem(name, value, f"{name} = {value!r}: the model's files hold no {value} weights (config.json has "
+                                f"no quantization_config); valid: {at_load}'auto' (the model as it is).")
+
+
+def check_sampling(sampling: dict) -> list[Problem]:
+    problems = []
+    for key, value in sampling.items():
+        low, high = SAMPLING_RANGES.get(key, (None, None))
+        if low is not None and not isinstance(value, bool) and not low <= value <= high:
+            problems.append(Problem(f"sampling.{key}", value,
+                                    f"sampling.{key} = {value!r} is out of range; valid: {low} to {high}."))
+    return problems

@@ -1,0 +1,136 @@
+"""One preset file: a tomlkit document (its comments kept when edited and saved) and its values.
+
+A preset has three tables: ``[preset]`` (name, description), ``[engine]`` (vLLM engine arguments)
+and ``[sampling]`` (the settings that seed new conversations). An engine value is a scalar, the
+words ``"auto"`` (vLLM's or the platform's choice) or ``"model max"``, or a table of per-platform
+values (``{ cpu = 32, cuda = 16 }``). Reading checks the file's structure only; values are
+checked against vLLM by ``presets.checks``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import tomlkit
+from tomlkit.exceptions import ParseError
+
+from workbench.engine.sampling import SamplingSettings
+
+PLATFORMS = ("cpu", "cuda")
+SECTIONS = ("preset", "engine", "sampling")
+SAMPLING_TYPES = {f.name: f.type for f in fields(SamplingSettings)}  # annotations as text
+
+
+class PresetFileError(ValueError):
+    """A preset file that cannot be read: which file, which line (0: none), what is wrong."""
+
+    def __init__(self, path: str, message: str, line: int = 0, key: str = ""):
+        self.path, self.line, self.key, self.reason = path, line, key, message
+        where = f"{path}, line {line}" if line else path
+        super().__init__(f"{where}: {message}")
+
+
+def plain(value):
+    """A tomlkit item as a plain Python value (tables as dicts)."""
+    return value.unwrap() if hasattr(value, "unwrap") else value
+
+
+@dataclass
+class PresetDocument:
+    """A preset as read: the document itself (for editing with comments) and where it came from."""
+
+    doc: tomlkit.TOMLDocument
+    path: str = ""
+
+    @property
+    def name(self) -> str:
+        return str(plain(self.doc.get("preset", {}).get("name", Path(self.path).stem)))
+
+    @property
+    def description(self) -> str:
+        return str(plain(self.doc.get("preset", {}).get("description", "")))
+
+    def engine(self) -> dict:
+        return plain(self.doc.get("engine", {})) or {}
+
+    def sampling(self) -> dict:
+        return plain(self.doc.get("sampling", {})) or {}
+
+    def set_engine_value(self, key: str, value) -> None:
+        """Sets one engine value; the comment lines above it stay."""
+        if "engine" not in self.doc:
+            self.doc["engine"] = tomlkit.table()
+        self.doc["engine"][key] = value
+
+    def set_name(self, name: str) -> None:
+        if "preset" not in self.doc:
+            self.doc["preset"] = tomlkit.table()
+        self.doc["preset"]["name"] = name
+
+    def text(self) -> str:
+        return tomlkit.dumps(self.doc)
+
+
+def parse_preset(data: bytes, path: str) -> PresetDocument:
+    """A preset from a file's bytes; raises PresetFileError naming the file, and the line or key."""
+    if b"\x00" in data:
+        raise PresetFileError(path, "this is not a text file (it holds binary data)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise PresetFileError(path, "this is not UTF-8 text", line) from exc
+    if not text.strip():
+        raise PresetFileError(path, "the file is empty")
+    try:
+        doc = tomlkit.parse(text)
+    except ParseError as exc:
+        raise PresetFileError(path, f"not valid TOML: {exc}", exc.line) from exc
+    check_structure(doc, path)
+    return PresetDocument(doc, path)
+
+
+def check_structure(doc, path: str) -> None:
+    unknown = [key for key in doc if key not in SECTIONS]
+    if unknown:
+        raise PresetFileError(path, f"unknown table [{unknown[0]}]: a preset has {', '.join(SECTIONS)}",
+                              key=unknown[0])
+    for section in SECTIONS:
+        if section in doc and not isinstance(plain(doc[section]), dict):
+            raise PresetFileError(path, f"'{section}' must be a table ([{section}]), not "
+                                        f"{type(plain(doc[section])).__name__}", key=section)
+    for key in ("name", "description"):
+        value = plain(doc.get("preset", {}).get(key, ""))
+        if not isinstance(value, str):
+            raise PresetFileError(path, f"preset.{key} must be text, not {type(value).__name__} ({value!r})",
+                                  key=f"preset.{key}")
+    for key, value in plain(doc.get("engine", {})).items():
+        if isinstance(value, dict) and set(value) - set(PLATFORMS):
+            other = sorted(set(value) - set(PLATFORMS))[0]
+            raise PresetFileError(path, f"engine.{key}: per-platform values take the keys "
+                                        f"{' and '.join(PLATFORMS)}, not '{other}'", key=f"engine.{key}")
+        if isinstance(value, (list, dict)) and not isinstance(value, dict):
+            raise PresetFileError(path, f"engine.{key} must be a single value, not a list", key=f"engine.{key}")
+    check_sampling_types(plain(doc.get("sampling", {})), path)
+
+
+def check_sampling_types(sampling: dict, path: str) -> None:
+    for key, value in sampling.items():
+        if key not in SAMPLING_TYPES:
+            raise PresetFileError(path, f"sampling.{key} is not a sampling setting; valid: "
+                                        f"{', '.join(SAMPLING_TYPES)}", key=f"sampling.{key}")
+        wanted = SAMPLING_TYPES[key]
+        ok = (isinstance(value, bool) if wanted == "bool" else
+              isinstance(value, (int, float)) and not isinstance(value, bool) if wanted == "float" else
+              isinstance(value, int) and not isinstance(value, bool))
+        if not ok:
+            raise PresetFileError(path, f"sampling.{key} = {value!r} has the wrong type: expected "
+                                        f"{wanted.replace(' | None', '')}", key=f"sampling.{key}")
+
+
+def read_preset(path: Path) -> PresetDocument:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise PresetFileError(str(path), f"cannot be read: {exc.strerror or exc}") from exc
+    return parse_preset(data, str(path))

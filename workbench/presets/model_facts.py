@@ -1,0 +1,86 @@
+"""What a model's folder says about its size: layers, KV heads, head size, dtype, weights on disk."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.gguf")
+DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "fp8": 1, "fp8_e4m3": 1,
+               "fp8_e5m2": 1, "fp8_inc": 1, "int8": 1}
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    path: str
+    num_layers: int
+    num_kv_heads: int
+    head_size: int
+    dtype: str
+    max_position_embeddings: int
+    weights_bytes: int
+    weights_from_files: bool  # False: estimated from the config (a folder without weights)
+    quant_method: str | None  # the quantization its files carry (config.json's quantization_config)
+    trust_remote_code_needed: bool  # config.json names code of its own (auto_map)
+    hidden_size: int = 0
+    intermediate_size: int = 0
+    vocab_size: int = 0
+
+    @property
+    def dtype_bytes(self) -> int:
+        return DTYPE_BYTES.get(self.dtype, 2)
+
+
+def _text_config(config: dict) -> dict:
+    return config.get("text_config") or config
+
+
+def estimated_weights_bytes(config: dict, dtype_bytes: int) -> int:
+    """Parameters of a decoder-only transformer from its config, times the dtype's bytes."""
+    c = _text_config(config)
+    hidden, layers = c.get("hidden_size", 0), c.get("num_hidden_layers", 0)
+    heads = c.get("num_attention_heads", 1)
+    head = c.get("head_dim") or hidden // max(1, heads)
+    kv = c.get("num_key_value_heads", heads) * head
+    attention = hidden * heads * head * 2 + hidden * kv * 2
+    mlp = 3 * hidden * c.get("intermediate_size", 4 * hidden)
+    embeddings = c.get("vocab_size", 0) * hidden * (1 if c.get("tie_word_embeddings") else 2)
+    return (layers * (attention + mlp) + embeddings) * dtype_bytes
+
+
+def read_model_facts(folder: str | Path) -> ModelFacts:
+    """Raises OSError or ValueError where the folder has no readable config.json."""
+    folder = Path(folder)
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    c = _text_config(config)
+    heads = c.get("num_attention_heads", 1)
+    dtype = str(c.get("torch_dtype") or config.get("torch_dtype") or c.get("dtype") or "bfloat16")
+    files = [p for pattern in WEIGHT_PATTERNS for p in folder.glob(pattern)]
+    on_disk = sum(p.stat().st_size for p in files)
+    quant = (config.get("quantization_config") or {}).get("quant_method")
+    return ModelFacts(
+        path=str(folder), num_layers=c.get("num_hidden_layers", 0),
+        num_kv_heads=c.get("num_key_value_heads", heads),
+        head_size=c.get("head_dim") or c.get("hidden_size", 0) // max(1, heads), dtype=dtype,
+        max_position_embeddings=c.get("max_position_embeddings", 2048),
+        weights_bytes=on_disk or estimated_weights_bytes(config, DTYPE_BYTES.get(dtype, 2)),
+        weights_from_files=bool(on_disk), quant_method=quant, trust_remote_code_needed="auto_map" in config,
+        hidden_size=c.get("hidden_size", 0), intermediate_size=c.get("intermediate_size", 0),
+        vocab_size=c.get("vocab_size", 0),
+    )
+
+
+def facts_for(model: str) -> ModelFacts | None:
+    """The facts of a model named as the app names it (the demo, a folder, a cached hub id); None when
+    its config cannot be found or read."""
+    from workbench.engine.demo_model import demo_model_dir
+    from workbench.engine.model_source import cached_snapshot
+    from workbench.engine.spec import DEMO_MODEL
+
+    folder = demo_model_dir() if model == DEMO_MODEL else Path(model)
+    if not folder.is_dir() and "/" in model:
+        folder = cached_snapshot(model) or folder
+    try:
+        return read_model_facts(folder)
+    except (OSError, ValueError):
+        return None

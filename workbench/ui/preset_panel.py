@@ -1,0 +1,248 @@
+"""The preset panel, beside the heatmap: choose a preset, see how it differs from the running engine
+and what it will cost, edit it, save, import, export or reset it, and apply it without a restart."""
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import QTimer, Slot
+from PySide6.QtWidgets import (
+    QComboBox, QFileDialog, QHBoxLayout, QInputDialog, QLabel, QMessageBox, QProgressBar, QPushButton,
+    QVBoxLayout, QWidget,
+)
+
+from workbench.engine.commands import Abort
+from workbench.engine.events import EngineState
+from workbench.model.app_model import AppModel
+from workbench.presets import store
+from workbench.presets.capacity import compare_with_engine, plan_capacity
+from workbench.presets.checks import check_preset
+from workbench.presets.document import PresetDocument, PresetFileError, plain
+from workbench.presets.machine import this_machine
+from workbench.presets.model_facts import facts_for
+from workbench.presets.resolve import config_rows, diff_configs, resolve_preset
+from workbench.presets.trust import remember_trust
+from workbench.ui.preset_values import PresetValuesTable
+
+FINISH, ABORT = "finish", "abort"
+ERROR_STYLE = "color: #9b1c1c;"
+
+
+class PresetPanel(QWidget):
+    """Holds the preset being looked at (a copy, edited in place); the configuration lives in the model.
+    ``post`` queues engine commands; ``restart`` starts the engine on the model's configuration."""
+
+    def __init__(self, model: AppModel, post, restart):
+        super().__init__(objectName="presetPanel")
+        self.model, self.post, self.restart = model, post, restart
+        self.machine = this_machine()
+        self.catalog = store.PresetCatalog()
+        self.document: PresetDocument | None = None
+        self.resolved = None
+        self.problems: list = []
+        self.pending = None  # a resolved preset waiting for the requests in flight to finish
+        self._build()
+        self.wait_timer = QTimer(self, interval=100)
+        self.wait_timer.timeout.connect(self._on_wait_timer)
+        model.engine_changed.connect(self._on_model_engine_changed)
+        model.config_changed.connect(lambda _config: self.refresh())
+        self.reload()
+
+    def _build(self) -> None:
+        self.choice = QComboBox(objectName="presetChoice")
+        self.choice.currentTextChanged.connect(self._on_choice_changed)
+        self.description = QLabel(objectName="presetDescription", wordWrap=True)
+        self.values = PresetValuesTable(self._on_value_edited)
+        self.diff = QLabel(objectName="presetDiff", wordWrap=True)
+        self.problem_text = QLabel(objectName="presetProblems", wordWrap=True, styleSheet=ERROR_STYLE)
+        self.load_problems = QLabel(objectName="presetLoadProblems", wordWrap=True, styleSheet=ERROR_STYLE)
+        self.capacity = QLabel(objectName="capacityPlan", wordWrap=True)
+        self.capacity.setStyleSheet("background: #f3f4f6; padding: 4px;")
+        self.progress = QProgressBar(objectName="presetProgress", minimum=0, maximum=100, visible=False)
+        self.buttons = {}
+        row = QHBoxLayout()
+        for name, text, slot in (("apply", "Apply", self.apply), ("save", "Save as…", self.save_as),
+                                 ("import", "Import…", self.import_file), ("export", "Export…", self.export_file),
+                                 ("reset", "Reset", self.reset)):
+            self.buttons[name] = QPushButton(text, objectName=f"preset{name.capitalize()}Button")
+            self.buttons[name].clicked.connect(lambda _=False, s=slot: s())
+            row.addWidget(self.buttons[name])
+        self.setMinimumWidth(480)
+        layout = QVBoxLayout(self)
+        for widget in (QLabel("<b>Preset</b>"), self.choice, self.description, self.load_problems, self.values,
+                       self.diff, self.problem_text, QLabel("<b>Capacity</b>"), self.capacity, self.progress):
+            layout.addWidget(widget, 1 if widget is self.values else 0)
+        layout.addLayout(row)
+
+    # -------------------------------------------------------------- presets
+    def reload(self, select: str | None = None) -> None:
+        """Reads every preset again; a broken user file is listed, and the others load."""
+        self.catalog = store.load_catalog()
+        self.load_problems.setText("\n".join(f"Not loaded: {p}" for p in self.catalog.problems))
+        self.load_problems.setVisible(bool(self.catalog.problems))
+        current = select or self.choice.currentText() or self.model.preset_name or store.DEFAULT_PRESET
+        self.choice.blockSignals(True)
+        self.choice.clear()
+        self.choice.addItems(self.catalog.names())
+        self.choice.blockSignals(False)
+        self.choose(current if current in self.catalog.entries else store.DEFAULT_PRESET)
+
+    def choose(self, name: str) -> None:
+        self.choice.setCurrentText(name)
+        self._on_choice_changed(name)
+
+    @Slot(str)
+    def _on_choice_changed(self, name: str) -> None:
+        entry = self.catalog.entries.get(name)
+        if entry is None:
+            return
+        self.document = PresetDocument(copy.deepcopy(entry.document.doc), entry.document.path)
+        self.buttons["reset"].setEnabled(entry.source == "edited")
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Resolves, checks and plans the preset being looked at, against the running configuration."""
+        if self.document is None:
+            return
+        facts = facts_for(self.model.config.model)
+        self.resolved = resolve_preset(self.document, self.model.config, self.machine, facts)
+        checked = "vllm" in sys.modules  # vLLM's own names once it is loaded; Apply always checks
+        self.problems = check_preset(self.document, self.machine, facts) if checked else []
+        self.description.setText(self.document.description)
+        running = config_rows(self.model.config, self.machine.on_cpu)
+        self.values.show_preset(self.resolved, running, self.machine.platform)
+        changes = diff_configs(self.model.config, self.resolved.config, self.machine.on_cpu)
+        self.diff.setText("Same as the running engine." if not changes else "Differs from the running engine: "
+                          + "; ".join(f"{k} {old} → {new}" for k, old, new in changes))
+        self.problem_text.setText("\n".join(p.message for p in self.problems))
+        self.problem_text.setVisible(bool(self.problems))
+        self._show_capacity(facts)
+
+    def _show_capacity(self, facts) -> None:
+        if facts is None:
+            self.capacity.setText("The model's config.json could not be read: no estimate.")
+            return
+        lines = plan_capacity(self.resolved.config, facts, self.machine).lines()
+        info = self.model.engine.info
+        if self.model.engine.ready and info is not None:
+            running_plan = plan_capacity(self.model.config, facts, self.machine)
+            lines.append("Running engine: " + compare_with_engine(running_plan, info.num_kv_blocks))
+        self.capacity.setText("\n".join(lines))
+
+    @Slot()
+    def _on_value_edited(self, key: str, value) -> None:
+        written = plain(self.document.doc["engine"][key])
+        if isinstance(written, dict):
+            written[self.machine.platform] = value
+            value = written
+        self.document.set_engine_value(key, value)
+        self.refresh()
+
+    # -------------------------------------------------------------- applying
+    def apply(self, when_busy: str | None = None) -> bool:
+        """Switches the engine to the preset. With requests in flight, ``when_busy`` (or the user, asked)
+        says whether they finish first or are aborted. False when nothing was started."""
+        facts = facts_for(self.model.config.model)
+        self.problems = check_preset(self.document, self.machine, facts)
+        if self.problems:
+            self.refresh()
+            self.problem_text.setText("Not applied:\n" + "\n".join(p.message for p in self.problems))
+            self.problem_text.setVisible(True)
+            return False
+        if self.resolved.needs_trust and not self._confirm_trust():
+            return False
+        if self.model.num_in_flight():
+            when_busy = when_busy or self._ask_in_flight()
+            if when_busy is None:
+                return False
+            if when_busy == ABORT:
+                for request_id in self.model.open_chat_requests():
+                    self.post(Abort(request_id))
+            else:
+                self.pending = self.resolved
+                self.diff.setText(f"Waiting for {self.model.num_in_flight()} request(s) to finish…")
+                self.wait_timer.start()
+                return True
+        self._switch(self.resolved)
+        return True
+
+    def _switch(self, resolved) -> None:
+        self.model.apply_preset(resolved.name, resolved.config, resolved.sampling)
+        self.restart()
+
+    @Slot()
+    def _on_wait_timer(self) -> None:
+        if self.pending is not None and not self.model.num_in_flight():
+            self.wait_timer.stop()
+            pending, self.pending = self.pending, None
+            self._switch(pending)
+
+    def _ask_in_flight(self) -> str | None:
+        box = QMessageBox(QMessageBox.Question, "Requests in flight",
+                          f"{self.model.num_in_flight()} request(s) are running. Let them finish before the "
+                          "switch, or abort them now? Conversations stay either way.", parent=self)
+        finish = box.addButton("Finish them", QMessageBox.AcceptRole)
+        abort = box.addButton("Abort them", QMessageBox.DestructiveRole)
+        box.addButton(QMessageBox.Cancel)
+        box.exec()
+        return {finish: FINISH, abort: ABORT}.get(box.clickedButton())
+
+    def _confirm_trust(self) -> bool:
+        model = self.model.config.model
+        answer = QMessageBox.question(self, "Run the model's own code?",
+                                      f"The preset sets trust_remote_code: vLLM would run Python code that comes "
+                                      f"with {model}. Allow it for this model (remembered)?")
+        if answer != QMessageBox.Yes:
+            return False
+        remember_trust(model)
+        self.refresh()
+        return True
+
+    def _on_model_engine_changed(self, status) -> None:
+        starting = status.state is EngineState.STARTING
+        self.progress.setVisible(starting)
+        self.buttons["apply"].setEnabled(not starting)
+        if starting and status.progress is not None:
+            self.progress.setValue(int(status.progress.fraction * 100))
+            self.progress.setFormat(f"{status.progress.label} %p%")
+        if status.state is EngineState.READY:
+            self.refresh()
+
+    # -------------------------------------------------------------- files
+    def save_as(self, name: str | None = None) -> Path | None:
+        if name is None:
+            name, ok = QInputDialog.getText(self, "Save preset", "Name:", text=self.document.name)
+            if not ok:
+                return None
+        try:
+            path = store.save_user_preset(self.document, name)
+        except store.PresetNameError as exc:
+            self.problem_text.setText(str(exc))
+            self.problem_text.setVisible(True)
+            return None
+        self.reload(select=name)
+        return path
+
+    def import_file(self, source: str | None = None) -> Path | None:
+        source = source or QFileDialog.getOpenFileName(self, "Import preset", "", "Presets (*.toml)")[0]
+        if not source:
+            return None
+        try:
+            path = store.import_preset(Path(source))
+        except (PresetFileError, store.PresetNameError) as exc:
+            self.problem_text.setText(f"Not imported: {exc}")
+            self.problem_text.setVisible(True)
+            return None
+        self.reload(select=path.stem)
+        return path
+
+    def export_file(self, target: str | None = None) -> Path | None:
+        target = target or QFileDialog.getSaveFileName(self, "Export preset", f"{self.document.name}.toml",
+                                                       "Presets (*.toml)")[0]
+        return store.export_preset(self.document, Path(target)) if target else None
+
+    def reset(self) -> None:
+        name = self.choice.currentText()
+        if store.reset_shipped(name):
+            self.reload(select=name)
