@@ -92,7 +92,9 @@ def test_prefix_reuse_and_shared_blocks_across_two_conversations(window, qtbot):
     window.chat.sampling.max_tokens.setValue(500)
     recorder = SnapshotRecorder(window)
     first_conv, first = type_and_send(window, qtbot, "What is prefix caching?")
-    window.chat.new_conversation()
+    window.chat.new_conversation()  # a new conversation takes the preset's sampling: set it again
+    window.chat.sampling.ignore_eos.setChecked(True)
+    window.chat.sampling.max_tokens.setValue(500)
     second_conv, second = type_and_send(window, qtbot, "Why do two chats share blocks?")
     recorder.wait_until(qtbot, lambda: first.status != "streaming" and second.status != "streaming")
     both = [s for s in recorder.snapshots if first.request_id in s.tables and second.request_id in s.tables]

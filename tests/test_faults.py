@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 
 import psutil
@@ -86,7 +87,9 @@ def test_engine_that_fails_to_start_kv_cache_too_small(window, qtbot, demo_model
     message = engine_message(window)
     assert message == signalled[-1][1]
     assert "KV cache is too small for max_model_len=2048" in message
-    assert "Lower max_model_len" in message
+    fits = int(re.search(r"it fits about (\d+) tokens", message).group(1))
+    advice = rf"max_model_len 2048( needs [\d.]+ GiB of KV cache, [\d.]+ GiB is available)?: use {fits // 32 * 32}, or fp8"
+    assert re.search(advice, message), message  # the fix: whole CPU blocks of 32 tokens, or a smaller KV dtype
 
 
 def _engine_core_pids() -> list[int]:

@@ -52,7 +52,9 @@ def test_plots_counters_equal_vllms_own(window, qtbot):
     window.chat.sampling.max_tokens.setValue(48)
     _, first = type_and_send(window, qtbot, "What is a KV cache?")
     wait_finished(qtbot, first)
-    window.chat.new_conversation()
+    window.chat.new_conversation()  # a new conversation takes the preset's sampling: set it again
+    window.chat.sampling.ignore_eos.setChecked(True)
+    window.chat.sampling.max_tokens.setValue(48)
     _, second = type_and_send(window, qtbot, "What is prefix caching?")
     wait_finished(qtbot, second)
     assert first.status == second.status == "done", (first.error, second.error)
