@@ -63,16 +63,16 @@ class ModelRecorder:
 
     # ------------------------------------------------------------------ conversations
     def _on_model_conversation_added(self, conversation_id: str) -> None:
-        conversation = self.model.conversations[conversation_id]
-        position = list(self.model.conversations).index(conversation_id)
-        self.put(ConversationSaved(conversation_id, conversation.title, position))
-        self._saved[conversation_id] = set()
+        self._saved.pop(conversation_id, None)
         self._on_model_messages_changed(conversation_id)
 
     def _on_model_messages_changed(self, conversation_id: str) -> None:
         conversation = self.model.conversations.get(conversation_id)
         if conversation is None:
             return
+        if conversation_id not in self._saved:  # new to the database: the conversation before its messages
+            position = list(self.model.conversations).index(conversation_id)
+            self.put(ConversationSaved(conversation_id, conversation.title, position))
         saved = self._saved.setdefault(conversation_id, set())
         ids = tuple(m.message_id for m in conversation.messages)
         if saved - set(ids):

@@ -103,6 +103,9 @@ class StorageWriter:
     def _write_one(self, record) -> None:
         try:
             write_record(record, self.connection)
+        except sqlite3.IntegrityError:
+            log.exception("storage dropped %s, which contradicts what is stored", type(record).__name__)
+            self._unsaved.remove(record)
         except sqlite3.Error:
             raise
         except Exception:  # a record the statements cannot take is a bug: logged and dropped, never retried
