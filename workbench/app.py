@@ -20,13 +20,15 @@ def demo_engine_config(model: str = DEMO_MODEL) -> EngineConfig:
                         num_gpu_blocks_override=1024 if is_demo_model(model) else None, scheduling_policy="priority")
 
 
-def build_window(config: EngineConfig, check_with_scan: bool = False, start_engine: bool = True, storage=None):
+def build_window(config: EngineConfig, check_with_scan: bool = False, start_engine: bool = True, storage=None,
+                 keep: bool = True):
     """Creates the engine thread and the window, restores what was stored, and starts the engine;
     returns (window, engine).
 
     ``start_engine=False``: the engine thread runs with no engine, for a caller that hands it one
     (``AdoptEngine``) or starts it later. ``storage``: an opened ``Storage`` (default: the data
-    folder's database). When another instance holds the database, no engine is started."""
+    folder's database). When another instance holds the database, no engine is started. ``keep=False``:
+    no storage at all (a benchmark's attribution run)."""
     from workbench.bridge.worker import EngineThread
     from workbench.engine.demo_model import default_system_prompt
     from workbench.engine.process_guard import mark_owner, reap_orphans
@@ -39,13 +41,14 @@ def build_window(config: EngineConfig, check_with_scan: bool = False, start_engi
     reap_orphans()
     mark_owner()
     engine = EngineThread(check_with_scan=check_with_scan)
-    storage = storage if storage is not None else Storage.open()
-    if storage.problem is not None:
-        logging.getLogger("workbench").warning("%s", storage.problem.message)
     model = AppModel(config, default_system_prompt())
-    storage.restore_into(model, engine.worker.post)
-    storage.start(model)  # before the panes: a first conversation they open is recorded too
-    window = MainWindow(engine, model, storage)
+    if keep:
+        storage = storage if storage is not None else Storage.open()
+        if storage.problem is not None:
+            logging.getLogger("workbench").warning("%s", storage.problem.message)
+        storage.restore_into(model, engine.worker.post)
+        storage.start(model)  # before the panes: a first conversation they open is recorded too
+    window = MainWindow(engine, model, storage if keep else None)
     engine.start()
     if start_engine:
         window.restart_engine()
