@@ -156,3 +156,31 @@ def test_deleting_asks_first_and_clearing_asks_twice(tmp_path, open_window):
     assert window.storage.flush()
     stored = sqlite3.connect(path).execute("SELECT conversation_id FROM conversations").fetchall()
     assert stored == [(chat.current.conversation_id,)]
+
+
+def test_the_window_shows_the_batch_run_of_the_last_session(tmp_path, open_window):
+    from workbench.batch.formats import BatchPrompt
+    from workbench.batch.results import BatchResults
+    from workbench.batch.run import RunSettings
+    from workbench.engine.backend import StreamEvent
+    from workbench.engine.spec import EngineConfig
+    from workbench.model.app_model import AppModel
+
+    path = tmp_path / "workbench.db"
+    storage, model = Storage.open(path), AppModel(EngineConfig("demo"))
+    storage.start(model)
+    results = BatchResults()
+    for line_no in (1, 2):
+        results.append(BatchPrompt(line_no, prompt=f"prompt {line_no}"))
+    run = model.new_batch_run(results, RunSettings(), lambda command: None, source=(str(tmp_path / "p.txt"), "text"))
+    run.start()
+    run.text_arrived(f"{run.run_id}-0", "the output")
+    run.request_finished(StreamEvent(f"{run.run_id}-0", "", True, "stop", None))
+    assert storage.flush()
+    storage.close()
+    window = open_window(Storage.open(path))
+    pane = window.batch
+    assert pane.run is window.model.batch_runs[run.run_id] and pane.table_model.rowCount() == 2
+    assert "Restored from the last session" in pane.file_label.text() and "p.txt" in pane.file_label.text()
+    assert pane.run.results.texts[0] == "the output" and pane.run.state == "paused"
+    assert pane.pause_button.text() == "Resume" and pane.export_button.isEnabled()

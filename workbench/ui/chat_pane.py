@@ -123,7 +123,8 @@ class ChatPane(QWidget):
         if not model.conversations:
             model.new_conversation()
 
-    def _build(self) -> None:
+    def _build_list_column(self) -> QWidget:
+        """The conversations: New chat above the list, Delete and Clear all below."""
         self.conversation_list = QListWidget(objectName="conversationList")
         self.conversation_list.currentRowChanged.connect(self._on_conversation_list_changed)
         new_chat = QPushButton("New chat", objectName="newChatButton")
@@ -141,6 +142,10 @@ class ChatPane(QWidget):
         left_layout.addWidget(new_chat)
         left_layout.addWidget(self.conversation_list)
         left_layout.addLayout(removal)
+        return left
+
+    def _build(self) -> None:
+        left = self._build_list_column()
 
         self.stack = QStackedWidget(objectName="chatTranscript")
         self.input = QPlainTextEdit(objectName="chatInput")

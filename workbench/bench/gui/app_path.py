@@ -121,5 +121,9 @@ class AppPath:
     def close(self) -> None:
         """Closes the window, which stops its engine thread; the engine it released runs on."""
         if self.window is not None:
+            storage, writer = self.window.storage, self.window.storage and self.window.storage.writer
             self.window.close()
             self.window = None
+            if writer is not None:
+                print(f"(d) storage thread: {writer.num_records:,} records, {writer.num_commits:,} commits, "
+                      f"{writer.cpu_s * 1e3:.1f} ms of CPU in all; {storage.path}", flush=True)
