@@ -26,7 +26,7 @@ def figures_text(turn: ChatMessage) -> str:
         parts.append(f"prompt {f.prompt_tokens} tok")
         parts.append(f"cached {f.cached_prompt_tokens} tok ({f.cache_hit_fraction:.0%})")
     if turn.status == "stopped":
-        parts.append("stopped")
+        parts.append(f"stopped: {turn.error}" if turn.error else "stopped")  # e.g. cut off by a crash
     elif turn.status == "streaming":
         parts.append("generating…")
     return " · ".join(parts)
