@@ -57,6 +57,7 @@ def test_a_conversation_comes_back_field_by_field(tmp_path):
     restored = model.conversations[first.conversation_id]
     assert restored == first  # ids, titles, text, status, request ids, settings, system prompt, figures
     assert restored.messages[1].figures == FIGURES and restored.messages[1].sampling.seed == 3
+    assert storage.opened.connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     storage.close()
 
 

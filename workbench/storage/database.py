@@ -47,14 +47,15 @@ def problem_for(kind: str, path: Path | str, detail: str = "") -> StorageProblem
     return StorageProblem(kind, str(path), texts[kind])
 
 
-def write_problem(path: Path | str, error: sqlite3.Error) -> StorageProblem:
-    """The problem a failed write means: a full disk, a read-only file, or something else."""
+def error_problem(path: Path | str, error: sqlite3.Error, otherwise: str = WRITE_FAILED) -> StorageProblem:
+    """The problem an error of SQLite's means: a full disk, a file that cannot be written (or, opening,
+    not even opened), or ``otherwise`` (a failed write; opening: a damaged file)."""
     text = str(error)
     if "full" in text:
         return problem_for(DISK_FULL, path, text)
-    if "readonly" in text or "read-only" in text:
+    if "readonly" in text or "read-only" in text or "unable to open" in text:
         return problem_for(READ_ONLY, path, text)
-    return problem_for(WRITE_FAILED, path, text)
+    return problem_for(otherwise, path, text)
 
 
 class InstanceLock:
@@ -127,7 +128,7 @@ def open_database(path: Path, mode: str = "rwc") -> OpenedDatabase:
         _open_checked(opened, mode)
     except sqlite3.DatabaseError as error:
         _close_connection(opened)
-        opened.problem = _open_problem(path, error)
+        opened.problem = error_problem(path, error, otherwise=CORRUPTED)
     return opened
 
 
@@ -156,15 +157,6 @@ def _open_checked(opened: OpenedDatabase, mode: str) -> None:
     connection.execute("PRAGMA foreign_keys = ON")
     migrate(connection)
     opened.writable = True
-
-
-def _open_problem(path: Path, error: sqlite3.DatabaseError) -> StorageProblem:
-    text = str(error)
-    if "full" in text:
-        return problem_for(DISK_FULL, path, text)
-    if "readonly" in text or "unable to open" in text:
-        return problem_for(READ_ONLY, path, text)
-    return problem_for(CORRUPTED, path, text)
 
 
 def _close_connection(opened: OpenedDatabase) -> None:

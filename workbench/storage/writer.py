@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Callable
 
-from workbench.storage.database import StorageProblem, write_problem
+from workbench.storage.database import StorageProblem, error_problem
 from workbench.storage.records import Flush
 from workbench.storage.statements import write_record
 
@@ -143,7 +143,7 @@ class StorageWriter:
         if self._failing_since is None:
             self._failing_since = time.monotonic()
             log.warning("saving to %s failed: %s", self.path, error)
-            self._report(write_problem(self.path, error))
+            self._report(error_problem(self.path, error))
 
     def _report(self, problem: StorageProblem | None) -> None:
         self.problem = problem
