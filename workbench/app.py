@@ -95,7 +95,9 @@ def quit_when_ready(app, window) -> int:
         status = window.model.engine
         if status.settled(window.model.latest_start_id) and not outcome:
             if not status.ready:
-                print(f"vllm-workbench: {status.message}", file=sys.stderr)
+                storage = window.storage
+                why = storage.problem.message if storage is not None and storage.locked else status.message
+                print(f"vllm-workbench: {why}", file=sys.stderr)
             outcome.append(0 if status.ready else 1)
             window.close()
 
