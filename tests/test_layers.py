@@ -24,8 +24,8 @@ QT_ABSENT = f"""
 import importlib, pkgutil, sys
 for name in {QT_PACKAGES!r}:
     sys.modules[name] = None  # any import of them now fails, as where they are not installed
-import workbench.engine, workbench.telemetry, workbench.model, workbench.batch
-for package in (workbench.engine, workbench.telemetry, workbench.model, workbench.batch):
+import workbench.engine, workbench.telemetry, workbench.model, workbench.batch, workbench.storage
+for package in (workbench.engine, workbench.telemetry, workbench.model, workbench.batch, workbench.storage):
     for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
         importlib.import_module(module.name)
 from workbench.__main__ import main
@@ -34,7 +34,7 @@ sys.exit(main(["bench", "--help"]))
 
 
 def test_engine_layer_runs_with_qt_absent():
-    """Every module of the engine layer, telemetry, the application model and batch runs imports with Qt
+    """Every module of the engine layer, telemetry, the application model, batch runs and storage imports with Qt
     absent, and the headless entry point (``vllm-workbench bench``) starts."""
     run = subprocess.run([sys.executable, "-c", QT_ABSENT], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]

@@ -20,18 +20,23 @@ def demo_engine_config(model: str = DEMO_MODEL) -> EngineConfig:
                         num_gpu_blocks_override=1024 if is_demo_model(model) else None, scheduling_policy="priority")
 
 
-def build_window(config: EngineConfig, check_with_scan: bool = False, start_engine: bool = True):
-    """Creates the engine thread, the memory telemetry service and the window, and starts the engine;
+def build_window(config: EngineConfig, check_with_scan: bool = False, start_engine: bool = True, storage=None,
+                 keep: bool = True):
+    """Creates the engine thread, the memory telemetry service and the window, restores what was
+    stored, and starts the engine;
     returns (window, engine).
 
     ``start_engine=False``: the engine thread runs with no engine, for a caller that hands it one
-    (``AdoptEngine``) or starts it later."""
+    (``AdoptEngine``) or starts it later. ``storage``: an opened ``Storage`` (default: the data
+    folder's database). When another instance holds the database, no engine is started. ``keep=False``:
+    no storage at all (a benchmark's attribution run)."""
     from workbench.bridge.worker import EngineThread
     from workbench.engine.demo_model import default_system_prompt
     from workbench.engine.process_guard import mark_owner, reap_orphans
     from workbench.model.app_model import AppModel
     from workbench.telemetry.gpu_memory import gpu_telemetry
     from workbench.telemetry.memory_service import MemoryService
+    from workbench.storage.store import Storage
     from workbench.ui.main_window import MainWindow
     from workbench.ui.pg_setup import configure_pyqtgraph
 
@@ -40,7 +45,14 @@ def build_window(config: EngineConfig, check_with_scan: bool = False, start_engi
     mark_owner()
     engine = EngineThread(check_with_scan=check_with_scan)
     memory = MemoryService(gpu_telemetry())
-    window = MainWindow(engine, AppModel(config, default_system_prompt()), memory)
+    model = AppModel(config, default_system_prompt())
+    if keep:
+        storage = storage if storage is not None else Storage.open()
+        if storage.problem is not None:
+            logging.getLogger("workbench").warning("%s", storage.problem.message)
+        storage.restore_into(model, engine.worker.post)
+        storage.start(model)  # before the panes: a first conversation they open is recorded too
+    window = MainWindow(engine, model, memory, storage if keep else None)
     engine.start()
     memory.start()
     if start_engine:
@@ -88,7 +100,9 @@ def quit_when_ready(app, window) -> int:
         status = window.model.engine
         if status.settled(window.model.latest_start_id) and not outcome:
             if not status.ready:
-                print(f"vllm-workbench: {status.message}", file=sys.stderr)
+                storage = window.storage
+                why = storage.problem.message if storage is not None and storage.locked else status.message
+                print(f"vllm-workbench: {why}", file=sys.stderr)
             outcome.append(0 if status.ready else 1)
             window.close()
 

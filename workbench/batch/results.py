@@ -6,6 +6,7 @@ work on whole arrays. Written on one thread only (the GUI's, through the applica
 from __future__ import annotations
 
 import numpy as np
+from psygnal import Signal
 
 from workbench.batch.formats import BatchPrompt
 from workbench.engine.metrics import RequestFigures
@@ -18,6 +19,8 @@ TIME_COLUMNS = ("queue_s", "ttft_s", "itl_s", "e2e_s")
 
 class BatchResults:
     """The rows of one batch: its prompts in file order, each row's status, figures and output."""
+
+    row_finished = Signal(int)  # a row ended: done, error or cancelled (storage keeps it)
 
     def __init__(self, capacity: int = 1024):
         self.num_rows = 0
@@ -85,6 +88,7 @@ class BatchResults:
         if error:
             self.errors[row] = error
         self.version += 1
+        self.row_finished.emit(row)
 
     def _finish_code(self, reason: str) -> int:
         names = self.finish_reason_names

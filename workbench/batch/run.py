@@ -68,8 +68,9 @@ class BatchRun:
     """Sends the rows of ``results`` through ``post`` (the engine loop's command queue)."""
 
     def __init__(self, run_no: int, results: BatchResults, settings: RunSettings, post: Callable[[object], None],
-                 owners: RequestRegistry | None = None, clock: Callable[[], float] = time.monotonic):
-        self.run_id = f"batch{run_no}"
+                 owners: RequestRegistry | None = None, clock: Callable[[], float] = time.monotonic,
+                 source: tuple[str, str] = ("", "")):
+        self.run_no, self.run_id, self.source = run_no, f"batch{run_no}", source
         self.results, self.settings, self.post = results, settings, post
         self.owners = owners if owners is not None else RequestRegistry()
         self.clock = clock
@@ -80,6 +81,25 @@ class BatchRun:
         self._in_flight: dict[str, int] = {}  # request id -> row
         self._num_finished = self._num_failed = self._num_output_tokens = 0
         self._elapsed_s, self._resumed_at = 0.0, 0.0
+
+    @classmethod
+    def restored(cls, run_no: int, results: BatchResults, settings: RunSettings, post: Callable[[object], None],
+                 owners: RequestRegistry, source: tuple[str, str] = ("", "")) -> BatchRun:
+        """A run stored by an earlier session: finished rows kept; rows that had not ended wait to be
+        sent again (paused), so Resume finishes the run."""
+        run = cls(run_no, results, settings, post, owners, source=source)
+        unfinished = [row for row in range(results.num_rows) if results.status(row) in (QUEUED, RUNNING)]
+        for row in unfinished:
+            results.set_status(row, QUEUED)
+        run._retry.extend(unfinished)
+        run._next_row = results.num_rows
+        run._num_finished = results.num_rows - len(unfinished)
+        run._num_failed = results.count(ERROR)
+        run._num_output_tokens = results.num_output_tokens()
+        run.state = "paused" if unfinished else "finished"
+        if unfinished:
+            run.message = f"Restored: {len(unfinished):,} rows had not finished; Resume sends them."
+        return run
 
     # ------------------------------------------------------------------ the user's commands
     def start(self) -> None:

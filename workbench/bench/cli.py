@@ -185,10 +185,10 @@ def cmd_heatmap(args) -> int:
 
 def _app_parts(text: str) -> frozenset[str]:
     parts = frozenset(part.strip() for part in text.split(",") if part.strip())
-    unknown = parts - {"heatmap", "chat"}
+    unknown = parts - {"heatmap", "chat", "storage"}
     if unknown:
         raise argparse.ArgumentTypeError(f"--app-without {text!r}: unknown part(s) {sorted(unknown)}; "
-                                         "choose from heatmap, chat")
+                                         "choose from heatmap, chat, storage")
     return parts
 
 
@@ -207,6 +207,14 @@ def _block_counts(text: str) -> list[int]:
     if not counts or min(counts) < 1:
         raise argparse.ArgumentTypeError(f"block counts must be 1 or more (got {text!r})")
     return counts
+
+
+def cmd_storage_size(args) -> int:
+    from workbench.bench.storage_size import measure
+
+    from pathlib import Path
+
+    return measure(args.messages, args.reply_words, Path(args.out))
 
 
 def main(argv: list[str]) -> int:
@@ -248,8 +256,10 @@ def main(argv: list[str]) -> int:
                          help="single-request runs per path and repeat, the paths taking turns")
     compare.add_argument("--out", default="bench-out", help="folder for benchmark.md / .csv / .svg")
     compare.add_argument("--app-without", type=_app_parts, default=frozenset(),
-                         help="attribution runs of (d): leave out 'heatmap' (its timer stopped) and/or 'chat' "
-                              "(the conversation's request sent as the others are, nothing rendered)")
+                         help="attribution runs of (d): leave out 'heatmap' (its timer stopped), 'chat' "
+                              "(the conversation's request sent as the others are, nothing rendered) and/or "
+                              "'storage' (nothing kept; by default (d) keeps its conversation in a database in a "
+                              "temporary folder, as the app does)")
     stall = sub.add_parser("gui-stall", help="GUI event-loop stalls while many requests stream (needs Qt)")
     stall.add_argument("--requests", type=int, default=256)
     stall.add_argument("--output-len", type=int, default=256)
@@ -261,9 +271,14 @@ def main(argv: list[str]) -> int:
     heatmap.add_argument("--frames", type=int, default=100)
     batch_cli.add_parser(sub)
     preset_bench.add_parser(sub)
+    size = sub.add_parser("storage-size", help="the database's size after N stored messages (no engine, no Qt)")
+    size.add_argument("--messages", type=int, default=10_000)
+    size.add_argument("--reply-words", type=int, default=120, help="words of each stored reply")
+    size.add_argument("--out", default="bench-storage-out")
     args = parser.parse_args(argv)
     args.bench_argv = argv  # bench batch throughput runs each path as this command again, in a process of its own
     commands = {"snapshot": cmd_snapshot, "loop": cmd_loop, "compare": cmd_compare, "gui-stall": cmd_gui_stall,
                 "heatmap": cmd_heatmap, "batch": lambda a: batch_cli.cmd_batch(a, _config(a)),
-                "presets": lambda a: preset_bench.cmd_presets(a, _config(a))}
+                "presets": lambda a: preset_bench.cmd_presets(a, _config(a)),
+                "storage-size": cmd_storage_size}
     return commands[args.command](args)

@@ -30,6 +30,9 @@ class AppModel:
     conversation_added = Signal(str)  # conversation id
     message_changed = Signal(str, str, bool)  # conversation id, message id, text only
     messages_changed = Signal(str)  # conversation id: messages added or removed
+    conversation_removed = Signal(str)  # conversation id (deleted; "" for all of them)
+    batch_run_added = Signal(str)  # run id
+    batch_run_removed = Signal(str)  # run id
 
     def __init__(self, config: EngineConfig, system_prompt: str = ""):
         self.config = config
@@ -77,6 +80,31 @@ class AppModel:
         self.conversation_added.emit(conversation.conversation_id)
         return conversation
 
+    def delete_conversation(self, conversation_id: str) -> None:
+        """Removes a conversation; a reply still streaming in it is forgotten (the caller aborts it)."""
+        conversation = self.conversations.pop(conversation_id, None)
+        if conversation is None:
+            return
+        for request_id in [r for r, (c, _) in self._replies.items() if c == conversation_id]:
+            del self._replies[request_id]
+        self.conversation_removed.emit(conversation_id)
+
+    def clear_conversations(self) -> None:
+        """Removes every conversation (one signal, with the id "")."""
+        self.conversations.clear()
+        self._replies.clear()
+        self.conversation_removed.emit("")
+
+    def restore(self, conversations: list[Conversation], batch_runs: list[BatchRun]) -> None:
+        """What was stored, put back before any observer is connected (no signals); batch run numbers
+        go on after the highest restored."""
+        for conversation in conversations:
+            self.conversations[conversation.conversation_id] = conversation
+        for run in batch_runs:
+            self.batch_runs[run.run_id] = run
+        highest = max((run.run_no for run in batch_runs), default=0)
+        self._batch_numbers = itertools.count(highest + 1)
+
     def ask(self, conversation_id: str, text: str, sampling: SamplingSettings,
             system_prompt: str | None = None) -> ChatRequest | None:
         """Adds the user's message and a streaming reply; None while a reply still streams."""
@@ -116,11 +144,14 @@ class AppModel:
         return self.requests.label(request_id)
 
     # ------------------------------------------------------------------ batch runs
-    def new_batch_run(self, results: BatchResults, settings: RunSettings, post) -> BatchRun:
+    def new_batch_run(self, results: BatchResults, settings: RunSettings, post,
+                      source: tuple[str, str] = ("", "")) -> BatchRun:
         """A run of ``results`` through the engine (``post``: the engine loop's command queue); its
-        requests are owners in the request registry, and the loop's messages about them reach it here."""
-        run = BatchRun(next(self._batch_numbers), results, settings, post, self.requests)
+        requests are owners in the request registry, and the loop's messages about them reach it here.
+        ``source``: the prompt file's path and format."""
+        run = BatchRun(next(self._batch_numbers), results, settings, post, self.requests, source=source)
         self.batch_runs[run.run_id] = run
+        self.batch_run_added.emit(run.run_id)
         return run
 
     def forget_batch_run(self, run_id: str) -> None:
@@ -128,6 +159,7 @@ class AppModel:
         run = self.batch_runs.get(run_id)
         if run is not None and run.state in ("ready", "finished", "cancelled") and not run.progress().num_in_flight:
             del self.batch_runs[run_id]
+            self.batch_run_removed.emit(run_id)
 
     def _batch_run_of(self, request_id: str) -> BatchRun | None:
         record = self.requests.get(request_id)

@@ -26,6 +26,8 @@ class ChatMessage:
     figures: RequestFigures | None = None
     request_id: str = ""
     message_id: str = field(default_factory=new_id)
+    sampling: SamplingSettings | None = None  # a reply's: what it was asked with
+    system_prompt: str = ""  # a reply's: the system prompt it was asked with
 
 
 @dataclass
@@ -60,7 +62,8 @@ class Conversation:
     def _request_reply(self, system_prompt: str, sampling: SamplingSettings) -> tuple[ChatRequest, ChatMessage]:
         self.sampling = sampling
         history = self.history(system_prompt)
-        reply = ChatMessage("assistant", status="streaming", request_id=f"chat-{new_id()[:12]}")
+        reply = ChatMessage("assistant", status="streaming", request_id=f"chat-{new_id()[:12]}", sampling=sampling,
+                            system_prompt=system_prompt)
         self.messages.append(reply)
         return ChatRequest(reply.request_id, history, sampling), reply
 

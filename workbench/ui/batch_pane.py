@@ -63,7 +63,18 @@ class BatchPane(QWidget):
         self.timer.timeout.connect(self._on_timer_timeout)
         self.timer.start()
         model.engine_changed.connect(self._on_model_engine_changed)
+        self._show_restored_run()
         self._update_controls()
+
+    def _show_restored_run(self) -> None:
+        """The latest run an earlier session stored (the model holds them all), with its results."""
+        if not self.model.batch_runs:
+            return
+        self.run = list(self.model.batch_runs.values())[-1]
+        self.table_model.set_results(self.run.results)
+        name = Path(self.run.source[0]).name or "a prompt file"
+        self.file_label.setText(f"Restored from the last session: {self.run.results.num_rows:,} prompts of {name}.")
+        self._on_timer_timeout()
 
     def _build(self) -> None:
         self.open_button = QPushButton("Open prompt file…", objectName="batchOpenButton")
@@ -223,7 +234,8 @@ class BatchPane(QWidget):
     def start_run(self) -> BatchRun | None:
         if not self._can_run():
             return None
-        self.run = self.model.new_batch_run(self.loader.results, self.settings.settings(), self.post)
+        self.run = self.model.new_batch_run(self.loader.results, self.settings.settings(), self.post,
+                                            source=(str(self.loader.path), self.loader.fmt))
         self.run.start()
         self._on_timer_timeout()
         return self.run
@@ -258,17 +270,17 @@ class BatchPane(QWidget):
 
     def export_format(self, kind: str) -> str:
         """The writer for "jsonl" or "csv": an OpenAI batch input exports JSONL as vllm run-batch writes it."""
-        if kind == "jsonl" and self.loader is not None and self.loader.fmt == "openai":
-            return "openai"
-        return kind
+        fmt = self.loader.fmt if self.loader is not None else self.run.source[1] if self.run is not None else ""
+        return "openai" if kind == "jsonl" and fmt == "openai" else kind
 
     def export_to(self, path: str, kind: str) -> ChunkedTask | None:
-        if self.loader is None or self.exporting is not None:
+        if not self._exportable():
             return None
         info = self.model.engine.info
         model_name = info.model if info is not None else self.model.config.model
-        rows = export_rows(self.loader.results, path, self.export_format(kind), model_name)
-        total = max(1, self.loader.results.num_rows)
+        results = self.table_model.results
+        rows = export_rows(results, path, self.export_format(kind), model_name)
+        total = max(1, results.num_rows)
         self.export_progress.setMaximum(total)
         self.export_progress.show()
 
@@ -332,7 +344,12 @@ class BatchPane(QWidget):
         self.pause_button.setText("Resume" if state == "paused" else "Pause")
         self.cancel_button.setEnabled(state in ("running", "paused"))
         self.open_button.setEnabled(not self._active())
-        self.export_button.setEnabled(self.loader is not None and self.loader.done and self.exporting is None)
+        self.export_button.setEnabled(self._exportable())
+
+    def _exportable(self) -> bool:
+        """A file read whole, or a restored run, and no export going on."""
+        shown = self.loader.done if self.loader is not None else self.run is not None
+        return shown and self.exporting is None
 
     def shutdown(self) -> None:
         """Stops the pane's timers (the window is closing)."""

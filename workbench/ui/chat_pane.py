@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
-    QFrame, QHBoxLayout, QLabel, QListWidget, QPushButton, QScrollArea, QSplitter, QStackedWidget,
+    QFrame, QHBoxLayout, QLabel, QListWidget, QMessageBox, QPushButton, QScrollArea, QSplitter, QStackedWidget,
     QVBoxLayout, QWidget, QPlainTextEdit,
 )
 
@@ -26,7 +26,7 @@ def figures_text(turn: ChatMessage) -> str:
         parts.append(f"prompt {f.prompt_tokens} tok")
         parts.append(f"cached {f.cached_prompt_tokens} tok ({f.cache_hit_fraction:.0%})")
     if turn.status == "stopped":
-        parts.append("stopped")
+        parts.append(f"stopped: {turn.error}" if turn.error else "stopped")  # e.g. cut off by a crash
     elif turn.status == "streaming":
         parts.append("generating…")
     return " · ".join(parts)
@@ -94,6 +94,12 @@ class TranscriptView(QScrollArea):
             view.render_text() if text_only else view.render()
 
 
+def ask_to_confirm(parent: QWidget, title: str, text: str) -> bool:
+    """Yes or no, the safe answer (No) the default."""
+    answer = QMessageBox.question(parent, title, text, QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
+    return answer == QMessageBox.Yes
+
+
 class ChatPane(QWidget):
     """Shows the model's conversations and asks the model for new requests; holds none of its own."""
 
@@ -106,25 +112,40 @@ class ChatPane(QWidget):
         self.order: list[str] = []  # conversation ids, as listed
         self.transcripts: dict[str, TranscriptView] = {}
         self.sampling = SamplingPanel(model.system_prompt)
+        self.confirm = ask_to_confirm  # (parent, title, text) -> bool; deleting asks through it
         self._build()
         model.conversation_added.connect(self._on_model_conversation_added)
         model.messages_changed.connect(self._on_model_messages_changed)
         model.message_changed.connect(self._on_model_message_changed)
+        model.conversation_removed.connect(self._on_model_conversation_removed)
         for conversation_id in model.conversations:
             self._on_model_conversation_added(conversation_id)
         if not model.conversations:
             model.new_conversation()
 
-    def _build(self) -> None:
+    def _build_list_column(self) -> QWidget:
+        """The conversations: New chat above the list, Delete and Clear all below."""
         self.conversation_list = QListWidget(objectName="conversationList")
         self.conversation_list.currentRowChanged.connect(self._on_conversation_list_changed)
         new_chat = QPushButton("New chat", objectName="newChatButton")
         new_chat.clicked.connect(self.new_conversation)
+        delete = QPushButton("Delete", objectName="deleteChatButton")
+        delete.clicked.connect(self.delete_current)
+        clear_all = QPushButton("Clear all", objectName="clearChatsButton")
+        clear_all.clicked.connect(self.clear_all)
+        removal = QHBoxLayout()
+        removal.addWidget(delete)
+        removal.addWidget(clear_all)
         left = QWidget()
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(0, 0, 0, 0)
         left_layout.addWidget(new_chat)
         left_layout.addWidget(self.conversation_list)
+        left_layout.addLayout(removal)
+        return left
+
+    def _build(self) -> None:
+        left = self._build_list_column()
 
         self.stack = QStackedWidget(objectName="chatTranscript")
         self.input = QPlainTextEdit(objectName="chatInput")
@@ -173,6 +194,49 @@ class ChatPane(QWidget):
         view.sync()
         self.conversation_list.addItem(conversation.title)
         self.conversation_list.setCurrentRow(len(self.order) - 1)
+
+    @Slot()
+    def delete_current(self) -> bool:
+        """Deletes the conversation shown, once the user has said yes; a streaming reply is stopped."""
+        conversation = self.current
+        if not self.confirm(self, "Delete conversation",
+                            f"Delete \u201c{conversation.title}\u201d and its {len(conversation.messages)} messages? "
+                            "This cannot be undone."):
+            return False
+        self._stop_streaming([conversation])
+        self.model.delete_conversation(conversation.conversation_id)
+        return True
+
+    @Slot()
+    def clear_all(self) -> bool:
+        """Deletes every conversation, after asking twice."""
+        count = len(self.model.conversations)
+        if not self.confirm(self, "Clear all conversations", f"Delete all {count} conversations?"):
+            return False
+        if not self.confirm(self, "Clear all conversations",
+                            f"Really delete all {count} conversations and every message in them? "
+                            "They cannot be brought back."):
+            return False
+        self._stop_streaming(list(self.model.conversations.values()))
+        self.model.clear_conversations()
+        return True
+
+    def _stop_streaming(self, conversations: list[Conversation]) -> None:
+        for conversation in conversations:
+            reply = conversation.streaming_message()
+            if reply is not None:
+                self.abort_requested.emit(reply.request_id)
+
+    def _on_model_conversation_removed(self, conversation_id: str) -> None:
+        removed = [conversation_id] if conversation_id else list(self.order)
+        for key in removed:
+            row = self.order.index(key)
+            self.order.pop(row)
+            self.conversation_list.takeItem(row)
+            self.transcripts.pop(key).deleteLater()
+        if not self.model.conversations:
+            self.model.new_conversation()
+        self._update_buttons()
 
     @property
     def current(self) -> Conversation:

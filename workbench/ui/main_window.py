@@ -15,26 +15,30 @@ from workbench.engine.events import EngineState
 from workbench.engine.spec import EngineConfig
 from workbench.model.app_model import AppModel
 from workbench.model.engine_status import EngineStatus
-from workbench.ui.batch_pane import BatchPane
+from workbench.storage.store import Storage
 from workbench.telemetry.memory_service import MemoryService
+from workbench.ui.batch_pane import BatchPane
 from workbench.ui.chat_pane import ChatPane
 from workbench.ui.engine_status import EngineStatusBar
 from workbench.ui.kv_heatmap import KVHeatmapView
 from workbench.ui.live_plot import share_time_axis
 from workbench.ui.memory_panel import MemoryPanel
-from workbench.ui.stats_plots import StatsPlotsView
 from workbench.ui.preset_panel import PresetPanel
+from workbench.ui.stats_plots import StatsPlotsView
+from workbench.ui.storage_notice import StorageNotice
 
 HEATMAP_INTERVAL_MS = 100  # the GUI reads the latest snapshot, series and memory at 10 Hz
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, engine: EngineThread, model: AppModel, memory: MemoryService):
+    def __init__(self, engine: EngineThread, model: AppModel, memory: MemoryService, storage: Storage | None = None):
+        """``storage``: where the model's changes are kept (already restored into ``model``); None keeps nothing."""
         super().__init__()
         self.setWindowTitle("vLLM Workbench")
         self.engine = engine
         self.model = model
         self.memory_service = memory
+        self.storage = storage
         self.feeder = ModelFeeder(engine.worker, model)
         self._last_state = (model.engine.state, model.engine.start_id)
         self.chat = ChatPane(model)
@@ -58,6 +62,9 @@ class MainWindow(QMainWindow):
         splitter.setSizes([560, 420, 520])
         central = QWidget()
         layout = QVBoxLayout(central)
+        if storage is not None:
+            self.storage_notice = StorageNotice(storage, model)
+            layout.addWidget(self.storage_notice)
         layout.addWidget(self.status)
         layout.addWidget(splitter, 1)
         self.setCentralWidget(central)
@@ -106,7 +113,10 @@ class MainWindow(QMainWindow):
     # -------------------------------------------------------------- commands to the engine
     @Slot()
     def restart_engine(self) -> int:
-        """Starts the engine on the model's configuration; returns the start's id (see EngineStatus.settled)."""
+        """Starts the engine on the model's configuration; returns the start's id (see EngineStatus.settled).
+        Not while another instance holds the database: that one runs the engine (returns 0)."""
+        if self.storage is not None and self.storage.locked:
+            return 0
         start_id = self.model.next_start_id()
         self.engine.worker.post(StartEngine(self.model.config, start_id))
         return start_id
@@ -190,4 +200,6 @@ class MainWindow(QMainWindow):
         self.batch.shutdown()
         self.memory_service.stop()
         self.engine.stop()
+        if self.storage is not None:  # after the engine: the replies it stopped are recorded too
+            self.storage.close()
         super().closeEvent(event)

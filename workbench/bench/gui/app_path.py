@@ -6,7 +6,9 @@ use it next. Everything the app does runs: the heatmap's 10 Hz timer drawing the
 plots of vLLM's statistics and the memory panel (its telemetry thread reading at 4 Hz), the visible
 conversation rendering its stream in the chat pane (its question typed and sent as a person would,
 padded with words so that its prompt is as long as the other paths' prompts), and the other requests
-sent straight to the engine worker, as a batch would send them. Output tokens are counted as the
+sent straight to the engine worker, as a batch would send them. Storage is on, as in the app: the
+window keeps its conversation (the streaming reply's text, its figures) and the engine runs in a
+database in a temporary folder, written by the storage thread. Output tokens are counted as the
 other paths count them (``BenchSession.recording_arrivals``); the run ends when the window has heard
 that every request ended. The client CPU time counts every thread of the process, the GUI's too.
 """
@@ -54,7 +56,8 @@ class AppPath:
 
     def __init__(self, without: frozenset[str] = frozenset()):
         self.window = None
-        self.without = without  # attribution runs: "heatmap" (its timer stopped), "chat" (nothing rendered)
+        self.without = without  # attribution runs: "heatmap" (its timer stopped), "chat" (nothing rendered),
+        # "storage" (nothing kept)
 
     def __call__(self, session: BenchSession, prompts: list[list[int]], sampling: SamplingSettings) -> RunStats:
         set_tracking(session, True)  # the pool in sync, as after the window's own start (not timed)
@@ -95,10 +98,19 @@ class AppPath:
 
     def _window(self, session: BenchSession):
         if self.window is None:
+            import tempfile
+            from pathlib import Path
+
             from workbench.app import build_window
+            from workbench.storage.store import Storage
 
             application()
-            self.window, _ = build_window(session.config, start_engine=False)
+            storage = None
+            if "storage" not in self.without:
+                storage = Storage.open(Path(tempfile.mkdtemp(prefix="workbench-bench-d-")) / "workbench.db")
+                print(f"(d) keeps its conversation in {storage.path}", flush=True)
+            self.window, _ = build_window(session.config, start_engine=False, storage=storage,
+                                          keep=storage is not None)
             self.window.resize(1400, 860)
             self.window.show()
         return self.window
@@ -111,5 +123,9 @@ class AppPath:
     def close(self) -> None:
         """Closes the window, which stops its engine thread; the engine it released runs on."""
         if self.window is not None:
+            storage, writer = self.window.storage, self.window.storage and self.window.storage.writer
             self.window.close()
             self.window = None
+            if writer is not None:
+                print(f"(d) storage thread: {writer.num_records:,} records, {writer.num_commits:,} commits, "
+                      f"{writer.cpu_s * 1e3:.1f} ms of CPU in all; {storage.path}", flush=True)

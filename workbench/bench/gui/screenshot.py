@@ -6,6 +6,8 @@
                                                             the Benchmark view showing a saved result
     python -m workbench.bench.gui.screenshot --batch OUT.png  the batch pane mid-run, a chat reply beside it
     python -m workbench.bench.gui.screenshot --presets OUT.png  the preset panel: a diff and the capacity planner
+    python -m workbench.bench.gui.screenshot --storage OUT.png
+                                                            a session restored from a read-only database
 """
 from __future__ import annotations
 
@@ -166,9 +168,49 @@ def preset_panel(path: str) -> int:
     return 0
 
 
+def storage_trouble(path: str) -> int:
+    """A conversation stored (its last reply cut off by a crash), then shown from the database opened
+    read-only: the band names the file and what to do, the restored session below it. No engine."""
+    import random
+    import tempfile
+
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtWidgets import QApplication
+
+    from workbench.app import build_window, demo_engine_config
+    from workbench.bench.storage_size import fill
+    from workbench.engine.events import TextFlushed
+    from workbench.engine.sampling import SamplingSettings
+    from workbench.engine.spec import EngineConfig
+    from workbench.model.app_model import AppModel
+    from workbench.storage.store import Storage
+
+    app = QApplication.instance() or QApplication([])
+    db = Path(tempfile.mkdtemp(prefix="workbench-screenshot-")) / "workbench.db"
+    storage, model = Storage.open(db), AppModel(EngineConfig("demo"))
+    storage.start(model)
+    fill(model, 2, 40, random.Random(1))
+    request = model.ask(next(iter(model.conversations)), "And what is evicted first?", SamplingSettings())
+    model.apply(TextFlushed({request.request_id: "The least recently used cached block, once no request"}))
+    storage.close()
+    window, _ = build_window(demo_engine_config(), start_engine=False, storage=Storage.open(db, mode="ro"))
+    window.resize(1300, 700)
+    window.show()
+    app.processEvents()
+    transcript = window.chat.stack.currentWidget()
+    transcript.verticalScrollBar().setValue(transcript.verticalScrollBar().maximum())
+    app.processEvents()
+    size = save_small(window, path)
+    print("saved", path, f"{size:,} bytes |", window.storage_notice.label.text())
+    window.close()
+    return 0
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--presets":
         sys.exit(preset_panel(sys.argv[2]))
+    if len(sys.argv) == 3 and sys.argv[1] == "--storage":
+        sys.exit(storage_trouble(sys.argv[2]))
     if len(sys.argv) == 3 and sys.argv[1] == "--batch":
         sys.exit(batch_pane(sys.argv[2]))
     if len(sys.argv) == 4 and sys.argv[1] == "--benchmark":

@@ -1,0 +1,148 @@
+"""Storage without a window: what the model does is written by the storage thread and read back whole."""
+from __future__ import annotations
+
+import sqlite3
+import time
+
+import pytest
+
+from workbench.batch.formats import BatchPrompt
+from workbench.batch.results import CANCELLED, DONE, QUEUED, BatchResults
+from workbench.batch.run import RunSettings
+from workbench.engine.backend import EngineInfo, StreamEvent
+from workbench.engine.events import EngineReady, EngineState, RequestFinished, StateChanged, TextFlushed
+from workbench.engine.metrics import RequestFigures
+from workbench.engine.sampling import SamplingSettings
+from workbench.engine.spec import EngineConfig
+from workbench.model.app_model import AppModel
+from workbench.storage.database import connect
+from workbench.storage.schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
+from workbench.storage.store import Storage
+from workbench.storage.writer import COMMIT_INTERVAL_S
+
+FIGURES = RequestFigures(12, 4, 7, 0.021, 88.5, queue_s=0.002, e2e_s=0.1)
+
+
+def started(path) -> tuple[Storage, AppModel]:
+    storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "be brief")
+    storage.restore_into(model, posted.append)
+    storage.start(model)
+    return storage, model
+
+
+def restarted(storage: Storage, path) -> tuple[Storage, AppModel]:
+    assert storage.flush()
+    storage.close()
+    return started(path)
+
+
+posted: list = []
+
+
+def answered(model: AppModel, text: str, reply: str, sampling=SamplingSettings(temperature=0.2, seed=3)):
+    conversation = model.new_conversation()
+    request = model.ask(conversation.conversation_id, text, sampling, "be brief")
+    for part in reply.split(" "):
+        model.apply(TextFlushed({request.request_id: part + " "}))
+    model.apply(RequestFinished(StreamEvent(request.request_id, "", True, "stop", FIGURES)))
+    return conversation
+
+
+def test_a_conversation_comes_back_field_by_field(tmp_path):
+    storage, model = started(tmp_path / "workbench.db")
+    first = answered(model, "What is a block?", "A page of keys and values.")
+    second = answered(model, "And a hash?", "It names a full block.")
+    storage, model = restarted(storage, tmp_path / "workbench.db")
+    assert list(model.conversations) == [first.conversation_id, second.conversation_id]
+    restored = model.conversations[first.conversation_id]
+    assert restored == first  # ids, titles, text, status, request ids, settings, system prompt, figures
+    assert restored.messages[1].figures == FIGURES and restored.messages[1].sampling.seed == 3
+    assert storage.opened.connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    storage.close()
+
+
+def test_streamed_text_is_committed_within_a_second_without_a_flush(tmp_path):
+    storage, model = started(tmp_path / "workbench.db")
+    conversation = model.new_conversation()
+    request = model.ask(conversation.conversation_id, "Stream please", SamplingSettings())
+    model.apply(TextFlushed({request.request_id: "still streaming"}))
+    reader = connect(tmp_path / "workbench.db", "ro")
+    deadline = time.monotonic() + 1.0
+    text = None
+    while time.monotonic() < deadline and text != "still streaming":
+        text = reader.execute("SELECT text FROM messages WHERE role = 'assistant'").fetchone()
+        text = text[0] if text else None
+        time.sleep(COMMIT_INTERVAL_S / 10)
+    assert text == "still streaming"
+    reader.close()
+    storage, model = restarted(storage, tmp_path / "workbench.db")
+    reply = model.conversations[conversation.conversation_id].messages[-1]
+    assert reply.status == "stopped" and "ended while this reply streamed" in reply.error  # not "streaming" forever
+    storage.close()
+
+
+def test_regenerate_delete_and_clear_are_kept(tmp_path):
+    storage, model = started(tmp_path / "workbench.db")
+    kept = answered(model, "one", "first answer")
+    gone = answered(model, "two", "second answer")
+    request = model.regenerate(kept.conversation_id, SamplingSettings())
+    model.apply(TextFlushed({request.request_id: "regenerated"}))
+    model.delete_conversation(gone.conversation_id)
+    storage, model = restarted(storage, tmp_path / "workbench.db")
+    assert list(model.conversations) == [kept.conversation_id]
+    assert [m.text for m in model.conversations[kept.conversation_id].messages] == ["one", "regenerated"]
+    model.clear_conversations()
+    storage, model = restarted(storage, tmp_path / "workbench.db")
+    assert model.conversations == {}
+    storage.close()
+
+
+def test_a_batch_run_comes_back_with_its_results(tmp_path):
+    storage, model = started(tmp_path / "workbench.db")
+    results = BatchResults()
+    for line_no in (1, 2, 3):
+        results.append(BatchPrompt(line_no, prompt=f"prompt {line_no}", sampling=(("max_tokens", 5),)))
+    run = model.new_batch_run(results, RunSettings(max_in_flight=2), posted.append, source=("/p.jsonl", "jsonl"))
+    run.start()
+    run.text_arrived(f"{run.run_id}-0", "out zero")
+    run.request_finished(StreamEvent(f"{run.run_id}-0", "", True, "length", FIGURES))
+    run.request_finished(StreamEvent(f"{run.run_id}-1", "", True, "aborted", None))
+    storage, model = restarted(storage, tmp_path / "workbench.db")
+    restored = model.batch_runs[run.run_id]
+    assert restored.source == ("/p.jsonl", "jsonl") and restored.settings.max_in_flight == 2
+    assert [restored.results.status(r) for r in range(3)] == [DONE, CANCELLED, QUEUED]
+    assert restored.results.texts[0] == "out zero" and restored.results.finish_reason(0) == "length"
+    assert restored.results.value("ttft_s", 0) == FIGURES.ttft_s and restored.results.prompts == results.prompts
+    assert restored.state == "paused" and "Resume" in restored.message  # the unfinished row waits
+    assert model.new_batch_run(BatchResults(), RunSettings(), posted.append).run_id != run.run_id
+    storage.close()
+
+
+def test_every_engine_run_is_kept_with_its_configuration_and_times(tmp_path):
+    storage, model = started(tmp_path / "workbench.db")
+    info = EngineInfo("demo", "0.32.0", "cpu", 2048, None, (1, 2))
+    for event in (StateChanged(EngineState.STARTING, "starting", 1), EngineReady(info),
+                  StateChanged(EngineState.READY, "ready", 1), StateChanged(EngineState.STOPPED, "stopped", 1),
+                  StateChanged(EngineState.STARTING, "starting", 2)):
+        model.apply(event)
+    assert storage.flush()
+    rows = sqlite3.connect(tmp_path / "workbench.db").execute(
+        "SELECT start_id, config, info, started_s, ready_s, stopped_s FROM engine_runs ORDER BY started_s").fetchall()
+    assert [r[0] for r in rows] == [1, 2]
+    assert '"model":"demo"' in rows[0][1] and '"vllm_version":"0.32.0"' in rows[0][2]
+    assert rows[0][3] <= rows[0][4] <= rows[0][5] and rows[1][5] is None
+    storage.close()
+
+
+def test_migrations_bring_an_older_database_up_to_date(tmp_path):
+    connection = connect(tmp_path / "old.db")
+    assert migrate(connection, MIGRATIONS[:0]) == 0
+    assert migrate(connection) == SCHEMA_VERSION
+    later = (*MIGRATIONS, ("CREATE TABLE series (series_id TEXT PRIMARY KEY)",))
+    assert migrate(connection, later) == SCHEMA_VERSION + 1
+    assert connection.execute("SELECT count(*) FROM series").fetchone() == (0,)
+    broken = (*later, ("CREATE TABLE fine (x)", "CREATE TABLE series (x)"))  # fails half-way: all rolled back
+    with pytest.raises(sqlite3.OperationalError):
+        migrate(connection, broken)
+    assert schema_version(connection) == SCHEMA_VERSION + 1
+    assert connection.execute("SELECT count(*) FROM sqlite_master WHERE name = 'fine'").fetchone() == (0,)

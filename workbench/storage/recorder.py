@@ -1,0 +1,153 @@
+"""The adapter from the application model to the storage thread: it listens to the model's signals
+(on the GUI thread, the model's one writer) and puts immutable records on the writer's queue.
+
+It reads the model only while a signal is delivered and copies what it needs into the record
+(strings are immutable, settings and figures are frozen), so the storage thread never touches the
+model. A streaming reply's text costs a record per flush (~20 a second), not a write per token.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Callable
+
+from workbench.engine.events import EngineState
+from workbench.engine.metrics import RequestFigures
+from workbench.model.app_model import AppModel
+from workbench.model.conversations import ChatMessage
+from workbench.model.engine_status import EngineStatus
+from workbench.storage.records import (
+    AllConversationsDeleted, BatchRowSaved, BatchRunDeleted, BatchRunSaved, ConversationDeleted, ConversationSaved,
+    EngineRunReady, EngineRunStarted, EngineRunStopped, MessageSaved, MessagesKept, MessageTextSaved,
+)
+
+
+def message_record(conversation_id: str, position: int, message: ChatMessage) -> MessageSaved:
+    return MessageSaved(conversation_id, message.message_id, position, message.role, message.text, message.status,
+                        message.error, message.request_id, message.sampling, message.system_prompt, message.figures)
+
+
+class ModelRecorder:
+    """Records what changes in ``model`` through ``put`` (the writer's queue) until :meth:`detach`."""
+
+    def __init__(self, model: AppModel, put: Callable[[object], None]):
+        self.model, self.put = model, put
+        self._saved = {cid: {m.message_id for m in c.messages} for cid, c in model.conversations.items()}
+        self._engine_run: tuple[str, int] | None = None  # (run key, start id) of the engine run open now
+        self._ready_recorded = False
+        self._watched: dict[str, object] = {}  # run id -> its results, whose rows are watched
+        self._connections = [
+            (model.conversation_added, self._on_model_conversation_added),
+            (model.messages_changed, self._on_model_messages_changed),
+            (model.message_changed, self._on_model_message_changed),
+            (model.conversation_removed, self._on_model_conversation_removed),
+            (model.batch_run_added, self._on_model_batch_run_added),
+            (model.batch_run_removed, self._on_model_batch_run_removed),
+            (model.engine_changed, self._on_model_engine_changed),
+        ]
+        for signal, slot in self._connections:
+            signal.connect(slot)
+        for run_id in model.batch_runs:
+            self._watch_rows(run_id)
+
+    def record_all_conversations(self) -> None:
+        """Saves every conversation of the model whole (a new database takes over from a damaged one)."""
+        for conversation_id in self.model.conversations:
+            self._on_model_conversation_added(conversation_id)
+
+    def detach(self) -> None:
+        for signal, slot in self._connections:
+            signal.disconnect(slot)
+        for run_id in list(self._watched):
+            self._unwatch_rows(run_id)
+
+    # ------------------------------------------------------------------ conversations
+    def _on_model_conversation_added(self, conversation_id: str) -> None:
+        self._saved.pop(conversation_id, None)
+        self._on_model_messages_changed(conversation_id)
+
+    def _on_model_messages_changed(self, conversation_id: str) -> None:
+        conversation = self.model.conversations.get(conversation_id)
+        if conversation is None:
+            return
+        if conversation_id not in self._saved:  # new to the database: the conversation before its messages
+            position = list(self.model.conversations).index(conversation_id)
+            self.put(ConversationSaved(conversation_id, conversation.title, position))
+        saved = self._saved.setdefault(conversation_id, set())
+        ids = tuple(m.message_id for m in conversation.messages)
+        if saved - set(ids):
+            self.put(MessagesKept(conversation_id, ids))
+        for position, message in enumerate(conversation.messages):
+            if message.message_id not in saved:
+                self.put(message_record(conversation_id, position, message))
+        self._saved[conversation_id] = set(ids)
+
+    def _on_model_message_changed(self, conversation_id: str, message_id: str, text_only: bool) -> None:
+        conversation = self.model.conversations.get(conversation_id)
+        message = conversation.message(message_id) if conversation is not None else None
+        if message is None:
+            return
+        if text_only:
+            self.put(MessageTextSaved(message_id, message.text))
+        else:
+            self.put(message_record(conversation_id, conversation.messages.index(message), message))
+
+    def _on_model_conversation_removed(self, conversation_id: str) -> None:
+        if conversation_id:
+            self._saved.pop(conversation_id, None)
+            self.put(ConversationDeleted(conversation_id))
+        else:
+            self._saved.clear()
+            self.put(AllConversationsDeleted())
+
+    # ------------------------------------------------------------------ batch runs
+    def _on_model_batch_run_added(self, run_id: str) -> None:
+        run = self.model.batch_runs[run_id]
+        self.put(BatchRunSaved(run_id, run.source, run.settings, tuple(run.results.prompts)))
+        self._watch_rows(run_id)
+
+    def _on_model_batch_run_removed(self, run_id: str) -> None:
+        self._unwatch_rows(run_id)
+        self.put(BatchRunDeleted(run_id))
+
+    def _watch_rows(self, run_id: str) -> None:
+        results = self.model.batch_runs[run_id].results
+
+        def on_row_finished(row: int) -> None:
+            self.put(BatchRowSaved(run_id, row, results.status(row), results.finish_reason(row), results.texts[row],
+                                   results.errors.get(row, ""), row_figures(results, row)))
+
+        results.row_finished.connect(on_row_finished)
+        self._watched[run_id] = (results, on_row_finished)
+
+    def _unwatch_rows(self, run_id: str) -> None:
+        watched = self._watched.pop(run_id, None)
+        if watched is not None:
+            watched[0].row_finished.disconnect(watched[1])
+
+    # ------------------------------------------------------------------ engine runs
+    def _on_model_engine_changed(self, status: EngineStatus) -> None:
+        now = time.time()
+        run = self._engine_run
+        if run is not None and (status.start_id != run[1] or status.state not in (EngineState.STARTING,
+                                                                                   EngineState.READY)):
+            self.put(EngineRunStopped(run[0], now, status.message.splitlines()[0] if status.message else ""))
+            self._engine_run = run = None
+        if run is None and status.state in (EngineState.STARTING, EngineState.READY):
+            run = self._engine_run = (uuid.uuid4().hex, status.start_id)
+            self.put(EngineRunStarted(run[0], status.start_id, self.model.config, now))
+            self._ready_recorded = False
+        if run is not None and status.ready and status.info is not None and not self._ready_recorded:
+            self._ready_recorded = True
+            self.put(EngineRunReady(run[0], status.info, now))
+
+
+def row_figures(results, row: int):
+    """A finished row's figures as the results hold them (None where the engine gave none)."""
+    counts = [results.value(name, row) for name in ("prompt_tokens", "cached_prompt_tokens", "output_tokens")]
+    if counts[2] is None:
+        return None
+    itl_s = results.value("itl_s", row)
+    return RequestFigures(counts[0] or 0, counts[1] or 0, counts[2], results.value("ttft_s", row),
+                          1.0 / itl_s if itl_s else None, queue_s=results.value("queue_s", row),
+                          e2e_s=results.value("e2e_s", row))

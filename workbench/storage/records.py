@@ -1,0 +1,116 @@
+"""What the storage thread is told to write: immutable records, made on the GUI thread from the
+model, written on the storage thread. Each says what changed, never how to write it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workbench.batch.formats import BatchPrompt
+from workbench.batch.run import RunSettings
+from workbench.engine.backend import EngineInfo
+from workbench.engine.metrics import RequestFigures
+from workbench.engine.sampling import SamplingSettings
+from workbench.engine.spec import EngineConfig
+
+
+@dataclass(frozen=True)
+class ConversationSaved:
+    conversation_id: str
+    title: str
+    position: int
+
+
+@dataclass(frozen=True)
+class MessageSaved:
+    """A message whole: a new one, or one whose status, error or figures changed."""
+
+    conversation_id: str
+    message_id: str
+    position: int
+    role: str
+    text: str
+    status: str
+    error: str
+    request_id: str
+    sampling: SamplingSettings | None
+    system_prompt: str
+    figures: RequestFigures | None
+
+
+@dataclass(frozen=True)
+class MessageTextSaved:
+    """The text of a streaming reply so far (the whole of it: a lost record loses nothing later)."""
+
+    message_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class MessagesKept:
+    """The messages a conversation holds now: any other stored for it is gone (Regenerate)."""
+
+    conversation_id: str
+    message_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ConversationDeleted:
+    conversation_id: str
+
+
+@dataclass(frozen=True)
+class AllConversationsDeleted:
+    pass
+
+
+@dataclass(frozen=True)
+class BatchRunSaved:
+    run_id: str
+    source: tuple[str, str]  # the prompt file's path and format
+    settings: RunSettings
+    prompts: tuple[BatchPrompt, ...]
+
+
+@dataclass(frozen=True)
+class BatchRowSaved:
+    run_id: str
+    row: int
+    status: int
+    finish_reason: str
+    text: str
+    error: str
+    figures: RequestFigures | None
+
+
+@dataclass(frozen=True)
+class BatchRunDeleted:
+    run_id: str
+
+
+@dataclass(frozen=True)
+class EngineRunStarted:
+    run_key: str
+    start_id: int
+    config: EngineConfig
+    started_s: float
+
+
+@dataclass(frozen=True)
+class EngineRunReady:
+    run_key: str
+    info: EngineInfo
+    ready_s: float
+
+
+@dataclass(frozen=True)
+class EngineRunStopped:
+    run_key: str
+    stopped_s: float
+    message: str
+
+
+@dataclass(frozen=True)
+class Flush:
+    """Commit now and set ``done`` (a ``threading.Event``) once it is on disk."""
+
+    done: object

@@ -1,0 +1,65 @@
+"""Reading back what an earlier session stored: conversations with their messages, batch runs with
+their rows. Runs on the GUI thread at start, before the window shows and before the writer starts."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Callable
+
+from workbench.batch.results import CANCELLED, DONE, ERROR, BatchResults
+from workbench.batch.run import BatchRun
+from workbench.model.conversations import ChatMessage, Conversation
+from workbench.model.requests import RequestRegistry
+from workbench.storage.codec import figures_from_json, prompt_from_json, run_settings_from_json, sampling_from_json
+
+ENDED = (DONE, ERROR, CANCELLED)
+INTERRUPTED = "The app ended while this reply streamed; the text up to then is kept."
+
+
+def load_conversations(connection: sqlite3.Connection) -> list[Conversation]:
+    """Every stored conversation in list order; a reply that was streaming when the app ended is stopped."""
+    conversations: dict[str, Conversation] = {}
+    for conversation_id, title in connection.execute(
+            "SELECT conversation_id, title FROM conversations ORDER BY position, created_s"):
+        conversations[conversation_id] = Conversation(title, conversation_id=conversation_id)
+    rows = connection.execute(
+        "SELECT conversation_id, message_id, role, text, status, error, request_id, sampling, system_prompt, "
+        "figures FROM messages ORDER BY conversation_id, position")
+    for (conversation_id, message_id, role, text, status, error, request_id, sampling, system_prompt,
+         figures) in rows:
+        if status == "streaming":
+            status, error = "stopped", INTERRUPTED
+        conversations[conversation_id].messages.append(ChatMessage(
+            role, text, status, error, figures_from_json(figures), request_id, message_id,
+            sampling_from_json(sampling), system_prompt or ""))
+    return list(conversations.values())
+
+
+def load_batch_runs(connection: sqlite3.Connection, post: Callable[[object], None],
+                    owners: RequestRegistry) -> list[BatchRun]:
+    runs = []
+    for run_id, source, settings in connection.execute(
+            "SELECT run_id, source, settings FROM batch_runs ORDER BY created_s"):
+        results = load_results(connection, run_id)
+        run_no = int(run_id.removeprefix("batch")) if run_id.removeprefix("batch").isdigit() else 0
+        runs.append(BatchRun.restored(run_no, results, run_settings_from_json(settings), post, owners,
+                                      tuple(json.loads(source))))
+    return runs
+
+
+def load_results(connection: sqlite3.Connection, run_id: str) -> BatchResults:
+    rows = connection.execute("SELECT prompt, status, finish_reason, text, error, figures FROM batch_rows "
+                              "WHERE run_id = ? ORDER BY row", (run_id,)).fetchall()
+    results = BatchResults(capacity=max(16, len(rows)))
+    for prompt, status, finish_reason, text, error, figures in rows:
+        row = results.append(prompt_from_json(prompt))
+        if status in ENDED:
+            results.texts[row] = text
+            results.finish(row, status, finish_reason, figures_from_json(figures), error)
+    return results
+
+
+def close_interrupted_engine_runs(connection: sqlite3.Connection) -> None:
+    """Engine runs with no stop time ended with an app that did not stop them (a crash, a kill)."""
+    connection.execute("UPDATE engine_runs SET end_message = 'the app ended without stopping the engine' "
+                       "WHERE stopped_s IS NULL AND end_message = ''")

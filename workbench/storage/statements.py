@@ -1,0 +1,100 @@
+"""Each record as SQL: one function per kind of record, run on the storage thread."""
+from __future__ import annotations
+
+import json
+import time
+from functools import singledispatch
+
+from workbench.storage.codec import to_json
+from workbench.storage.records import (
+    AllConversationsDeleted, BatchRowSaved, BatchRunDeleted, BatchRunSaved, ConversationDeleted, ConversationSaved,
+    EngineRunReady, EngineRunStarted, EngineRunStopped, MessageSaved, MessagesKept, MessageTextSaved,
+)
+
+
+@singledispatch
+def write_record(record, connection) -> None:
+    raise TypeError(f"storage has no statement for {type(record).__name__}")
+
+
+@write_record.register
+def _(record: ConversationSaved, connection) -> None:
+    connection.execute(
+        "INSERT INTO conversations VALUES (?, ?, ?, ?) ON CONFLICT (conversation_id) DO UPDATE SET "
+        "title = excluded.title, position = excluded.position",
+        (record.conversation_id, record.title, record.position, time.time()))
+
+
+@write_record.register
+def _(record: MessageSaved, connection) -> None:
+    connection.execute(
+        "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO UPDATE SET "
+        "position = excluded.position, text = excluded.text, status = excluded.status, error = excluded.error, "
+        "figures = excluded.figures, updated_s = excluded.updated_s",
+        (record.message_id, record.conversation_id, record.position, record.role, record.text, record.status,
+         record.error, record.request_id, to_json(record.sampling), record.system_prompt,
+         to_json(record.figures), time.time()))
+
+
+@write_record.register
+def _(record: MessageTextSaved, connection) -> None:
+    connection.execute("UPDATE messages SET text = ?, updated_s = ? WHERE message_id = ?",
+                       (record.text, time.time(), record.message_id))
+
+
+@write_record.register
+def _(record: MessagesKept, connection) -> None:
+    marks = ",".join("?" * len(record.message_ids))
+    connection.execute(f"DELETE FROM messages WHERE conversation_id = ? AND message_id NOT IN ({marks})",
+                       (record.conversation_id, *record.message_ids))
+
+
+@write_record.register
+def _(record: ConversationDeleted, connection) -> None:
+    connection.execute("DELETE FROM conversations WHERE conversation_id = ?", (record.conversation_id,))
+
+
+@write_record.register
+def _(record: AllConversationsDeleted, connection) -> None:
+    connection.execute("DELETE FROM conversations")
+
+
+@write_record.register
+def _(record: BatchRunSaved, connection) -> None:
+    connection.execute("INSERT OR REPLACE INTO batch_runs VALUES (?, ?, ?, ?)",
+                       (record.run_id, json.dumps(list(record.source)), to_json(record.settings), time.time()))
+    connection.executemany(
+        "INSERT OR REPLACE INTO batch_rows VALUES (?, ?, ?, 0, '', '', '', NULL)",
+        ((record.run_id, row, to_json(prompt)) for row, prompt in enumerate(record.prompts)))
+
+
+@write_record.register
+def _(record: BatchRowSaved, connection) -> None:
+    connection.execute(
+        "UPDATE batch_rows SET status = ?, finish_reason = ?, text = ?, error = ?, figures = ? "
+        "WHERE run_id = ? AND row = ?",
+        (record.status, record.finish_reason, record.text, record.error, to_json(record.figures),
+         record.run_id, record.row))
+
+
+@write_record.register
+def _(record: BatchRunDeleted, connection) -> None:
+    connection.execute("DELETE FROM batch_runs WHERE run_id = ?", (record.run_id,))
+
+
+@write_record.register
+def _(record: EngineRunStarted, connection) -> None:
+    connection.execute("INSERT INTO engine_runs (run_key, start_id, config, started_s) VALUES (?, ?, ?, ?)",
+                       (record.run_key, record.start_id, to_json(record.config), record.started_s))
+
+
+@write_record.register
+def _(record: EngineRunReady, connection) -> None:
+    connection.execute("UPDATE engine_runs SET info = ?, ready_s = ? WHERE run_key = ?",
+                       (to_json(record.info), record.ready_s, record.run_key))
+
+
+@write_record.register
+def _(record: EngineRunStopped, connection) -> None:
+    connection.execute("UPDATE engine_runs SET stopped_s = ?, end_message = ? WHERE run_key = ? AND stopped_s IS NULL",
+                       (record.stopped_s, record.message, record.run_key))

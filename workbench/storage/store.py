@@ -1,0 +1,116 @@
+"""The app's storage as one object: the opened database, the model's recorder and the writer thread.
+
+``Storage.open`` never raises for a database in trouble: ``problem`` says what is wrong, and the app
+runs on with what could be read (nothing is written unless the database opened writable).
+"""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Callable
+
+from workbench.model.app_model import AppModel
+from workbench.storage.database import (
+    CORRUPTED, DB_NAME, LOCKED, OpenedDatabase, StorageProblem, move_aside, open_database, problem_for,
+)
+from workbench.storage.recorder import ModelRecorder
+from workbench.storage.restore import close_interrupted_engine_runs, load_batch_runs, load_conversations
+from workbench.storage.writer import StorageWriter
+
+
+def default_database_path() -> Path:
+    from workbench.paths import data_dir
+
+    return data_dir() / DB_NAME
+
+
+class Storage:
+    def __init__(self, opened: OpenedDatabase, mode: str = "rwc"):
+        self.opened, self.mode = opened, mode
+        self.writer: StorageWriter | None = None
+        self.recorder: ModelRecorder | None = None
+        self.on_problem: Callable[[StorageProblem | None], None] = lambda problem: None
+        self._problem = opened.problem
+
+    @classmethod
+    def open(cls, path: Path | None = None, mode: str = "rwc") -> Storage:
+        """``mode``: SQLite's URI mode; "ro" opens the file read-only whoever runs the app."""
+        return cls(open_database(path or default_database_path(), mode), mode)
+
+    @property
+    def path(self) -> Path:
+        return self.opened.path
+
+    @property
+    def problem(self) -> StorageProblem | None:
+        """What is wrong now: from opening, or from the latest failed write (None once writes succeed again)."""
+        return self._problem
+
+    @property
+    def locked(self) -> bool:
+        """Another running instance holds the database: this one starts no engine."""
+        return self._problem is not None and self._problem.kind == LOCKED
+
+    @property
+    def saving(self) -> bool:
+        return self.writer is not None
+
+    def restore_into(self, model: AppModel, post: Callable[[object], None]) -> None:
+        """Puts the stored conversations and batch runs into ``model`` (before any pane observes it)."""
+        connection = self.opened.connection
+        if connection is None:
+            return
+        try:
+            model.restore(load_conversations(connection), load_batch_runs(connection, post, model.requests))
+            if self.opened.writable:
+                close_interrupted_engine_runs(connection)
+        except (sqlite3.Error, ValueError, KeyError, TypeError) as error:  # readable header, unreadable rows
+            self._stop_using(problem_for(CORRUPTED, self.path, str(error)))
+
+    def start(self, model: AppModel) -> None:
+        """Starts the writer thread and records the model's changes from now on (writable databases only)."""
+        if not self.opened.writable or self.writer is not None:
+            return
+        self.writer = StorageWriter(self.opened.connection, str(self.path), self._on_writer_problem)
+        self.recorder = ModelRecorder(model, self.writer.put)
+        self.writer.start()
+
+    def _on_writer_problem(self, problem: StorageProblem | None) -> None:
+        self._problem = problem
+        self.on_problem(problem)
+
+    def flush(self, timeout_s: float = 10.0) -> bool:
+        """Waits until what the model did so far is on disk; True when it is."""
+        return self.writer is not None and self.writer.flush(timeout_s)
+
+    def move_aside_and_start_new(self, model: AppModel) -> Path | None:
+        """For a damaged database: keeps it under a new name and starts a new one, which from now on
+        records ``model`` (what the window holds now is saved as it changes). Returns the kept file's name."""
+        if self._problem is None or self._problem.kind != CORRUPTED:
+            return None
+        self.close()
+        aside = move_aside(self.path)
+        self.opened = open_database(self.path, self.mode)
+        self._problem = self.opened.problem
+        self.start(model)
+        if self.recorder is not None:
+            self.recorder.record_all_conversations()
+        return aside
+
+    def _stop_using(self, problem: StorageProblem) -> None:
+        self._problem = problem
+        if self.opened.connection is not None:
+            self.opened.connection.close()
+            self.opened.connection = None
+        self.opened.writable = False
+
+    def close(self) -> None:
+        """Commits what is queued, stops the thread, closes the database and lets the lock go."""
+        if self.recorder is not None:
+            self.recorder.detach()
+            self.recorder = None
+        if self.writer is not None:
+            self.writer.stop()  # it closes the connection it owns
+            self.writer = None
+            self.opened.connection = None
+        self.opened.close()
