@@ -33,6 +33,7 @@ class ModelRecorder:
     def __init__(self, model: AppModel, put: Callable[[object], None]):
         self.model, self.put = model, put
         self._saved = {cid: {m.message_id for m in c.messages} for cid, c in model.conversations.items()}
+        self._sampling = {cid: c.sampling for cid, c in model.conversations.items()}
         self._engine_run: tuple[str, int] | None = None  # (run key, start id) of the engine run open now
         self._ready_recorded = False
         self._watched: dict[str, object] = {}  # run id -> its results, whose rows are watched
@@ -70,9 +71,11 @@ class ModelRecorder:
         conversation = self.model.conversations.get(conversation_id)
         if conversation is None:
             return
-        if conversation_id not in self._saved:  # new to the database: the conversation before its messages
+        if conversation_id not in self._saved or self._sampling.get(conversation_id) != conversation.sampling:
+            # new to the database (the conversation before its messages), or its own settings changed (an ask)
             position = list(self.model.conversations).index(conversation_id)
-            self.put(ConversationSaved(conversation_id, conversation.title, position))
+            self.put(ConversationSaved(conversation_id, conversation.title, position, conversation.sampling))
+            self._sampling[conversation_id] = conversation.sampling
         saved = self._saved.setdefault(conversation_id, set())
         ids = tuple(m.message_id for m in conversation.messages)
         if saved - set(ids):

@@ -18,6 +18,7 @@ class ConversationSaved:
     conversation_id: str
     title: str
     position: int
+    sampling: SamplingSettings | None = None  # the conversation's own settings
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,11 @@ INTERRUPTED = "The app ended while this reply streamed; the text up to then is k
 def load_conversations(connection: sqlite3.Connection) -> list[Conversation]:
     """Every stored conversation in list order; a reply that was streaming when the app ended is stopped."""
     conversations: dict[str, Conversation] = {}
-    for conversation_id, title in connection.execute(
-            "SELECT conversation_id, title FROM conversations ORDER BY position, created_s"):
+    for conversation_id, title, sampling in connection.execute(
+            "SELECT conversation_id, title, sampling FROM conversations ORDER BY position, created_s"):
         conversations[conversation_id] = Conversation(title, conversation_id=conversation_id)
+        if sampling is not None:
+            conversations[conversation_id].sampling = sampling_from_json(sampling)
     rows = connection.execute(
         "SELECT conversation_id, message_id, role, text, status, error, request_id, sampling, system_prompt, "
         "figures FROM messages ORDER BY conversation_id, position")

@@ -13,7 +13,9 @@ VERSION_1 = (
         conversation_id TEXT PRIMARY KEY,  -- the application model's UUID
         title TEXT NOT NULL,
         position INTEGER NOT NULL,         -- order in the conversation list
-        created_s REAL NOT NULL)""",
+        created_s REAL NOT NULL,
+        sampling TEXT)                     -- JSON: its own settings (seeded by a preset, then the last asked)
+    """,
     """CREATE TABLE messages (
         message_id TEXT PRIMARY KEY,       -- the application model's UUID
         conversation_id TEXT NOT NULL REFERENCES conversations ON DELETE CASCADE,

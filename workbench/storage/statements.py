@@ -20,9 +20,9 @@ def write_record(record, connection) -> None:
 @write_record.register
 def _(record: ConversationSaved, connection) -> None:
     connection.execute(
-        "INSERT INTO conversations VALUES (?, ?, ?, ?) ON CONFLICT (conversation_id) DO UPDATE SET "
-        "title = excluded.title, position = excluded.position",
-        (record.conversation_id, record.title, record.position, time.time()))
+        "INSERT INTO conversations VALUES (?, ?, ?, ?, ?) ON CONFLICT (conversation_id) DO UPDATE SET "
+        "title = excluded.title, position = excluded.position, sampling = excluded.sampling",
+        (record.conversation_id, record.title, record.position, time.time(), to_json(record.sampling)))
 
 
 @write_record.register
