@@ -86,6 +86,7 @@ class MemoryPanel(LivePlotsWidget):
         self.total = live_curve(self.plot, "#eeeeee", "GPU total", 1.0)
         self.view = FollowView([self.plot])
         self.unit = GIB
+        self._labelled: tuple[int, bool] | None = None  # (unit, on a GPU) the labels say
         bar = QHBoxLayout()
         bar.addWidget(self.text, 1)
         bar.addWidget(self.paused)
@@ -128,6 +129,11 @@ class MemoryPanel(LivePlotsWidget):
             self.text.setText(text)
 
     def _set_unit(self, unit: int, on_gpu: bool) -> None:
+        """Labels the plot for ``unit`` and the source; only when either changed: each new label text
+        lays the plot out again and repaints it whole."""
+        if (unit, on_gpu) == self._labelled:
+            return
+        self._labelled = (unit, on_gpu)
         if unit != self.unit:
             self.view.resume()  # the height is in the old unit
         self.unit = unit
