@@ -6,7 +6,7 @@
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-step() { echo "=== $*" | tee -a "$OUT/summary.txt"; }
+step() { echo "=== $(date +%T) $*" | tee -a "$OUT/summary.txt"; }
 # The result table of a log (PATTERN and LINES after it), or, when the run failed, the log's tail.
 show() {
   if grep -q -- "$1" "$3"; then grep -A"$2" -- "$1" "$3"; else tail -30 "$3"; fi | tee -a "$OUT/summary.txt"

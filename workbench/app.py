@@ -41,6 +41,7 @@ def build_window(config: EngineConfig, check_with_scan: bool = False, start_engi
     from workbench.ui.pg_setup import configure_pyqtgraph
 
     configure_pyqtgraph()
+    set_gil_switch_interval()
     reap_orphans()
     mark_owner()
     engine = EngineThread(check_with_scan=check_with_scan)
@@ -58,6 +59,15 @@ def build_window(config: EngineConfig, check_with_scan: bool = False, start_engi
     if start_engine:
         window.restart_engine()
     return window, engine
+
+
+def set_gil_switch_interval() -> None:
+    """``WORKBENCH_GIL_SWITCH_MS``, when set, replaces CPython's 5 ms switch interval: how long one
+    thread may keep the GIL while another waits for it. The engine thread steps vLLM and the GUI
+    thread draws in the same process, so this is what attribution runs of the benchmarks vary."""
+    interval_ms = os.environ.get("WORKBENCH_GIL_SWITCH_MS")
+    if interval_ms:
+        sys.setswitchinterval(float(interval_ms) / 1e3)
 
 
 def no_display() -> bool:

@@ -185,10 +185,10 @@ def cmd_heatmap(args) -> int:
 
 def _app_parts(text: str) -> frozenset[str]:
     parts = frozenset(part.strip() for part in text.split(",") if part.strip())
-    unknown = parts - {"heatmap", "chat", "storage"}
+    unknown = parts - {"heatmap", "chat", "storage", "plots"}
     if unknown:
         raise argparse.ArgumentTypeError(f"--app-without {text!r}: unknown part(s) {sorted(unknown)}; "
-                                         "choose from heatmap, chat, storage")
+                                         "choose from heatmap, chat, storage, plots")
     return parts
 
 
@@ -259,7 +259,8 @@ def main(argv: list[str]) -> int:
                          help="attribution runs of (d): leave out 'heatmap' (its timer stopped), 'chat' "
                               "(the conversation's request sent as the others are, nothing rendered) and/or "
                               "'storage' (nothing kept; by default (d) keeps its conversation in a database in a "
-                              "temporary folder, as the app does)")
+                              "temporary folder, as the app does), 'plots' (the live plots and the memory panel "
+                              "not drawn)")
     stall = sub.add_parser("gui-stall", help="GUI event-loop stalls while many requests stream (needs Qt)")
     stall.add_argument("--requests", type=int, default=256)
     stall.add_argument("--output-len", type=int, default=256)

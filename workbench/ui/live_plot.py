@@ -88,6 +88,12 @@ class FollowView:
             plot.getViewBox().sigRangeChangedManually.connect(self._on_range_changed_manually)
 
     def follow(self, x_last: float, peaks: list[float]) -> None:
+        """Every plot: the time step that holds ``x_last``, each height above its peak."""
+        for index, peak in enumerate(peaks):
+            self.follow_one(index, x_last, peak)
+
+    def follow_one(self, index: int, x_last: float, peak: float) -> None:
+        """Plot ``index`` only (and the shared time axis, when ``x_last`` has left the step)."""
         if not self.following:
             return
         self._setting = True
@@ -95,11 +101,10 @@ class FollowView:
         if (max(0.0, right - X_WINDOW_S), right) != self._x:
             self._x = (max(0.0, right - X_WINDOW_S), right)
             self.plots[0].setXRange(*self._x, padding=0)
-        for index, (plot, peak) in enumerate(zip(self.plots, peaks)):
-            top = self.fixed.get(index) or nice_ceiling(peak * 1.05)
-            if top != self._tops[index]:
-                self._tops[index] = top
-                plot.setYRange(0, top, padding=0)
+        top = self.fixed.get(index) or nice_ceiling(peak * 1.05)
+        if top != self._tops[index]:
+            self._tops[index] = top
+            self.plots[index].setYRange(0, top, padding=0)
         self._setting = False
 
     def show_all(self, x_first: float, x_last: float) -> None:

@@ -28,6 +28,7 @@ from workbench.ui.stats_plots import StatsPlotsView
 from workbench.ui.storage_notice import StorageNotice
 
 HEATMAP_INTERVAL_MS = 100  # the GUI reads the latest snapshot, series and memory at 10 Hz
+MEMORY_EVERY_TICKS = 7  # the memory panel drawn every 7th tick (1.4 Hz); a plot on each of the others
 
 
 class MainWindow(QMainWindow):
@@ -73,6 +74,7 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._wire()
         self._tick = 0
+        self.draw_plots = True  # False: the plots and the memory panel left alone (attribution runs)
         self.heatmap_timer = QTimer(self)
         self.heatmap_timer.timeout.connect(self._on_heatmap_timer)
         self.heatmap_timer.start(HEATMAP_INTERVAL_MS)
@@ -187,12 +189,16 @@ class MainWindow(QMainWindow):
         ready = self.model.engine.ready
         if snapshot is not None and ready:
             self.heatmap.show_snapshot(snapshot)
-        # The plots and the memory panel take turns (5 Hz each): a tick paints one of them beside
-        # the heatmap, never all three, so no single pause of the event loop holds every paint.
-        self._tick = (self._tick + 1) % 2
-        if self._tick == 0 and ready:
+        # The plots (one plot a tick, in turn) and the memory panel (every MEMORY_EVERY_TICKS-th tick)
+        # share the ticks: a tick paints the heatmap and at most one plot, so no single pause of the
+        # event loop holds every paint, and the GUI thread never holds the GIL (which the engine thread
+        # steps vLLM with) for all seven plots at once.
+        self._tick = (self._tick + 1) % MEMORY_EVERY_TICKS
+        if not self.draw_plots:
+            return
+        if self._tick and ready:
             self.plots.show_stats(worker.latest_stats())
-        elif self._tick == 1:
+        elif self._tick == 0:
             self.memory.show_memory(self.memory_service.latest())
 
     def closeEvent(self, event) -> None:

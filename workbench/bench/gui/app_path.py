@@ -57,7 +57,7 @@ class AppPath:
     def __init__(self, without: frozenset[str] = frozenset()):
         self.window = None
         self.without = without  # attribution runs: "heatmap" (its timer stopped), "chat" (nothing rendered),
-        # "storage" (nothing kept)
+        # "storage" (nothing kept), "plots" (the live plots and the memory panel not drawn)
 
     def __call__(self, session: BenchSession, prompts: list[list[int]], sampling: SamplingSettings) -> RunStats:
         set_tracking(session, True)  # the pool in sync, as after the window's own start (not timed)
@@ -72,6 +72,7 @@ class AppPath:
         frames_before = window.heatmap.num_frames_drawn
         if "heatmap" in self.without:
             window.heatmap_timer.stop()
+        window.draw_plots = "plots" not in self.without
         with session.recording_arrivals() as arrivals:
             cpu = CpuClock(session.engine_pids)
             started = time.perf_counter()
