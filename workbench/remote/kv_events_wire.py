@@ -96,6 +96,8 @@ def decode_batch(seq: int, payload: bytes) -> EventBatch:
         raise KVEventsDecodeError(f"batch {seq} has no timestamp or no list of events: {raw!r:.200}")
     try:
         events = tuple(_decode_event(item) for item in fields["events"])
+    except KVEventsDecodeError:
+        raise
     except (KeyError, TypeError, ValueError) as error:
         raise KVEventsDecodeError(f"batch {seq} has an event vLLM would not send: {error!r}") from error
     rank = fields.get("data_parallel_rank")
