@@ -244,8 +244,9 @@ def test_the_view_shows_what_the_events_describe(traffic, qtbot, tmp_path):
     view.chains.expandItem(view.chains.topLevelItem(0))
     qtbot.waitExposed(view)
     assert save_small(view, str(tmp_path / "prefix-cache-view.png")) > 0
-    if os.environ.get("WORKBENCH_SCREENSHOT_DIR"):
-        save_small(view, os.path.join(os.environ["WORKBENCH_SCREENSHOT_DIR"], "prefix-cache-view.png"))
+    if os.environ.get("WORKBENCH_SCREENSHOT_DIR"):  # docs/prefix-cache-view.png is made this way
+        Path(os.environ["WORKBENCH_SCREENSHOT_DIR"]).mkdir(parents=True, exist_ok=True)
+        save_small(view, os.path.join(os.environ["WORKBENCH_SCREENSHOT_DIR"], "prefix-cache-view.png"), max_bytes=120_000)
 
 
 # -- no server needed ---------------------------------------------------------------------------------
@@ -256,6 +257,7 @@ def test_a_server_without_events_gets_advice_on_turning_them_on(qtbot):
     with KVEventsSubscriber(endpoints, replay_timeout_s=0.3, min_interval_s=0.05) as subscriber:
         state = subscriber.wait_for(lambda s: s.ranks[0].link == LINK_NO_ANSWER, 10)
     assert state is not None, f"no notice after the replay endpoint stayed silent: {subscriber.latest()}"
+    assert not subscriber.running  # stopped, sockets closed
     (advice,) = state.notices()
     assert "--kv-events-config" in advice and '"enable_kv_cache_events": true' in advice
     assert endpoints[0].replay_endpoint in advice
@@ -302,8 +304,11 @@ def stored_batch(hashes: list[int], parent: int | None = None, rank: int | None 
 
 
 def wait_replayable(publisher, num_batches: int) -> None:
+    """Until the publisher's thread has sent the batches (its replay buffer keeps the last ones)."""
+    wanted = min(num_batches, publisher._buffer.maxlen)
     deadline = time.monotonic() + 10
-    while len(publisher._buffer) < num_batches and time.monotonic() < deadline:
+    while (len(publisher._buffer) < wanted or publisher._buffer[-1][0] < num_batches - 1) \
+            and time.monotonic() < deadline:
         threading.Event().wait(0.02)
 
 
@@ -342,6 +347,8 @@ def test_each_data_parallel_rank_is_kept_apart():
         assert [{k[2] for k in r.stored} for r in state.ranks] == [{10, 11}, {20, 21}]
         assert state.num_stored_now == 4 and state.complete
         assert state.ranks[1].stored[block_key("GPU", 0, 21)].parent_hash == 20
+        with pytest.raises(TypeError):  # snapshots are read-only, whichever thread holds them
+            state.ranks[0].stored[block_key("GPU", 0, 99)] = None
     finally:
         for publisher in made:
             publisher.shutdown()
@@ -473,3 +480,20 @@ def test_a_payload_that_is_not_a_batch_is_named_not_guessed():
         decode_batch(5, b"\xc1")
     with pytest.raises(KVEventsDecodeError, match="unknown KV cache event type 'BlockMoved'"):
         decode_batch(6, msgspec.msgpack.encode([1.0, [{"type": "BlockMoved"}]]))
+
+
+def test_the_subscriber_runs_with_qt_and_vllm_absent():
+    """As on a machine with neither: the subscriber's modules import and a subscriber starts and stops."""
+    script = """
+import sys
+for name in ("PySide6", "shiboken6", "pyqtgraph", "superqt", "vllm", "torch"):
+    sys.modules[name] = None
+from workbench.remote.kv_events import KVEventsSubscriber, rank_endpoints
+subscriber = KVEventsSubscriber(rank_endpoints("127.0.0.1", "tcp://*:1", None), quiet_timeout_s=0.1).start()
+assert subscriber.wait_for(lambda s: s.ranks[0].link == "no answer", 10) is not None
+subscriber.stop()
+print("ran", subscriber.running)
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert run.returncode == 0 and run.stdout.strip() == "ran False", run.stderr[-3000:]
