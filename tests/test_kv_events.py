@@ -497,3 +497,28 @@ print("ran", subscriber.running)
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
                          cwd=Path(__file__).resolve().parent.parent)
     assert run.returncode == 0 and run.stdout.strip() == "ran False", run.stderr[-3000:]
+
+
+def test_a_restarted_server_starts_the_contents_again():
+    """The new publisher counts from 0 again; its first batches may go out before the subscriber has
+    reconnected, and the third one has the number the old server's next batch would have had."""
+    from vllm.distributed.kv_events import ZmqEventPublisher
+
+    (first,), endpoints = publishers(buffer_steps=100)
+    with KVEventsSubscriber(endpoints, replay_timeout_s=5, min_interval_s=0.05) as subscriber:
+        first.publish(stored_batch([1, 2]))
+        first.publish(stored_batch([3]))
+        assert subscriber.wait_for(lambda s: s.ranks[0].last_seq == 1, 10) is not None
+        first.shutdown()
+        pub_port, replay_port = (int(address.rsplit(":", 1)[1]) for address in
+                                 (endpoints[0].endpoint, endpoints[0].replay_endpoint))
+        second = ZmqEventPublisher(0, endpoint=f"tcp://*:{pub_port}", replay_endpoint=f"tcp://*:{replay_port}")
+        try:
+            for block in (7, 8, 9):
+                second.publish(stored_batch([block]))
+            state = subscriber.wait_for(lambda s: {k[2] for k in s.ranks[0].stored} == {7, 8, 9}, 15)
+        finally:
+            second.shutdown()
+    assert state is not None, subscriber.latest()
+    rank = state.ranks[0]
+    assert rank.num_restarts == 1 and rank.last_seq == 2 and rank.caught_up and rank.gaps == ()

@@ -23,8 +23,9 @@ from typing import Callable, Sequence
 from urllib.parse import urlsplit
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
-from workbench.remote.kv_events_state import LINK_LIVE, LINK_NO_ANSWER, LINK_WAITING, KVEventsState, RankLedger
+from workbench.remote.kv_events_state import LINK_LIVE, LINK_LOST, LINK_NO_ANSWER, LINK_WAITING, KVEventsState, RankLedger
 from workbench.remote.kv_events_wire import EventBatch, KVEventsDecodeError, decode_batch, decode_seq
 
 REPLAY_END_SEQ = -1
@@ -66,7 +67,11 @@ class _RankLink:
         self.sub = ctx.socket(zmq.SUB)
         self.sub.setsockopt(zmq.LINGER, 0)
         self.sub.setsockopt(zmq.SUBSCRIBE, topic)
+        # Connection events tell a reconnection (a restarted server, a network hiccup) from silence.
+        self.monitor = self.sub.get_monitor_socket(zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED)
         self.sub.connect(where.endpoint)
+        self.disconnected = False
+        self.rejoining = False  # the replay in flight follows a reconnection: the server may have restarted
         self.replay: zmq.Socket | None = None
         if where.replay_endpoint:
             self.replay = ctx.socket(zmq.DEALER)
@@ -79,6 +84,8 @@ class _RankLink:
         self.started_at = time.monotonic()
 
     def close(self) -> None:
+        self.sub.disable_monitor()
+        self.monitor.close(linger=0)
         self.sub.close(linger=0)
         if self.replay is not None:
             self.replay.close(linger=0)
@@ -152,6 +159,7 @@ class KVEventsSubscriber:
         poller = zmq.Poller()
         for link in links:
             poller.register(link.sub, zmq.POLLIN)
+            poller.register(link.monitor, zmq.POLLIN)
             if link.replay is not None:
                 poller.register(link.replay, zmq.POLLIN)
                 self._ask_replay(link, 0)
@@ -172,6 +180,9 @@ class KVEventsSubscriber:
             ctx.term()
 
     def _serve(self, link: _RankLink, ready: dict) -> None:
+        if link.monitor in ready:
+            while link.monitor.poll(0):
+                self._on_connection_event(link, recv_monitor_message(link.monitor)["event"])
         if link.replay is not None and link.replay in ready:
             while link.replay.poll(0):
                 self._on_replay_frames(link, link.replay.recv_multipart())
@@ -189,6 +200,19 @@ class KVEventsSubscriber:
         except KVEventsDecodeError as error:
             link.ledger.note_gap(f"a batch could not be read and was skipped ({error})")
             return None
+
+    def _on_connection_event(self, link: _RankLink, event: int) -> None:
+        if event == zmq.EVENT_DISCONNECTED:
+            link.disconnected = True
+            link.ledger.link = LINK_LOST
+            link.ledger.changed = True
+        elif event == zmq.EVENT_HANDSHAKE_SUCCEEDED and link.disconnected:
+            link.disconnected = False
+            link.ledger.link = LINK_LIVE
+            link.ledger.changed = True
+            if link.replay is not None:  # everything the server still holds: tells a restart from a hiccup
+                link.rejoining = True
+                self._ask_replay(link, 0)
 
     def _ask_replay(self, link: _RankLink, from_seq: int) -> None:
         assert link.replay is not None
@@ -212,6 +236,10 @@ class KVEventsSubscriber:
         ledger.link = LINK_LIVE
         held = sorted(link.replayed + link.pending, key=lambda batch: batch.seq)
         link.replayed, link.pending = [], []
+        if link.rejoining:
+            link.rejoining = False
+            if ledger.restarted(held):
+                ledger.reset_for_restart()
         complete = True
         for batch in held:
             if batch.seq < ledger.expects():
@@ -229,12 +257,10 @@ class KVEventsSubscriber:
         if link.replay_asked_at is not None:
             link.pending.append(batch)
             return
-        if batch.seq < ledger.expects():
-            if batch.seq == 0:  # the publisher counts from 0 again: the server restarted
-                ledger.reset_for_restart()
-                ledger.apply(batch)
+        if batch.seq < ledger.expects():  # live batches never repeat: a restarted server counts from 0 again
+            ledger.reset_for_restart()
+            if batch.seq == 0:
                 ledger.caught_up = True
-            return
         if batch.seq > ledger.expects():
             if link.replay is not None:
                 link.pending.append(batch)

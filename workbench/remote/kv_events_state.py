@@ -8,7 +8,7 @@ of the pool can be drawn from them.
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
@@ -21,8 +21,10 @@ BlockKey = tuple  # (medium, group_idx, block_hash)
 LINK_WAITING = "waiting"  # connected, nothing heard yet
 LINK_LIVE = "live"  # the replay endpoint answered or a batch arrived
 LINK_NO_ANSWER = "no answer"  # nothing within the timeout: events are likely off on the server
+LINK_LOST = "reconnecting"  # the connection dropped; ZMQ reconnects by itself
 
 RECENT_REMOVALS = 64
+REMEMBERED_BATCHES = 20_000  # timestamps of the batches applied last, to recognise a restarted server
 
 ENABLE_EVENTS_COMMAND = ("vllm serve MODEL --kv-events-config '{\"enable_kv_cache_events\": true, "
                          "\"publisher\": \"zmq\", \"endpoint\": \"tcp://*:5557\", "
@@ -81,6 +83,7 @@ class RankEventsState:
     gaps: tuple[str, ...] = ()  # what could not be caught up, in words
     recent_removals: tuple[RemovedBlock, ...] = ()  # newest first
     last_event_ts: float | None = None
+    num_restarts: int = 0  # times the publisher counted from 0 again (the server restarted): contents reset
 
     @property
     def num_stored_now(self) -> int:
@@ -137,7 +140,10 @@ class RankLedger:
         self.gaps: list[str] = []
         self.recent_removals: deque[RemovedBlock] = deque(maxlen=RECENT_REMOVALS)
         self.last_event_ts: float | None = None
+        self.num_restarts = 0
+        self._applied_ts: OrderedDict[int, float] = OrderedDict()  # seq -> ts of the batches applied last
         self.changed = True
+        self._stored_view: Mapping[BlockKey, StoredBlock] | None = None  # the last snapshot's copy, while valid
 
     def expects(self) -> int:
         """The next sequence number that follows without a gap."""
@@ -150,12 +156,24 @@ class RankLedger:
     def reset_for_restart(self) -> None:
         """The publisher counts from 0 again: a restarted server, whose cache started empty."""
         self.stored.clear()
+        self._stored_view = None
+        self._applied_ts.clear()
+        self.num_restarts += 1
         self.first_seq = self.last_seq = None
         self.gaps.clear()
         self.caught_up = None
         self.changed = True
 
+    def restarted(self, replayed: list[EventBatch]) -> bool:
+        """Whether a replay after a reconnection comes from a new publisher: a batch number already
+        applied with another timestamp, or fewer batches than were seen."""
+        if replayed and self.last_seq is not None and replayed[-1].seq < self.last_seq:
+            return True
+        return any(self._applied_ts.get(batch.seq, batch.ts) != batch.ts for batch in replayed)
+
     def apply(self, batch: EventBatch) -> None:
+        if batch.events:
+            self._stored_view = None
         for event in batch.events:
             if isinstance(event, BlockStored):
                 self._store(event, batch.seq)
@@ -164,6 +182,9 @@ class RankLedger:
             elif isinstance(event, AllBlocksCleared):
                 self.stored.clear()
                 self.num_clears += 1
+        self._applied_ts[batch.seq] = batch.ts
+        if len(self._applied_ts) > REMEMBERED_BATCHES:
+            self._applied_ts.popitem(last=False)
         if self.first_seq is None:
             self.first_seq = batch.seq
         self.last_seq = batch.seq
@@ -191,10 +212,12 @@ class RankLedger:
 
     def snapshot(self) -> RankEventsState:
         self.changed = False
+        if self._stored_view is None:  # copied only when the contents changed since the last snapshot
+            self._stored_view = MappingProxyType(dict(self.stored))
         return RankEventsState(
             rank=self.rank, endpoint=self.endpoint, replay_endpoint=self.replay_endpoint, link=self.link,
-            stored=MappingProxyType(dict(self.stored)), num_blocks_stored=self.num_blocks_stored,
+            stored=self._stored_view, num_blocks_stored=self.num_blocks_stored,
             num_blocks_removed=self.num_blocks_removed, num_clears=self.num_clears, num_batches=self.num_batches,
             first_seq=self.first_seq, last_seq=self.last_seq, data_parallel_rank=self.data_parallel_rank,
             caught_up=self.caught_up, gaps=tuple(self.gaps), recent_removals=tuple(self.recent_removals),
-            last_event_ts=self.last_event_ts)
+            last_event_ts=self.last_event_ts, num_restarts=self.num_restarts)
