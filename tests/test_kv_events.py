@@ -232,7 +232,9 @@ def test_the_view_shows_what_the_events_describe(traffic, qtbot, tmp_path):
     view = PrefixCacheView()
     qtbot.addWidget(view)
     view.resize(900, 560)
-    view.show_events_state(state)
+    view.follow(early.latest, interval_ms=50)
+    qtbot.waitUntil(lambda: view.counts.item(0, 7) is not None and view.counts.item(0, 7).text() == str(state.ranks[0].last_seq))
+    view.follow(None)
     assert view.title.text() == TITLE and "no physical block layout" in TITLE
     assert view.counts.item(0, 2).text() == f"{len(recorder.stored_blocks()):,}"
     assert view.counts.item(0, 4).text() == f"{recorder.num_removed():,}"
@@ -292,6 +294,21 @@ def free_port_run(length: int) -> int:
         finally:
             for sock in sockets:
                 sock.close()
+
+
+def wait_until_free(*ports: int) -> None:
+    deadline = time.monotonic() + 10
+    for port in ports:
+        while True:
+            with socket.socket() as sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as ZMQ binds
+                try:
+                    sock.bind(("", port))
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+            threading.Event().wait(0.05)
 
 
 def stored_batch(hashes: list[int], parent: int | None = None, rank: int | None = None):
@@ -512,6 +529,7 @@ def test_a_restarted_server_starts_the_contents_again():
         first.shutdown()
         pub_port, replay_port = (int(address.rsplit(":", 1)[1]) for address in
                                  (endpoints[0].endpoint, endpoints[0].replay_endpoint))
+        wait_until_free(pub_port, replay_port)  # the old sockets close in ZMQ's own thread
         second = ZmqEventPublisher(0, endpoint=f"tcp://*:{pub_port}", replay_endpoint=f"tcp://*:{replay_port}")
         try:
             for block in (7, 8, 9):

@@ -8,18 +8,19 @@ chain (each block's parent hash), and never draws a pool layout.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Callable
 
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QListWidget, QSplitter, QTableWidget,
                                QTableWidgetItem, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 
 from workbench.remote.kv_events_state import KVEventsState, RankEventsState, StoredBlock
 from workbench.remote.kv_events_wire import hash_text
 
 TITLE = ("Prefix-cache contents from vLLM's KV events: blocks stored and removed; "
          "events carry no physical block layout")
-COUNT_COLUMNS = ("rank", "events", "stored now", "blocks stored", "blocks removed", "clears", "last seq",
-                 "caught up")
+COUNT_COLUMNS = ("rank", "events", "stored now", "blocks stored", "blocks removed", "clears", "restarts",
+                 "last seq", "caught up")
 MAX_BLOCKS_SHOWN = 400  # rows in the chain tree; the counts above are always whole
 ALL_RANKS = -1
 
@@ -31,6 +32,9 @@ class PrefixCacheView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent, objectName="prefixCacheView")
         self._state: KVEventsState | None = None
+        self._latest: Callable[[], KVEventsState] | None = None
+        self._timer = QTimer(self)
+        self._timer.timeout.connect(self._on_timer_timeout)
         self.title = QLabel(TITLE, objectName="prefixCacheTitle", wordWrap=True)
         self.title.setStyleSheet("font-weight: bold;")
         self.notice = QLabel(objectName="prefixCacheNotice", wordWrap=True)
@@ -87,6 +91,20 @@ class PrefixCacheView(QWidget):
         self._show_counts(state)
         self._show_selected()
 
+    def follow(self, latest: Callable[[], KVEventsState] | None, interval_ms: int = 250) -> None:
+        """Shows ``latest()`` (e.g. ``KVEventsSubscriber.latest``) on a GUI timer, a snapshot at a time;
+        None stops. The subscriber's own thread never touches the widget."""
+        self._latest = latest
+        if latest is None:
+            self._timer.stop()
+            return
+        self._timer.start(interval_ms)
+        self.show_events_state(latest())
+
+    def _on_timer_timeout(self) -> None:
+        if self._latest is not None:
+            self.show_events_state(self._latest())
+
     def selected_ranks(self) -> tuple[RankEventsState, ...]:
         if self._state is None:
             return ()
@@ -136,6 +154,9 @@ class PrefixCacheView(QWidget):
         self._show_removals(ranks)
 
     def _show_chains(self, ranks: tuple[RankEventsState, ...]) -> None:
+        # A chain the reader opened stays open through the next snapshot.
+        expanded = {self.chains.topLevelItem(i).text(0) for i in range(self.chains.topLevelItemCount())
+                    if self.chains.topLevelItem(i).isExpanded()}
         self.chains.clear()
         shown = total = 0
         items = []
@@ -148,6 +169,8 @@ class PrefixCacheView(QWidget):
                 shown += len(chain)
                 items.append(_chain_item(chain, rank.rank))
         self.chains.addTopLevelItems(items)
+        for item in items:
+            item.setExpanded(item.text(0) in expanded)
         for column in range(self.chains.columnCount()):
             self.chains.resizeColumnToContents(column)
         num_chains = len(items)
@@ -156,9 +179,11 @@ class PrefixCacheView(QWidget):
                                     f"(a chain: blocks linked by their parent hash){more}")
 
     def _show_removals(self, ranks: tuple[RankEventsState, ...]) -> None:
-        removed = sorted((r for rank in ranks for r in rank.recent_removals), key=lambda r: (-r.ts, -r.seq))
+        removed = sorted(((rank.rank, r) for rank in ranks for r in rank.recent_removals),
+                         key=lambda pair: (-pair[1].ts, -pair[1].seq))
         self.removals.clear()
-        self.removals.addItems([f"{hash_text(r.block_hash)}  seq {r.seq}  {r.medium or ''}" for r in removed[:64]])
+        self.removals.addItems([f"{hash_text(r.block_hash)}  rank {rank} seq {r.seq}  {r.medium or ''}"
+                                for rank, r in removed[:64]])
 
 
 def chains_of(blocks) -> list[list[StoredBlock]]:
@@ -199,11 +224,12 @@ def _chain_item(chain: list[StoredBlock], rank: int) -> QTreeWidgetItem:
 def _count_row(rank: RankEventsState) -> list[str]:
     caught_up = {None: "not yet", True: "yes", False: "no: gap"}[rank.caught_up]
     return [str(rank.rank), rank.link, f"{rank.num_stored_now:,}", f"{rank.num_blocks_stored:,}",
-            f"{rank.num_blocks_removed:,}", f"{rank.num_clears:,}",
+            f"{rank.num_blocks_removed:,}", f"{rank.num_clears:,}", f"{rank.num_restarts:,}",
             "—" if rank.last_seq is None else str(rank.last_seq), caught_up]
 
 
 def _sum_row(state: KVEventsState) -> list[str]:
     return ["all", "", f"{state.num_stored_now:,}", f"{state.num_blocks_stored:,}",
-            f"{state.num_blocks_removed:,}", f"{sum(r.num_clears for r in state.ranks):,}", "",
+            f"{state.num_blocks_removed:,}", f"{sum(r.num_clears for r in state.ranks):,}",
+            f"{sum(r.num_restarts for r in state.ranks):,}", "",
             "yes" if state.complete else "no"]
