@@ -65,18 +65,20 @@ def start_events_server(model: str, log_path: Path) -> tuple[subprocess.Popen, E
 
 
 def stop_process_group(process: subprocess.Popen) -> None:
-    """The server and its engine processes share the group the server started."""
-    for sig, wait_s in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(wait_s)
-            os.killpg(process.pid, signal.SIGKILL)  # engine processes left behind by the server
-        except (subprocess.TimeoutExpired, ProcessLookupError):
-            continue
+    """The server and its engine processes share the group the server started: all of it goes."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
         return
+    try:
+        process.wait(20)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # whatever is left: an engine process that outlived the server
+    except ProcessLookupError:
+        pass
+    process.wait(10)
 
 
 def wait_until_serving(process: subprocess.Popen, server: EventsServer, log_path: Path) -> None:
