@@ -542,3 +542,30 @@ def test_a_restarted_server_starts_the_contents_again():
     assert state is not None, subscriber.latest()
     rank = state.ranks[0]
     assert rank.num_restarts == 1 and rank.last_seq == 2 and rank.caught_up and rank.gaps == ()
+
+
+def test_a_message_that_is_not_a_batch_is_named_and_the_rest_still_followed():
+    ctx = zmq.Context()
+    pub = ctx.socket(zmq.PUB)
+    port = pub.bind_to_random_port("tcp://127.0.0.1")
+    try:
+        with KVEventsSubscriber([EventsEndpoint(f"tcp://127.0.0.1:{port}")], min_interval_s=0.02) as subscriber:
+            first = msgspec.msgpack.encode(stored_batch([5]))
+            seen = None
+            for _attempt in range(100):  # until the subscription has reached the PUB socket
+                pub.send_multipart((b"", (0).to_bytes(8, "big"), first))
+                seen = subscriber.wait_for(lambda s: s.ranks[0].num_stored_now == 1, 0.1)
+                if seen is not None:
+                    break
+            assert seen is not None, subscriber.latest()
+            pub.send_multipart((b"", (1).to_bytes(8, "big"), b"\xc1"))
+            pub.send_multipart((b"", (2).to_bytes(8, "big"), msgspec.msgpack.encode(stored_batch([6], parent=5))))
+            state = subscriber.wait_for(lambda s: s.ranks[0].last_seq == 2, 10)
+            assert subscriber.running
+    finally:
+        pub.close(linger=0)
+        ctx.term()
+    assert state is not None, subscriber.latest()
+    rank = state.ranks[0]
+    assert {key[2] for key in rank.stored} == {5, 6}
+    assert any("batch 1 is not msgpack" in gap for gap in rank.gaps) and rank.caught_up is False

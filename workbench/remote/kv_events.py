@@ -28,7 +28,7 @@ from zmq.utils.monitor import recv_monitor_message
 from workbench.remote.kv_events_state import LINK_LIVE, LINK_LOST, LINK_NO_ANSWER, LINK_WAITING, KVEventsState, RankLedger
 from workbench.remote.kv_events_wire import EventBatch, KVEventsDecodeError, decode_batch, decode_seq
 
-REPLAY_END_SEQ = -1
+REPLAY_END = (-1).to_bytes(8, "big", signed=True)  # the sequence frame that ends a replay
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,6 @@ class KVEventsSubscriber:
         self._latest = KVEventsState(ranks=tuple(RankLedger(e.rank, e.endpoint, e.replay_endpoint).snapshot()
                                                  for e in self._endpoints))
         self._thread = threading.Thread(target=self._run, name="kv-events-subscriber", daemon=True)
-        self._error: BaseException | None = None
 
     # -- the caller's side ---------------------------------------------------------------------------
     def start(self) -> "KVEventsSubscriber":
@@ -174,6 +173,9 @@ class KVEventsSubscriber:
                     self._publish(links)
                     last_published = now
             self._publish(links)
+        except Exception as error:  # the view must say it stopped following, not freeze on old contents
+            self._publish(links, problem=f"The KV events subscriber stopped: {error!r}")
+            raise
         finally:
             for link in links:
                 link.close()
@@ -188,15 +190,17 @@ class KVEventsSubscriber:
                 self._on_replay_frames(link, link.replay.recv_multipart())
         if link.sub in ready:
             while link.sub.poll(0):
-                frames = link.sub.recv_multipart()
-                batch = self._decode(link, frames[-2], frames[-1])
+                batch = self._decode(link, link.sub.recv_multipart())
                 if batch is not None:
                     self._on_live(link, batch)
         self._check_timeouts(link)
 
-    def _decode(self, link: _RankLink, seq_frame: bytes, payload: bytes) -> EventBatch | None:
+    def _decode(self, link: _RankLink, frames: list[bytes]) -> EventBatch | None:
+        """A message's last two frames: (seq, payload); before them the topic, if any."""
         try:
-            return decode_batch(decode_seq(seq_frame), payload)
+            if len(frames) < 2:
+                raise KVEventsDecodeError(f"a message of {len(frames)} frame(s), not (topic, seq, payload)")
+            return decode_batch(decode_seq(frames[-2]), frames[-1])
         except KVEventsDecodeError as error:
             link.ledger.note_gap(f"a batch could not be read and was skipped ({error})")
             return None
@@ -221,14 +225,13 @@ class KVEventsSubscriber:
 
     def _on_replay_frames(self, link: _RankLink, frames: list[bytes]) -> None:
         body = frames[1:] if frames and frames[0] == b"" else frames  # the DEALER's empty delimiter
-        # 0.26 and later: (topic, seq, payload); earlier: (seq, payload)
-        seq = decode_seq(body[-2]) if len(body) >= 2 else REPLAY_END_SEQ
-        if seq != REPLAY_END_SEQ:
-            batch = self._decode(link, body[-2], body[-1])
-            if batch is not None:
-                link.replayed.append(batch)
+        # 0.26 and later: (topic, seq, payload); earlier: (seq, payload); the end: seq -1, empty payload
+        if len(body) >= 2 and body[-2] == REPLAY_END and not body[-1]:
+            self._finish_replay(link)
             return
-        self._finish_replay(link)
+        batch = self._decode(link, body)
+        if batch is not None:
+            link.replayed.append(batch)
 
     def _finish_replay(self, link: _RankLink) -> None:
         ledger = link.ledger
@@ -266,8 +269,8 @@ class KVEventsSubscriber:
                 link.pending.append(batch)
                 self._ask_replay(link, ledger.expects())
                 return
-            ledger.note_gap(self._gap_text(ledger.expects(), batch.seq, "published before this view subscribed "
-                                           "(no replay endpoint to ask for them)"))
+            ledger.note_gap(self._gap_text(ledger.expects(), batch.seq, "not received or not readable "
+                                           "(no replay endpoint to ask for them again)"))
             ledger.caught_up = False
         elif ledger.caught_up is None and link.replay is None:
             ledger.caught_up = True
@@ -297,12 +300,12 @@ class KVEventsSubscriber:
         return (f"could not catch up fully: {span} {why}; the blocks they stored or removed are missing "
                 "from this view")
 
-    def _publish(self, links: list[_RankLink]) -> None:
+    def _publish(self, links: list[_RankLink], problem: str | None = None) -> None:
         with self._cond:
             previous = self._latest.ranks
             ranks = tuple(link.ledger.snapshot() if link.ledger.changed else previous[index]
                           for index, link in enumerate(links))
-            self._latest = KVEventsState(ranks=ranks, version=self._latest.version + 1)
+            self._latest = KVEventsState(ranks=ranks, version=self._latest.version + 1, problem=problem)
             self._cond.notify_all()
             state = self._latest
         if self._on_state is not None:

@@ -97,6 +97,7 @@ class KVEventsState:
     ranks: tuple[RankEventsState, ...]
     version: int = 0
     taken_at: float = field(default_factory=time.monotonic)
+    problem: str | None = None  # set when the subscriber itself stopped on an error
 
     @property
     def num_stored_now(self) -> int:
@@ -117,7 +118,7 @@ class KVEventsState:
 
     def notices(self) -> tuple[str, ...]:
         """What a reader must know before trusting the contents: events off, or gaps."""
-        out: list[str] = []
+        out: list[str] = [self.problem] if self.problem else []
         for rank in self.ranks:
             if rank.link == LINK_NO_ANSWER:
                 out.append(f"Rank {rank.rank}: " + enable_events_advice(rank.replay_endpoint or rank.endpoint))
