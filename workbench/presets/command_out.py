@@ -68,6 +68,8 @@ def deployment_of(document: PresetDocument, machine: Machine, model: str, facts:
         engine.append((item.key, item.value))
         if item.note:
             notes.append((item.key, item.note))
+    # dict-valued arguments (limit_mm_per_prompt, ...) an imported command carried: kept for the next export
+    engine += [(k, json.loads(v) if isinstance(v, str) else v) for k, v in origin.get("engine_tables", {}).items()]
     sampling = [(k, v) for k, v in document.sampling().items() if not (k == "seed" and v < 0)]
     return Deployment(model, tuple(engine), tuple(sampling), origin.get("visible_devices"),
                       origin.get("batch_input"), tuple(notes))

@@ -32,7 +32,12 @@ SWIFT_OPTIONS = {
     "repetition_penalty": KEPT, "num_beams": KEPT, "result_path": KEPT, "write_batch_size": KEPT,
     "val_dataset_sample": KEPT, "use_hf": KEPT, "load_args": KEPT, "metric": KEPT, "vllm_use_async_engine": KEPT,
     "vllm_reasoning_parser": KEPT, "rope_scaling": KEPT, "device_map": KEPT,
+    # ms-swift's own max_model_len scales RoPE (a model argument); vLLM's is --vllm_max_model_len
+    "max_model_len": KEPT,
 }
+# Names older ms-swift releases had, and what the current one calls them.
+RENAMED = {"use_flash_attn": "ms-swift 2 had --use_flash_attn; ms-swift 3 has --attn_impl flash_attn, for its "
+                             "transformers backend only"}
 # ms-swift options that act only with another backend: on a --infer_backend vllm line they do nothing.
 OTHER_BACKEND_ONLY = {
     "max_batch_size": "ms-swift's max_batch_size sets the batch of its transformers backend only and does nothing "
