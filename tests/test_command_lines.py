@@ -275,3 +275,68 @@ def test_trust_remote_code_from_a_command_still_asks_per_model(facts):
     remember_trust(facts.path)
     resolved = resolve_preset(document, EngineConfig(model=facts.path), CPU, facts)
     assert not resolved.needs_trust and dict(resolved.config.extra)["trust_remote_code"] is True
+
+
+# ------------------------------------------------------------------ the dialogs (real parsing, no engine)
+@pytest.fixture
+def panel(qtbot, facts):
+    from workbench.engine.spec import EngineConfig
+    from workbench.model.app_model import AppModel
+    from workbench.ui.preset_panel import PresetPanel
+
+    widget = PresetPanel(AppModel(EngineConfig(model=facts.path)), post=lambda _c: None, restart=lambda: 0)
+    qtbot.addWidget(widget)
+    return widget
+
+
+def test_export_as_shows_each_form_one_copy_away(panel, qtbot):
+    from PySide6.QtGui import QGuiApplication
+
+    panel.choose("low-latency")
+    dialog = panel.export_as(show=False)
+    qtbot.addWidget(dialog)
+    assert dialog.text.isReadOnly() and dialog.text.toPlainText().startswith("vllm serve ")
+    assert "--max-num-seqs 8" in dialog.text.toPlainText()
+    for form in FORMS:
+        dialog.choose(form)
+        assert dialog.text.toPlainText() == export_command(dialog.deployment, form)
+    dialog.copy_button.click()
+    assert QGuiApplication.clipboard().text() == export_command(dialog.deployment, SWIFT)
+
+
+def test_import_dialog_lists_messages_per_command_and_saves_presets(panel, qtbot, tmp_path):
+    dialog = panel.import_command(show=False)
+    qtbot.addWidget(dialog)
+    dialog.paste.setPlainText("")
+    dialog.read()
+    assert "nothing to import" in dialog.status.text() and not dialog.import_button.isEnabled()
+    (tmp_path / "cmd.txt").write_bytes(SEED.read_bytes())
+    dialog.open_file(str(tmp_path / "cmd.txt"))
+    assert dialog.messages.topLevelItemCount() == len(EXPECTED)
+    last = dialog.messages.topLevelItem(len(EXPECTED) - 1)
+    assert [last.child(i).text(0).split(":")[0] for i in range(last.childCount())] == \
+        ["--trust_remote_code true", "--use_flash_attn true"]
+    assert "8 flag(s) that are not options named" in dialog.status.text()
+    dialog.name.setText("article")
+    asked = []
+    saved = dialog.import_presets(allow_trust=lambda model: asked.append(model) or False)
+    assert [p.stem for p in saved] == [f"article-{i}" for i in range(1, 10)]
+    assert asked == [panel.model.config.model], "block 9 has no --model: the app's model is the one asked about"
+    assert not is_trusted(panel.model.config.model), "refused: not remembered"
+    dialog.done(0)
+    assert panel.choice.currentText() == "article-9" and "article-2" in panel.catalog.names()
+    panel.choose("article-2")
+    assert "batch input AI-ModelScope/LaTeX_OCR#1000" in panel.origin.text()
+    assert "CUDA_VISIBLE_DEVICES=0,1" in panel.origin.text()
+    (tmp_path / "bin").write_bytes(b"\x00\x01\x02")
+    dialog.open_file(str(tmp_path / "bin"))
+    assert "binary data" in dialog.status.text()
+
+
+def test_import_dialog_trust_yes_is_remembered_for_that_model(panel, qtbot):
+    dialog = panel.import_command(show=False)
+    qtbot.addWidget(dialog)
+    dialog.paste.setPlainText("vllm serve Org/Model --trust-remote-code")
+    dialog.read()
+    dialog.import_presets(allow_trust=lambda model: True)
+    assert is_trusted("Org/Model") and not is_trusted(panel.model.config.model)
