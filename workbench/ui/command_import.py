@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import html
+
 from PySide6.QtCore import QTimer
-from PySide6.QtGui import QBrush, QColor, QFontDatabase
+from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
-    QDialog, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPlainTextEdit, QPushButton, QTreeWidget,
-    QTreeWidgetItem, QVBoxLayout,
+    QDialog, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPlainTextEdit, QPushButton, QTextBrowser,
+    QVBoxLayout,
 )
 
 from workbench.presets import store
@@ -26,7 +28,8 @@ def summary(number: int, result: ImportedCommand) -> str:
     parts = [f"Command {number} ({result.form})"]
     if result.model:
         parts.append(f"model {result.model}")
-    parts.append(f"{len(result.engine) + len(result.engine_tables)} engine value(s)")
+    values = {**result.engine, **result.engine_tables}
+    parts.append("keeps " + (", ".join(f"{k}={v}" for k, v in values.items()) or "no engine value"))
     if result.sampling:
         parts.append("sampling " + ", ".join(f"{k} {v}" for k, v in result.sampling.items()))
     if result.batch_input:
@@ -34,6 +37,14 @@ def summary(number: int, result: ImportedCommand) -> str:
     if result.visible_devices is not None:
         parts.append(f"CUDA_VISIBLE_DEVICES={result.visible_devices}")
     return "; ".join(parts)
+
+
+def _block_html(number: int, result: ImportedCommand) -> str:
+    items = "".join(f'<li style="color: {COLOURS.get(m.kind, "#000000")}">{html.escape(m.text)}</li>'
+                    for m in result.messages)
+    colour = COLOURS["bad value"] if result.error else "#000000"
+    return f'<p style="margin: 4px 0 0 0; color: {colour}"><b>{html.escape(summary(number, result))}</b></p>' + \
+        (f'<ul style="margin-top: 0">{items}</ul>' if items else "")
 
 
 class CommandImportDialog(QDialog):
@@ -51,8 +62,7 @@ class CommandImportDialog(QDialog):
         self.read_timer = QTimer(self, singleShot=True, interval=250)
         self.read_timer.timeout.connect(self.read)
         self.paste.textChanged.connect(self.read_timer.start)
-        self.messages = QTreeWidget(objectName="importMessages", headerHidden=True)
-        self.messages.setWordWrap(True)
+        self.messages = QTextBrowser(objectName="importMessages")  # wrapped: each message is read whole
         self.name = QLineEdit("imported", objectName="importName")
         self.status = QLabel(objectName="importStatus", wordWrap=True)
         open_button = QPushButton("Open file…", objectName="importOpenButton")
@@ -101,15 +111,8 @@ class CommandImportDialog(QDialog):
             self.results = []
             self._show_error(str(exc))
             return
-        for number, result in enumerate(self.results, start=1):
-            block = QTreeWidgetItem([summary(number, result)])
-            for message in result.messages:
-                child = QTreeWidgetItem([message.text])
-                child.setForeground(0, QBrush(QColor(COLOURS.get(message.kind, "#000000"))))
-                child.setToolTip(0, message.text)
-                block.addChild(child)
-            self.messages.addTopLevelItem(block)
-            block.setExpanded(True)
+        self.messages.setHtml("".join(_block_html(number, result)
+                                      for number, result in enumerate(self.results, start=1)))
         readable = [r for r in self.results if not r.error]
         named = sum(len(r.non_options()) for r in readable)
         self.status.setText(f"{len(readable)} of {len(self.results)} command(s) read; {named} flag(s) that are not "
