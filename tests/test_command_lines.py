@@ -257,6 +257,8 @@ def test_python_and_yaml_forms():
                             "params = SamplingParams(temperature=0.2, max_tokens=64)\n")
     assert python.form == PYTHON and python.model == "m" and python.engine == dict(max_num_seqs=8, enforce_eager=True)
     assert python.sampling == dict(temperature=0.2, max_tokens=64) and python.non_options() == {"foo_bar"}
+    (spread,) = import_text("llm = LLM(model='m', **settings)")
+    assert spread.messages[0].text.startswith("**settings: not read") and spread.model == "m"
     (yaml,) = import_text("model: m\nmax-num-seqs: 8\nenable-prefix-caching: false\nswap-space: 4\n")
     assert yaml.form == YAML and yaml.engine == dict(max_num_seqs=8, enable_prefix_caching=False)
     assert yaml.non_options() == {"swap-space"}

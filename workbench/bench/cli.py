@@ -54,7 +54,8 @@ def cmd_preset_table(args) -> int:
     from workbench.bench.gui.preset_table import run_table
 
     config = _config(args)
-    run_table(config, _vocab(config), args.requests, args.prompt_len, args.output_len, Path(args.out))
+    run_table(config, _vocab(config), args.requests, args.prompt_len, args.output_len, Path(args.out),
+              args.presets.split(","))
     return 0
 
 

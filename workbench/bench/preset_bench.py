@@ -182,6 +182,7 @@ def add_parser(sub) -> None:
     presets.add_argument("--requests", type=int, default=256, help="table: requests at once for throughput and TTFT")
     presets.add_argument("--prompt-len", type=int, default=512, help="table: prompt tokens")
     presets.add_argument("--output-len", type=int, default=256, help="table: output tokens")
+    presets.add_argument("--presets", default=",".join(ORDER), help="table: which shipped presets, comma-separated")
 
 
 def cmd_presets(args, base: EngineConfig) -> int:

@@ -236,6 +236,10 @@ def _from_python(result: ImportedCommand, text: str, args: dict) -> None:
             if node.args:
                 result.model = _literal(node.args[0])
             for keyword in node.keywords:
+                if keyword.arg is None:  # LLM(**settings): the values are not in the text
+                    result.say(f"**{ast.unparse(keyword.value)}", VALUE, "not read: write each engine argument "
+                                                                          "as name=value in the call")
+                    continue
                 _serve_option(result, Option(keyword.arg, _literal(keyword.value), keyword.arg), args)
         elif called == "SamplingParams":
             for keyword in node.keywords:
