@@ -241,6 +241,11 @@ def test_a_flag_missing_its_value_or_with_a_bad_one():
     assert any("--max-model-len: max_model_len needs a value" in t for t in texts), texts
     assert any("expected a number (float), not 'lots'" in t for t in texts), texts
     assert result.engine == {"enforce_eager": True}, "the rest is kept"
+    (default,) = import_text("vllm serve m --quantization None --max-num-seqs 8")
+    assert default.engine == {"max_num_seqs": 8} and not default.messages
+    (swift,) = import_text("swift infer --enable_chunked_prefill maybe")
+    assert swift.non_options() == {"--enable_chunked_prefill"} and "expected true or false" in swift.messages[0].text
+    assert len(swift.messages) == 1 and swift.engine == {}
     (stray,) = import_text("vllm serve m --max-model-len 1024 stray")
     assert "expected a number (int), not '1024 stray'" in stray.messages[0].text
 

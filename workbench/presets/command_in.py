@@ -33,6 +33,7 @@ from workbench.presets.trust import is_trusted
 NON_OPTION, VALUE, CHECK, NOTE = "not an option", "bad value", "check", "note"
 TRUE, FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
 SAMPLING_TYPES = {"temperature": float, "top_p": float, "top_k": int, "max_tokens": int, "seed": int}
+_UNREAD = object()
 TRUST_NOTE = "The model's own code runs only once you allow it for this model (asked when you import)."
 FROM_GENERATION = {v: k for k, v in GENERATION_KEYS.items()}
 
@@ -113,31 +114,37 @@ def convert(raw, arg):
     return raw
 
 
-def _set_engine(result: ImportedCommand, option: Option, name: str, raw, args: dict, said: str = "") -> None:
-    """Keeps one engine value; ``said``: a message about this flag already due, to which a note is added
-    (one message a flag)."""
+def _set_engine(result: ImportedCommand, option: Option, name: str, raw, args: dict, non_option: str = "") -> None:
+    """Keeps one engine value. ``non_option``: why this flag does nothing where it was written (kept all the
+    same as vLLM's option); whatever else there is to say about the flag joins that one message."""
     arg = args[name]
+    value, trouble = _engine_value(option, name, raw, arg)
+    if trouble is None and name == "trust_remote_code" and value and not is_trusted(result.model or ""):
+        trouble = TRUST_NOTE
+    if non_option or trouble:
+        kind = NON_OPTION if non_option else NOTE if trouble == TRUST_NOTE else VALUE
+        result.say(option, kind, " ".join(t for t in (non_option, trouble) if t))
+    if value is _UNREAD or value is None or (trouble is not None and trouble != TRUST_NOTE):
+        return  # None: vLLM's default, which a preset says by leaving the name out
+    if isinstance(value, (dict, list)):
+        result.engine_tables[name] = value
+    else:
+        result.engine[name] = value
+
+
+def _engine_value(option: Option, name: str, raw, arg):
+    """(value, None), or (_UNREAD or the value, what is wrong with it)."""
     if raw is None and bool not in arg.types:
-        result.say(option, VALUE, f"{name} needs a value; write {option.flag} VALUE or {option.flag}=VALUE "
-                                  f"({arg.describe()})")
-        return
+        return _UNREAD, (f"{name} needs a value; write {option.flag} VALUE or {option.flag}=VALUE "
+                         f"({arg.describe()})")
     try:
         value = True if raw is None else convert(raw, arg)
     except ValueError as exc:
-        result.say(option, VALUE, f"{name}: {exc}")
-        return
-    if isinstance(value, (dict, list)):
-        result.engine_tables[name] = value
-        return
-    problem = check_value(name, value, arg) if value is not None else None
-    if problem is not None:
-        result.say(option, VALUE, problem.message)
-        return
-    if name == "trust_remote_code" and value and not is_trusted(result.model or ""):
-        said = (said + " " if said else "kept; ") + TRUST_NOTE
-    if said:
-        result.say(option, NON_OPTION if said != "kept; " + TRUST_NOTE else NOTE, said)
-    result.engine[name] = value
+        return _UNREAD, f"{name}: {exc}"
+    if isinstance(value, (dict, list)) or value is None:
+        return value, None
+    problem = check_value(name, value, arg)
+    return value, problem.message if problem is not None else None
 
 
 def _set_sampling(result: ImportedCommand, option: Option, name: str, raw) -> None:
@@ -281,7 +288,7 @@ def _swift_option(result: ImportedCommand, option: Option, args: dict) -> None:
         result.say(option, NON_OPTION, f"not a vLLM option; {OTHER_BACKEND_ONLY[name]}.")
     elif name in args and name not in NOT_VLLM_OPTIONS:
         _set_engine(result, option, name, raw, args,
-                    said=f"not an ms-swift option: ms-swift hands vLLM's {name} on only inside --{ENGINE_KWARGS} "
+                    non_option=f"not an ms-swift option: ms-swift hands vLLM's {name} on only inside --{ENGINE_KWARGS} "
                          f"'{{\"{name}\": ...}}'; the preset keeps it as vLLM's {name}.")
     else:
         reason = non_option_reason(name, args).removeprefix("not a vLLM option; ").removeprefix("not a vLLM option ")

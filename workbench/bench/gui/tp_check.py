@@ -92,6 +92,26 @@ def write_presets(sizes: list[int], max_model_len: int, utilization: float) -> N
         store.save_user_preset(tp_preset(tp, max_model_len, utilization), f"tp-{tp}")
 
 
+def first_config(shape: str | None, tp: int, max_model_len: int, utilization: float):
+    """The engine the window starts with: the first TP preset on the shape (or the demo model)."""
+    from workbench.bench.tp_figures import tp_preset
+    from workbench.engine.demo_model import ensure_demo_model
+    from workbench.engine.spec import EngineConfig
+    from workbench.presets.machine import this_machine
+    from workbench.presets.model_facts import read_model_facts
+    from workbench.presets.resolve import resolve_preset
+
+    if shape:
+        from workbench.bench.model_shapes import write_shape
+
+        model = str(write_shape(shape))
+    else:
+        model = str(ensure_demo_model())
+    base = EngineConfig(model=model, scheduling_policy="priority")
+    return resolve_preset(tp_preset(tp, max_model_len, utilization), base, this_machine(),
+                          read_model_facts(model)).config
+
+
 def run(args) -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     os.environ.setdefault("WORKBENCH_CONFIG_DIR", tempfile.mkdtemp(prefix="workbench-tp-config-"))
@@ -100,25 +120,12 @@ def run(args) -> int:
 
     from workbench.app import build_window
     from workbench.bench.gui.window_driver import application
-    from workbench.bench.tp_figures import leftover_vllm_pids, tp_preset
-    from workbench.engine.demo_model import ensure_demo_model
-    from workbench.engine.spec import EngineConfig
-    from workbench.presets.machine import this_machine
-    from workbench.presets.model_facts import read_model_facts
-    from workbench.presets.resolve import resolve_preset
+    from workbench.bench.tp_figures import leftover_vllm_pids
     from workbench.telemetry.gpu_memory import gpu_telemetry
 
     app = application()
-    if args.shape:
-        from workbench.bench.model_shapes import write_shape
-
-        model = str(write_shape(args.shape))
-    else:
-        model = str(ensure_demo_model())
-    first = resolve_preset(tp_preset(sizes[0], args.max_model_len, args.gpu_memory_utilization),
-                           EngineConfig(model=model, scheduling_policy="priority"), this_machine(),
-                           read_model_facts(model))
-    window, engine = build_window(first.config, storage=None, keep=False)
+    first = first_config(args.shape, sizes[0], args.max_model_len, args.gpu_memory_utilization)
+    window, engine = build_window(first, storage=None, keep=False)
     window.resize(1400, 860)
     window.show()
     check = Check(app, window, gpu_telemetry())
