@@ -48,7 +48,7 @@ def _block_html(number: int, result: ImportedCommand) -> str:
 
 
 class CommandImportDialog(QDialog):
-    """``app_model`` gives the model a command without --model runs on (for the trust question)."""
+    """``current_model``: the model a command without --model runs on (the one the trust question names)."""
 
     def __init__(self, current_model: str, parent=None):
         super().__init__(parent, objectName="commandImportDialog", windowTitle="Import a command line")
