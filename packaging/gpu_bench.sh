@@ -84,3 +84,16 @@ if [ -n "${PRESET_SWITCHES:-}" ]; then
     --out "$OUT/presets-switches" > "$OUT/presets-switches.log" 2>&1
   show '^| switch' 9 "$OUT/presets-switches.log"
 fi
+# What each shipped preset buys, through the app (path (d), the window offscreen: needs Qt, the kit's part q):
+# throughput at 256 requests, TTFT p50/p99, single stream, KV blocks, the largest concurrency, long-context's
+# prompt at its max_model_len, memory against the budget. E.g. PRESET_TABLE_SHAPES=qwen2.5-7b; five engine
+# starts with CUDA graphs may not fit one call: PRESET_TABLE_PRESETS=balanced,low-latency,high-throughput
+# in one call and long-context,memory-limited in the next.
+for shape in ${PRESET_TABLE_SHAPES:-}; do
+  step "preset table $shape"
+  QT_QPA_PLATFORM=offscreen timeout ${PRESET_TABLE_TIMEOUT:-580} python3 -m workbench bench --shape $shape presets table \
+    --requests ${TABLE_REQUESTS:-256} --prompt-len 512 --output-len ${TABLE_OUTPUT_LEN:-256} \
+    --presets ${PRESET_TABLE_PRESETS:-balanced,low-latency,high-throughput,long-context,memory-limited} \
+    --out "$OUT/preset-table-$shape" > "$OUT/preset-table-$shape.log" 2>&1
+  show '^| preset' 7 "$OUT/preset-table-$shape.log"
+done

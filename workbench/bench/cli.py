@@ -12,6 +12,7 @@ path (d) need no Qt.
     vllm-workbench bench batch chat-ttft --requests 3000 --output-len 64 --out DIR
     vllm-workbench bench presets switches --switches 5 --out DIR   (memory after each switch, switch vs cold start)
     vllm-workbench bench presets capacity --out DIR   (the planner's estimate against vLLM's block count)
+    vllm-workbench bench presets table --out DIR   (what each preset buys, through the app's window; needs Qt)
 """
 from __future__ import annotations
 
@@ -45,6 +46,17 @@ def _vocab(config: EngineConfig) -> int:
     from pathlib import Path
 
     return json.loads((Path(config.model) / "config.json").read_text())["vocab_size"]
+
+
+def cmd_preset_table(args) -> int:
+    from pathlib import Path
+
+    from workbench.bench.gui.preset_table import run_table
+
+    config = _config(args)
+    run_table(config, _vocab(config), args.requests, args.prompt_len, args.output_len, Path(args.out),
+              args.presets.split(","))
+    return 0
 
 
 def cmd_snapshot(args) -> int:
@@ -280,6 +292,6 @@ def main(argv: list[str]) -> int:
     args.bench_argv = argv  # bench batch throughput runs each path as this command again, in a process of its own
     commands = {"snapshot": cmd_snapshot, "loop": cmd_loop, "compare": cmd_compare, "gui-stall": cmd_gui_stall,
                 "heatmap": cmd_heatmap, "batch": lambda a: batch_cli.cmd_batch(a, _config(a)),
-                "presets": lambda a: preset_bench.cmd_presets(a, _config(a)),
+                "presets": lambda a: cmd_preset_table(a) if a.what == "table" else preset_bench.cmd_presets(a, _config(a)),
                 "storage-size": cmd_storage_size}
     return commands[args.command](args)

@@ -3,6 +3,7 @@ capacity planner's estimate against vLLM's own block count. Headless: the engine
 
     vllm-workbench bench presets switches --switches 5 --out DIR
     vllm-workbench bench presets capacity --out DIR      (each shipped preset: estimate vs vLLM's count)
+    vllm-workbench bench presets table --requests 256 --out DIR   (through the app: bench/gui/preset_table.py)
     vllm-workbench bench --shape qwen2.5-7b presets capacity --out DIR   (on a GPU, dummy weights)
 """
 from __future__ import annotations
@@ -174,10 +175,14 @@ def cold(base: EngineConfig, name: str) -> int:
 def add_parser(sub) -> None:
     presets = sub.add_parser("presets", help="preset switches (memory, time vs a cold start); capacity estimate "
                                              "vs vLLM's block count")
-    presets.add_argument("what", choices=["switches", "capacity", "cold"])
+    presets.add_argument("what", choices=["switches", "capacity", "cold", "table"])
     presets.add_argument("--switches", type=int, default=5)
     presets.add_argument("--preset", default="balanced", help="cold: the preset to start")
     presets.add_argument("--out", default="bench-out/presets")
+    presets.add_argument("--requests", type=int, default=256, help="table: requests at once for throughput and TTFT")
+    presets.add_argument("--prompt-len", type=int, default=512, help="table: prompt tokens")
+    presets.add_argument("--output-len", type=int, default=256, help="table: output tokens")
+    presets.add_argument("--presets", default=",".join(ORDER), help="table: which shipped presets, comma-separated")
 
 
 def cmd_presets(args, base: EngineConfig) -> int:

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from workbench.presets.document import PLATFORMS, PresetDocument
-from workbench.presets.machine import Machine
+from workbench.presets.machine import Machine, count_devices
 from workbench.presets.model_facts import ModelFacts
 
 AUTO, MODEL_MAX = "auto", "model max"
@@ -23,6 +23,10 @@ NOT_VLLM_OPTIONS = {
     "max_batch_size": "the nearest option is max_num_seqs",
     "vllm_quantization_bit": "the bits come with the method: the nearest option is quantization (e.g. 'awq' "
                              "for 4-bit AWQ weights)",
+    "chunked_prefill_size": "that is SGLang's name; vLLM's prefill chunk is max_num_batched_tokens (tokens per step), "
+                            "with enable_chunked_prefill",
+    "use_flash_attn": "vLLM chooses its attention kernels itself (FlashAttention where the GPU has it); the nearest "
+                      "option is attention_backend",
     "swap_space": "vLLM removed it; the nearest options are kv_offloading_size (KV blocks to CPU memory) "
                   "and cpu_offload_gb (weights)",
 }
@@ -85,18 +89,24 @@ def check_preset(document: PresetDocument, machine: Machine, model: ModelFacts |
 
 def check_name(key: str, value, args: dict) -> Problem | None:
     name = f"engine.{key}"
-    if key in NOT_VLLM_OPTIONS:
-        return Problem(name, value, f"{name} = {value!r}: not a vLLM option; {NOT_VLLM_OPTIONS[key]}.")
     if key in APP_OWNED:
         return Problem(name, value, f"{name} = {value!r}: {APP_OWNED[key]}.")
+    reason = non_option_reason(key, args)
+    return None if reason is None else Problem(name, value, f"{name} = {value!r}: {reason}")
+
+
+def non_option_reason(key: str, args: dict) -> str | None:
+    """Why ``key`` is not one of vLLM's engine arguments, with the nearest real one; None when it is one.
+    Shared by the preset checks and the command-line import."""
+    if key in NOT_VLLM_OPTIONS:
+        return f"not a vLLM option; {NOT_VLLM_OPTIONS[key]}."
     if key in args:
         return None
     if key.startswith("vllm_") and key[5:] in args:
-        return Problem(name, value, f"{name} = {value!r}: not a vLLM option (a launcher's spelling); "
-                                    f"the vLLM option is {key[5:]}.")
+        return f"not a vLLM option (a launcher's spelling); the vLLM option is {key[5:]}."
     near = difflib.get_close_matches(key, list(args), n=3, cutoff=0.6)
     hint = f" Did you mean {' or '.join(near)}?" if near else ""
-    return Problem(name, value, f"{name} = {value!r}: not a vLLM option (vLLM's EngineArgs has no such field).{hint}")
+    return f"not a vLLM option (vLLM's EngineArgs has no such field).{hint}"
 
 
 def _type_ok(value, arg) -> bool:
@@ -140,10 +150,7 @@ def check_on_machine(key: str, value, machine: Machine, model: ModelFacts | None
         return Problem(name, value, f"{name} = {value!r}: on {machine.platform.upper()} vLLM needs a multiple of "
                                     f"{step}; valid: {step}, {2 * step}, {4 * step}, … up to 256.")
     if key == "tensor_parallel_size" and isinstance(value, int):
-        most = max(1, machine.num_gpus)
-        if value > most:
-            what = f"{machine.num_gpus} GPU(s)" if machine.num_gpus else "no GPU (the CPU build runs on one)"
-            return Problem(name, value, f"{name} = {value!r}: this machine has {what}; valid: 1 to {most}.")
+        return check_tensor_parallel(value, machine)
     if model is not None and key == "max_model_len" and isinstance(value, int) \
             and value > model.max_position_embeddings:
         return Problem(name, value, f"{name} = {value!r} is longer than the model's context "
@@ -151,6 +158,25 @@ def check_on_machine(key: str, value, machine: Machine, model: ModelFacts | None
                                     f"{model.max_position_embeddings}, or 'model max'.")
     if model is not None and key == "quantization" and value is not None:
         return _check_quantization(name, value, machine, model)
+    return None
+
+
+def check_tensor_parallel(value: int, machine: Machine, visible_devices: str | None = None) -> Problem | None:
+    """One tensor-parallel rank a GPU: the GPUs present, narrowed by CUDA_VISIBLE_DEVICES (the app's own,
+    or ``visible_devices``, a command line's)."""
+    name = "engine.tensor_parallel_size"
+    most = max(1, machine.num_usable_gpus)
+    if value > most:
+        what = f"{machine.num_gpus} GPU(s)" if machine.num_gpus else "no GPU (the CPU build runs on one)"
+        if machine.num_gpus and machine.num_usable_gpus < machine.num_gpus:
+            what += f", of which CUDA_VISIBLE_DEVICES={machine.visible_devices} leaves {machine.num_usable_gpus}"
+        fix = " (or unset CUDA_VISIBLE_DEVICES)" if machine.num_usable_gpus < machine.num_gpus else ""
+        return Problem(name, value, f"{name} = {value!r}: this machine has {what}; valid: 1 to {most}{fix}.")
+    if visible_devices is not None and value > count_devices(visible_devices):
+        named = count_devices(visible_devices)
+        return Problem(name, value, f"{name} = {value!r}: CUDA_VISIBLE_DEVICES={visible_devices} names {named} GPU(s), "
+                                    f"one a rank; valid: 1 to {max(1, named)}, or name {value} GPUs "
+                                    f"(CUDA_VISIBLE_DEVICES={','.join(str(i) for i in range(value))}).")
     return None
 
 

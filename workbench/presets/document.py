@@ -1,7 +1,9 @@
 """One preset file: a tomlkit document (its comments kept when edited and saved) and its values.
 
 A preset has three tables: ``[preset]`` (name, description), ``[engine]`` (vLLM engine arguments)
-and ``[sampling]`` (the settings that seed new conversations). An engine value is a scalar, the
+and ``[sampling]`` (the settings that seed new conversations); a preset imported from a command line
+has a fourth, ``[origin]`` (the command as given, its model, ``CUDA_VISIBLE_DEVICES``, batch input and
+the options that are not engine settings: ``presets.command_in``). An engine value is a scalar, the
 words ``"auto"`` (vLLM's or the platform's choice) or ``"model max"``, or a table of per-platform
 values (``{ cpu = 32, cuda = 16 }``). Reading checks the file's structure only; values are
 checked against vLLM by ``presets.checks``.
@@ -17,7 +19,7 @@ from tomlkit.exceptions import ParseError
 from workbench.engine.sampling import SamplingSettings
 
 PLATFORMS = ("cpu", "cuda")
-SECTIONS = ("preset", "engine", "sampling")
+SECTIONS = ("preset", "engine", "sampling", "origin")
 SAMPLING_TYPES = {f.name: f.type for f in fields(SamplingSettings)}  # annotations as text
 
 
@@ -55,6 +57,9 @@ class PresetDocument:
 
     def sampling(self) -> dict:
         return plain(self.doc.get("sampling", {})) or {}
+
+    def origin(self) -> dict:
+        return plain(self.doc.get("origin", {})) or {}
 
     def set_engine_value(self, key: str, value) -> None:
         """Sets one engine value; the comment lines above it stay."""

@@ -111,6 +111,19 @@ class GpuTelemetry:
 
         return self._read("per-process memory", read)
 
+    def memory_by_gpu_and_pid(self) -> dict[tuple[int, int], int] | None:
+        """GPU memory of each compute process on each GPU, by (GPU index, pid): the figures per GPU per
+        process that tensor parallelism spreads over several GPUs; None where NVML cannot tell."""
+        def read(nvml):
+            used: dict[tuple[int, int], int] = {}
+            for index, handle in enumerate(self._handles):
+                for proc in nvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                    if proc.usedGpuMemory is not None:
+                        used[(index, proc.pid)] = used.get((index, proc.pid), 0) + proc.usedGpuMemory
+            return used
+
+        return self._read("per-process memory", read)
+
     def process_memory(self, pids: list[int]) -> int | None:
         """GPU memory used by the processes ``pids``; None where NVML gives no figure for any of them."""
         used = self.memory_by_pid() or {}

@@ -29,6 +29,18 @@ FINISH, ABORT = "finish", "abort"
 ERROR_STYLE = "color: #9b1c1c;"
 
 
+def origin_text(origin: dict) -> str:
+    """What an imported preset's command named beyond engine settings: the model, the batch input, the GPUs."""
+    parts = []
+    if origin.get("model"):
+        parts.append(f"model {origin['model']} (Model > Choose model…)")
+    if origin.get("batch_input"):
+        parts.append(f"batch input {origin['batch_input']} (the Batch tab)")
+    if origin.get("visible_devices") is not None:
+        parts.append(f"CUDA_VISIBLE_DEVICES={origin['visible_devices']}")
+    return ("From the command line: " + "; ".join(parts) + ".") if parts else ""
+
+
 class PresetPanel(QWidget):
     """Holds the preset being looked at (a copy, edited in place); the configuration lives in the model.
     ``post`` queues engine commands; ``restart`` starts the engine on the model's configuration."""
@@ -68,12 +80,21 @@ class PresetPanel(QWidget):
             self.buttons[name] = QPushButton(text, objectName=f"preset{name.capitalize()}Button")
             self.buttons[name].clicked.connect(lambda _=False, s=slot: s())
             row.addWidget(self.buttons[name])
+        commands = QHBoxLayout()
+        for name, text, slot in (("exportAs", "Export as…", self.export_as),
+                                 ("importCommand", "Import command line…", self.import_command)):
+            self.buttons[name] = QPushButton(text, objectName=f"preset{name[0].upper()}{name[1:]}Button")
+            self.buttons[name].clicked.connect(lambda _=False, s=slot: s())
+            commands.addWidget(self.buttons[name])
+        self.origin = QLabel(objectName="presetOrigin", wordWrap=True, visible=False)
         self.setMinimumWidth(480)
         layout = QVBoxLayout(self)
-        for widget in (QLabel("<b>Preset</b>"), self.choice, self.description, self.load_problems, self.values,
+        for widget in (QLabel("<b>Preset</b>"), self.choice, self.description, self.origin, self.load_problems,
+                       self.values,
                        self.diff, self.problem_text, QLabel("<b>Capacity</b>"), self.capacity, self.progress):
             layout.addWidget(widget, 1 if widget is self.values else 0)
         layout.addLayout(row)
+        layout.addLayout(commands)
 
     # -------------------------------------------------------------- presets
     def reload(self, select: str | None = None) -> None:
@@ -110,6 +131,8 @@ class PresetPanel(QWidget):
         checked = "vllm" in sys.modules  # vLLM's own names once it is loaded; Apply always checks
         self.problems = check_preset(self.document, self.machine, facts) if checked else []
         self.description.setText(self.document.description)
+        self.origin.setText(origin_text(self.document.origin()))
+        self.origin.setVisible(bool(self.origin.text()))
         running = config_rows(self.model.config, self.machine.on_cpu)
         self.values.show_preset(self.resolved, running, self.machine.platform)
         changes = diff_configs(self.model.config, self.resolved.config, self.machine.on_cpu)
@@ -241,6 +264,28 @@ class PresetPanel(QWidget):
         target = target or QFileDialog.getSaveFileName(self, "Export preset", f"{self.document.name}.toml",
                                                        "Presets (*.toml)")[0]
         return store.export_preset(self.document, Path(target)) if target else None
+
+    def export_as(self, show: bool = True):
+        """The preset as command lines (Export as…); returns the dialog."""
+        from workbench.presets.command_out import deployment_of
+        from workbench.ui.command_export import CommandExportDialog
+
+        deployment = deployment_of(self.document, self.machine, self.model.config.model,
+                                   facts_for(self.model.config.model))
+        dialog = CommandExportDialog(deployment, self.document.name, self)
+        if show:
+            dialog.show()
+        return dialog
+
+    def import_command(self, show: bool = True):
+        """Import command line…: the dialog; the presets it saves are listed when it closes."""
+        from workbench.ui.command_import import CommandImportDialog
+
+        dialog = CommandImportDialog(self.model.config.model, self)
+        dialog.finished.connect(lambda _result: dialog.saved and self.reload(select=dialog.saved[-1].stem))
+        if show:
+            dialog.show()
+        return dialog
 
     def reset(self) -> None:
         name = self.choice.currentText()

@@ -70,12 +70,64 @@ def engine_arg_types() -> dict[str, ArgType]:
             kinds, choices, optional = [], [], True
         if choices and any(isinstance(c, str) for c in choices) and str in kinds and len(set(kinds)) > 1:
             choices = []  # a Literal beside plain str: any string goes
-        default = field.default if field.default is not dataclasses.MISSING else _NO_DEFAULT
+        default = _default_of(field)
         found[field.name] = ArgType(field.name, tuple(dict.fromkeys(kinds)), tuple(choices), optional, default)
     quant = found.get("quantization")
     if quant is not None and not quant.choices:
         found["quantization"] = dataclasses.replace(quant, choices=tuple(quantization_methods()))
     return found
+
+
+def _default_of(field):
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        try:
+            return field.default_factory()
+        except Exception:  # a factory that needs a platform: no default to compare with
+            return _NO_DEFAULT
+    return _NO_DEFAULT
+
+
+def has_default(arg: ArgType) -> bool:
+    return arg.default is not _NO_DEFAULT
+
+
+@lru_cache(maxsize=1)
+def cli_spellings() -> dict[str, str]:
+    """Each command-line spelling of an engine argument that is not its field name in dashes
+    (``-tp``, ``-O``...) -> the field name, from vLLM's own parser (``EngineArgs.add_cli_args``)."""
+    try:
+        from vllm.engine.arg_utils import EngineArgs
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ImportError:
+        try:
+            from vllm.engine.arg_utils import EngineArgs
+            from vllm.utils import FlexibleArgumentParser
+        except ImportError:
+            return {}
+    spellings = {}
+    for action in EngineArgs.add_cli_args(FlexibleArgumentParser())._actions:
+        for option in action.option_strings:
+            if option.lstrip("-").replace("-", "_") not in (action.dest, f"no_{action.dest}"):
+                spellings[option] = action.dest
+    return spellings
+
+
+@lru_cache(maxsize=1)
+def server_options() -> frozenset[str]:
+    """The options of ``vllm serve`` that are not engine arguments (host, port, api_key, ...), by
+    field name, from vLLM's ``FrontendArgs``; empty where this vLLM keeps them elsewhere."""
+    for module in ("vllm.entrypoints.launchers.cli_args", "vllm.entrypoints.openai.cli_args"):
+        try:
+            frontend = __import__(module, fromlist=["FrontendArgs"]).FrontendArgs
+        except (ImportError, AttributeError):
+            continue
+        try:
+            return frozenset(f.name for f in dataclasses.fields(frontend))
+        except TypeError:  # not a dataclass in this vLLM
+            break
+    return frozenset()
 
 
 def quantization_methods() -> list[str]:

@@ -1,0 +1,112 @@
+"""Pasted command text taken apart: blocks, line continuations, comments, ``NAME=value`` prefixes,
+the command and its ``--flag value`` / ``--flag=value`` / bare ``--flag`` options, in the order given.
+
+No meaning is given here (that is ``command_in``): only the shapes a shell, a YAML file or a Python
+call have. Every failure is a :class:`CommandTextError` naming the cause and the fix.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+YAML_LINE = re.compile(r"^[A-Za-z_][\w-]*\s*:(\s|$)")
+NUMBER = re.compile(r"^-?\d+(\.\d+)?([eE][-+]?\d+)?$")
+
+
+class CommandTextError(ValueError):
+    """Text that cannot be read as a command line: the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Option:
+    flag: str  # as written: "--vllm_max_model_len", "--no-enable-prefix-caching", "-tp"
+    value: str | None  # None: a bare flag
+    name: str  # the flag without dashes, dashes as underscores: "vllm_max_model_len"
+
+
+@dataclass
+class ShellCommand:
+    env: dict[str, str] = field(default_factory=dict)
+    program: list[str] = field(default_factory=list)  # "vllm", "serve", "<model>" / "swift", "infer"
+    options: list[Option] = field(default_factory=list)
+
+
+def decode(data: bytes, name: str) -> str:
+    """A file's bytes as text, or CommandTextError (binary, not UTF-8, empty)."""
+    if b"\x00" in data:
+        raise CommandTextError(f"{name} is not a text file (it holds binary data): open the file that holds the "
+                               "command line, a script or a YAML config")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise CommandTextError(f"{name}, line {line}: this is not UTF-8 text; save it as UTF-8 and open it again") \
+            from exc
+    return text
+
+
+def split_blocks(text: str) -> list[str]:
+    """Commands separated by blank lines; a block of comments only is not a command."""
+    blocks = [b.strip("\n") for b in re.split(r"\n[ \t]*\n", text.replace("\r\n", "\n"))]
+    return [b for b in blocks if any(line.strip() and not line.lstrip().startswith("#") for line in b.splitlines())]
+
+
+def looks_like_python(text: str) -> bool:
+    return bool(re.search(r"\bLLM\s*\(", text))
+
+
+def looks_like_yaml(text: str) -> bool:
+    lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return bool(lines) and all(YAML_LINE.match(line.strip()) for line in lines) and \
+        not any(line.lstrip().startswith("-") for line in lines)
+
+
+def shell_words(text: str) -> list[str]:
+    """The words of a shell command: comment lines dropped, backslash-newline continuations joined."""
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    joined = re.sub(r"\\[ \t]*\n", " ", "\n".join(lines))
+    try:
+        words = shlex.split(joined)  # not comments=True: "LaTeX_OCR#1000" is a dataset's sample count
+    except ValueError as exc:  # shlex: "No closing quotation", "No escaped character"
+        raise CommandTextError(f"the command's quotes do not balance ({exc}): close the quote that is open, "
+                               "e.g. --vllm_limit_mm_per_prompt '{\"image\": 5}'") from exc
+    comment = next((i for i, word in enumerate(words) if word.startswith("#")), len(words))
+    return words[:comment]  # a trailing "# ..." comment, as the shell reads it
+
+
+def _is_value(word: str) -> bool:
+    return not word.startswith("-") or bool(NUMBER.match(word))
+
+
+def parse_shell(words: list[str]) -> ShellCommand:
+    """Env prefixes, then the program words, then the options. A flag takes the next word as its value
+    unless that word is itself a flag (then it is bare: a bool flag, or a flag missing its value)."""
+    command = ShellCommand()
+    index = 0
+    while index < len(words) and ENV.match(words[index]):
+        name, _, value = words[index].partition("=")
+        command.env[name] = value
+        index += 1
+    while index < len(words) and not words[index].startswith("-"):
+        command.program.append(words[index])
+        index += 1
+    while index < len(words):
+        word = words[index]
+        index += 1
+        if not word.startswith("-") and command.options and command.options[-1].value is not None:
+            last = command.options[-1]  # a list option's next item: --val_dataset a b
+            command.options[-1] = Option(last.flag, f"{last.value} {word}", last.name)
+            continue
+        if not word.startswith("-"):
+            raise CommandTextError(f"'{word}' stands alone: each value follows its flag (--flag value or "
+                                   "--flag=value); put it after the flag it belongs to")
+        flag, has_equals, value = word.partition("=")
+        if not has_equals:
+            value = None
+            if index < len(words) and _is_value(words[index]):
+                value = words[index]
+                index += 1
+        command.options.append(Option(flag, value, flag.lstrip("-").replace("-", "_")))
+    return command

@@ -1,0 +1,161 @@
+"""Import a command line: paste it (or open a file), see what each command keeps and which flags do
+nothing, name the preset, Import. The reading itself is ``presets.command_in`` (no Qt)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import html
+
+from PySide6.QtCore import QTimer
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import (
+    QDialog, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPlainTextEdit, QPushButton, QTextBrowser,
+    QVBoxLayout,
+)
+
+from workbench.presets import store
+from workbench.presets.command_in import NON_OPTION, ImportedCommand, import_text, to_document
+from workbench.presets.command_text import CommandTextError, decode
+from workbench.presets.trust import is_trusted, remember_trust
+
+COLOURS = {NON_OPTION: "#9b1c1c", "bad value": "#9b1c1c", "check": "#92400e", "note": "#1e3a8a"}
+MAX_FILE_BYTES = 1 << 20
+
+
+def summary(number: int, result: ImportedCommand) -> str:
+    if result.error:
+        return f"Command {number}: not read: {result.error}"
+    parts = [f"Command {number} ({result.form})"]
+    if result.model:
+        parts.append(f"model {result.model}")
+    values = {**result.engine, **result.engine_tables}
+    parts.append("keeps " + (", ".join(f"{k}={v}" for k, v in values.items()) or "no engine value"))
+    if result.sampling:
+        parts.append("sampling " + ", ".join(f"{k} {v}" for k, v in result.sampling.items()))
+    if result.batch_input:
+        parts.append(f"batch input {result.batch_input}")
+    if result.visible_devices is not None:
+        parts.append(f"CUDA_VISIBLE_DEVICES={result.visible_devices}")
+    return "; ".join(parts)
+
+
+def _block_html(number: int, result: ImportedCommand) -> str:
+    items = "".join(f'<li style="color: {COLOURS.get(m.kind, "#000000")}">{html.escape(m.text)}</li>'
+                    for m in result.messages)
+    colour = COLOURS["bad value"] if result.error else "#000000"
+    return f'<p style="margin: 4px 0 0 0; color: {colour}"><b>{html.escape(summary(number, result))}</b></p>' + \
+        (f'<ul style="margin-top: 0">{items}</ul>' if items else "")
+
+
+class CommandImportDialog(QDialog):
+    """``current_model``: the model a command without --model runs on (the one the trust question names)."""
+
+    def __init__(self, current_model: str, parent=None):
+        super().__init__(parent, objectName="commandImportDialog", windowTitle="Import a command line")
+        self.current_model = current_model
+        self.results: list[ImportedCommand] = []
+        self.saved: list[Path] = []
+        self.paste = QPlainTextEdit(objectName="importPaste")
+        self.paste.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
+        self.paste.setPlaceholderText("Paste vllm serve …, swift infer …, an LLM(...) call or a YAML config; "
+                                      "several commands separated by blank lines")
+        self.read_timer = QTimer(self, singleShot=True, interval=250)
+        self.read_timer.timeout.connect(self.read)
+        self.paste.textChanged.connect(self.read_timer.start)
+        self.messages = QTextBrowser(objectName="importMessages")  # wrapped: each message is read whole
+        self.name = QLineEdit("imported", objectName="importName")
+        self.status = QLabel(objectName="importStatus", wordWrap=True)
+        open_button = QPushButton("Open file…", objectName="importOpenButton")
+        open_button.clicked.connect(lambda: self.open_file())
+        self.import_button = QPushButton("Import", objectName="importButton", enabled=False)
+        self.import_button.clicked.connect(lambda: self.import_presets())
+        cancel = QPushButton("Close")
+        cancel.clicked.connect(self.reject)
+        name_row = QHBoxLayout()
+        for widget in (QLabel("Preset name"), self.name, open_button, self.import_button, cancel):
+            name_row.addWidget(widget, 1 if widget is self.name else 0)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.paste, 2)
+        layout.addWidget(QLabel("<b>What each command keeps, and the flags that do nothing</b>"))
+        layout.addWidget(self.messages, 3)
+        layout.addWidget(self.status)
+        layout.addLayout(name_row)
+        self.resize(900, 640)
+
+    def open_file(self, path: str | None = None) -> None:
+        path = path or QFileDialog.getOpenFileName(self, "Open a command line", "",
+                                                   "Commands (*.sh *.txt *.yaml *.yml *.py);;All files (*)")[0]
+        if not path:
+            return
+        try:
+            size = Path(path).stat().st_size
+            if size > MAX_FILE_BYTES:
+                raise CommandTextError(f"{path} is {size:,} bytes: a command line is not that long; open the script "
+                                       "or config that holds it")
+            text = decode(Path(path).read_bytes(), path)
+        except OSError as exc:
+            self._show_error(f"{path} cannot be read: {exc.strerror or exc}")
+            return
+        except CommandTextError as exc:
+            self._show_error(str(exc))
+            return
+        self.paste.setPlainText(text)
+        self.read()
+
+    def read(self) -> None:
+        self.read_timer.stop()
+        self.messages.clear()
+        try:
+            self.results = import_text(self.paste.toPlainText())
+        except CommandTextError as exc:
+            self.results = []
+            self._show_error(str(exc))
+            return
+        self.messages.setHtml("".join(_block_html(number, result)
+                                      for number, result in enumerate(self.results, start=1)))
+        readable = [r for r in self.results if not r.error]
+        named = sum(len(r.non_options()) for r in readable)
+        self.status.setText(f"{len(readable)} of {len(self.results)} command(s) read; {named} flag(s) that are not "
+                            "options named; everything else is kept.")
+        self.status.setStyleSheet("")
+        self.import_button.setEnabled(bool(readable))
+
+    def _show_error(self, text: str) -> None:
+        self.status.setText(text)
+        self.status.setStyleSheet("color: #9b1c1c;")
+        self.import_button.setEnabled(False)
+
+    def preset_names(self) -> list[str]:
+        readable = [r for r in self.results if not r.error]
+        base = self.name.text().strip()
+        return [base] if len(readable) == 1 else [f"{base}-{i}" for i in range(1, len(readable) + 1)]
+
+    def import_presets(self, allow_trust=None) -> list[Path]:
+        """Saves each readable command as a user preset. ``allow_trust(model) -> bool`` answers the
+        trust_remote_code question (the user is asked when it is None)."""
+        readable = [r for r in self.results if not r.error]
+        try:
+            names = [store.check_name(n) for n in self.preset_names()]
+        except store.PresetNameError as exc:
+            self._show_error(str(exc))
+            return []
+        self.saved = []
+        for name, result in zip(names, readable):
+            if result.engine.get("trust_remote_code"):
+                self._ask_trust(result.model or self.current_model, allow_trust)
+            self.saved.append(store.save_user_preset(to_document(result, name), name))
+        self.status.setText("Imported as " + ", ".join(p.stem for p in self.saved) + ".")
+        return self.saved
+
+    def _ask_trust(self, model: str, allow_trust) -> None:
+        if is_trusted(model):
+            return
+        if allow_trust is None:
+            answer = QMessageBox.question(self, "Run the model's own code?",
+                                          f"The command sets trust_remote_code: vLLM would run Python code that comes "
+                                          f"with {model}. Allow it for this model (remembered)?")
+            allowed = answer == QMessageBox.Yes
+        else:
+            allowed = allow_trust(model)
+        if allowed:
+            remember_trust(model)
