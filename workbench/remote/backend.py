@@ -254,7 +254,11 @@ class RemoteBackend(Backend):
         while True:
             due += self.scrape_interval_s
             if self.state == "connected":
-                await self._scrape_once()
+                try:
+                    await self._scrape_once()
+                except Exception as exc:  # the poller must outlive any one bad scrape
+                    self.metrics_problem = f"Reading {self.spec.metrics_url} failed: {type(exc).__name__}: {exc}"
+                    self._report_state()
             delay = due - time.monotonic()
             if delay < 0:  # a scrape overran its interval: the next one starts now, not in a burst
                 due, delay = time.monotonic(), 0.0

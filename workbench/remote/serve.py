@@ -12,6 +12,7 @@ import importlib.metadata
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -29,6 +30,13 @@ SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 START_TIMEOUT_S = 900.0
 # The engine's own flags that the API server's command line does not take or that "Serve" sets itself.
 _NOT_FLAGS = {"model", "disable_log_stats"}
+
+
+def free_port() -> int:
+    """A TCP port free on loopback now (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def vllm_is_cpu_build() -> bool:
