@@ -70,8 +70,10 @@ class MetricsFormatError(ValueError):
 
 def parse_metrics(text: str) -> ServerMetrics:
     """One scrape's text as :class:`ServerMetrics`; MetricsFormatError when it cannot be read."""
+    families: dict[str, list] = {}  # a family's samples, merged where the text splits it
     try:
-        families = {family.name: family for family in text_string_to_metric_families(text)}
+        for family in text_string_to_metric_families(text):
+            families.setdefault(family.name, []).extend(family.samples)
     except Exception as exc:  # the parser raises ValueError, IndexError, ... on broken lines
         raise MetricsFormatError(f"{type(exc).__name__}: {exc}") from exc
     if not any(name.startswith("vllm:") for name in families):
@@ -110,9 +112,9 @@ def _engine_order(name: str):
 def _samples(families: dict, names: tuple[str, ...], suffixes: tuple[str, ...]):
     """The samples of the first of ``names`` the scrape has (newest name first)."""
     for name in names:
-        family = families.get(name)
-        if family is not None:
-            return [s for s in family.samples if any(s.name == name + suffix for suffix in suffixes)]
+        samples = families.get(name)
+        if samples is not None:
+            return [s for s in samples if any(s.name == name + suffix for suffix in suffixes)]
     return []
 
 
