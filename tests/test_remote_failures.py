@@ -134,7 +134,7 @@ def test_nothing_listening_is_named():
 
 
 def test_malformed_metrics_are_named_and_chat_stays_usable(stand_in):
-    server = stand_in({"/v1/models": (200, MODELS), "/metrics": (200, "vllm:broken{engine= 12 oops\n")})
+    server = stand_in({"/v1/models": (200, MODELS), "/metrics": (200, "vllm:num_requests_running{engine= 12 oops\n")})
     backend = RemoteBackend(ServerSpec(server.url, timeout_s=2))
     backend.start(lambda progress: None)
     try:
@@ -144,8 +144,10 @@ def test_malformed_metrics_are_named_and_chat_stays_usable(stand_in):
         assert backend.info().model == "stand-in" and backend.info().max_model_len == 512
     finally:
         backend.shutdown()
-    with pytest.raises(MetricsFormatError, match="no vllm: metrics"):
+    with pytest.raises(MetricsFormatError, match="none of vLLM's metrics"):
         parse_metrics("# TYPE other_total counter\nother_total 3\n")
+    with pytest.raises(MetricsFormatError, match="none of vLLM's metrics"):
+        parse_metrics("<html><body>Grafana</body></html>")
 
 
 def test_a_data_parallel_server_is_read_per_engine_and_summed():

@@ -68,16 +68,27 @@ class MetricsFormatError(ValueError):
     """The text is not Prometheus' exposition format, or holds none of vLLM's metrics."""
 
 
+_WANTED = tuple(name for names in (*COUNTERS.values(), *GAUGES.values(), *HISTOGRAMS.values()) for name in names)
+_WANTED_LINES = tuple(prefix + name for name in _WANTED for prefix in ("", "# HELP ", "# TYPE "))
+
+
+def wanted_lines(text: str) -> str:
+    """Only the lines of the families read here (and of families whose names begin the same way).
+    A server's page has hundreds of other samples (process, Python, other histograms); the parser,
+    pure Python, would spend most of a scrape on them."""
+    return "\n".join(line for line in text.splitlines() if line.startswith(_WANTED_LINES)) + "\n"
+
+
 def parse_metrics(text: str) -> ServerMetrics:
     """One scrape's text as :class:`ServerMetrics`; MetricsFormatError when it cannot be read."""
     families: dict[str, list] = {}  # a family's samples, merged where the text splits it
     try:
-        for family in text_string_to_metric_families(text):
+        for family in text_string_to_metric_families(wanted_lines(text)):
             families.setdefault(family.name, []).extend(family.samples)
     except Exception as exc:  # the parser raises ValueError, IndexError, ... on broken lines
         raise MetricsFormatError(f"{type(exc).__name__}: {exc}") from exc
     if not any(name.startswith("vllm:") for name in families):
-        raise MetricsFormatError("no vllm: metrics in it")
+        raise MetricsFormatError("none of vLLM's metrics (vllm:num_requests_running, ...) in it")
     per_engine: dict[str, dict] = {}
     models: set[str] = set()
 
