@@ -128,6 +128,7 @@ def run_headless(spec, args, vocab: int) -> dict:
     elapsed = time.monotonic() - started
     cpu_after = process.cpu_times()
     times = list(backend.scrape_times)[scrapes_before:]
+    latencies = list(backend.scrape_latencies)[scrapes_before:]
     num_scrapes = max(1, len(times))
     parse_ms = (backend.scrape_cpu_s - parse_before) / num_scrapes * 1e3
     loop.post(Shutdown())
@@ -139,7 +140,7 @@ def run_headless(spec, args, vocab: int) -> dict:
             "output_tokens": tokens, "elapsed_s": elapsed, "output_tok_per_s": tokens / elapsed if elapsed else 0.0,
             "client_cpu_s": cpu_s, "client_cpu_us_per_token": cpu_s / tokens * 1e6 if tokens else float("nan"),
             "scrape_parse_ms_mean": parse_ms, "scrape_interval_s": args.scrape_interval,
-            **scrape_interval_held(times, args.scrape_interval)}
+            **scrape_interval_held(times, args.scrape_interval, latencies)}
 
 
 def cmd_remote(args, config) -> int:
@@ -182,13 +183,14 @@ def _print(result: dict) -> None:
 
 def _table(results: list[dict]) -> None:
     print("\n| path | streams | finished | output tok | tok/s | client CPU µs / token | scrapes | gap p50 / p99 s "
-          "| late scrapes | parse ms | GUI stall p99 / max ms |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| late scrapes | /metrics answer s p50 / max | parse ms | GUI stall p99 / max ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         stall = (f"{r['stall_ms_p99']:.1f} / {r['stall_ms_max']:.1f}" if "stall_ms_p99" in r else "—")
         print(f"| {r['path']} | {r['streams']} | {r['finished']} | {r['output_tokens']:,} | {r['output_tok_per_s']:,.0f} | "
               f"{r['client_cpu_us_per_token']:.1f} | {r['num_scrapes']} | {r['gap_s_p50']:.3f} / {r['gap_s_p99']:.3f} | "
-              f"{r['late_fraction']:.1%} | {r['scrape_parse_ms_mean']:.2f} | {stall} |")
+              f"{r['late_fraction']:.1%} | {r['answer_s_p50']:.3f} / {r['answer_s_max']:.3f} | "
+              f"{r['scrape_parse_ms_mean']:.2f} | {stall} |")
     if results:
         print(f"\nmedian client CPU µs / token: "
               f"{statistics.median(r['client_cpu_us_per_token'] for r in results):.1f}")

@@ -19,7 +19,7 @@ from typing import Callable
 
 from workbench.engine.backend import Backend, Capabilities, ChatRequest, EngineInfo, StreamEvent
 from workbench.engine.start_phases import EngineStartError, StartProgress, progress_for
-from workbench.remote.errors import ConnectionLost, MalformedMetrics, ServerError
+from workbench.remote.errors import ConnectionLost, MalformedMetrics, NoAnswer, ServerError
 from workbench.remote.events import ServerMetricsRead, ServerStateChanged
 from workbench.remote.io_loop import IOLoop
 from workbench.remote.openai_client import ServerFacts, explain, make_client, read_facts, stream_request
@@ -60,6 +60,7 @@ class RemoteBackend(Backend):
         self.metrics_problem = ""
         self.scrape_times: deque[float] = deque(maxlen=100_000)  # when each scrape finished (benchmarks)
         self.scrape_cpu_s = 0.0  # CPU spent parsing scrapes (thread time)
+        self.scrape_latencies: deque[float] = deque(maxlen=100_000)  # the server's answer time of each scrape
         self._io: IOLoop | None = None
         self._client = None
         self._texts: dict[str, list[str]] = {}
@@ -265,9 +266,10 @@ class RemoteBackend(Backend):
             await asyncio.sleep(delay)
 
     async def _scrape_once(self) -> None:
+        asked = time.monotonic()
         try:
             metrics = await self._scrape()
-        except MalformedMetrics as exc:
+        except (MalformedMetrics, NoAnswer) as exc:  # a slow /metrics under load is no lost connection
             if str(exc) != self.metrics_problem:
                 self.metrics_problem = str(exc)
                 self._report_state()
@@ -276,6 +278,7 @@ class RemoteBackend(Backend):
             self._connection_lost(str(exc))
             return
         self.scrape_times.append(time.monotonic())
+        self.scrape_latencies.append(self.scrape_times[-1] - asked)
         if self.metrics_problem:
             self.metrics_problem = ""
             self._report_state()
@@ -322,8 +325,16 @@ class RemoteBackend(Backend):
         self._wake.set()
 
 
-def scrape_interval_held(times: list[float], interval_s: float) -> dict:
-    """How well scrapes kept their interval: gaps' median and p99, and the share more than 50 % late."""
+def scrape_interval_held(times: list[float], interval_s: float, latencies: list[float] = ()) -> dict:
+    """How well scrapes kept their interval: gaps' median and p99, the share more than 50 % late, and
+    how long the server took to answer (a scrape waits for the one before it)."""
+    ordered = sorted(latencies)
+    answer = {"answer_s_p50": ordered[len(ordered) // 2] if ordered else math.nan,
+              "answer_s_max": ordered[-1] if ordered else math.nan}
+    return {**_gaps(times, interval_s), **answer}
+
+
+def _gaps(times: list[float], interval_s: float) -> dict:
     gaps = sorted(b - a for a, b in zip(times, times[1:]))
     if not gaps:
         return {"num_scrapes": len(times), "gap_s_p50": math.nan, "gap_s_p99": math.nan, "late_fraction": math.nan}

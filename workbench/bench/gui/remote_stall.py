@@ -61,6 +61,7 @@ def run_remote_gui_stall(spec, args, requests: list) -> dict:
     timer.stop()
     cpu_after = process.cpu_times()
     times = list(backend.scrape_times)[scrapes_before:]
+    latencies = list(backend.scrape_latencies)[scrapes_before:]
     tokens = int(server_generation_tokens(spec.api_root) - tokens_before)  # the server's own count
     replies = [c.messages[-1] for c in model.conversations.values() if c.messages]
     plots_drawn = window.plots.num_draws - drawn_before
@@ -73,4 +74,4 @@ def run_remote_gui_stall(spec, args, requests: list) -> dict:
             "client_cpu_s": cpu_s, "client_cpu_us_per_token": cpu_s / tokens * 1e6 if tokens else float("nan"),
             "scrape_parse_ms_mean": float("nan"), "scrape_interval_s": args.scrape_interval,
             "ticks": len(probe.ticks), "plots_drawn": plots_drawn,
-            **scrape_interval_held(times, args.scrape_interval), **_stall_figures(probe.ticks, elapsed)}
+            **scrape_interval_held(times, args.scrape_interval, latencies), **_stall_figures(probe.ticks, elapsed)}
