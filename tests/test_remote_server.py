@@ -192,3 +192,68 @@ def test_a_server_killed_mid_reply_gives_a_clear_error_and_is_reattached_when_ba
     _, again = type_and_send(window, qtbot, "What is a KV cache?")
     wait_finished(qtbot, again, REPLY_TIMEOUT_MS)
     assert again.status == "done" and again.text
+
+
+def test_a_served_server_dies_with_the_app_even_when_the_app_is_killed(demo_model_path, tmp_path):
+    """Serve's child, started by a stand-in app process that is SIGKILLed once the server's engine core
+    runs: the API server and its engine core (its process group) are gone within seconds."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    script = tmp_path / "app.py"
+    script.write_text(
+        "import sys, time\n"
+        "sys.path[:0] = [%r, %r]\n"
+        "from remote_server import served_demo_options\n"
+        "from workbench.remote.serve import ServerProcess\n"
+        "server = ServerProcess(served_demo_options(%r), %r)\n"
+        "server.start()\n"
+        "print(server.pid, flush=True)\n"
+        "time.sleep(600)\n" % (os.path.dirname(__file__), os.getcwd(), demo_model_path, str(tmp_path)))
+    app = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        server_pid = int(app.stdout.readline())
+        deadline = time.monotonic() + 240
+        group: list = []
+        while not any("EngineCore" in _name(p) for p in group) and time.monotonic() < deadline:
+            time.sleep(0.5)
+            group = [p for p in psutil.process_iter() if _pgid(p.pid) == server_pid]
+        assert any("EngineCore" in _name(p) for p in group), "the engine core runs in the server's process group"
+        app.send_signal(signal.SIGKILL)
+        app.wait(10)
+        deadline = time.monotonic() + 30
+        while any(_alive(p) for p in group) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [p.pid for p in group if _alive(p)], "the served server outlived the killed app"
+    finally:
+        app.kill()
+
+
+def _pgid(pid: int) -> int | None:
+    import os
+
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def _name(process) -> str:
+    try:
+        return process.name()
+    except Exception:
+        return ""
+
+
+def _alive(process) -> bool:
+    import psutil
+
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

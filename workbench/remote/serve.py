@@ -84,7 +84,7 @@ class ServerProcess:
 
     def __init__(self, options: ServeOptions, log_dir: Path | None = None):
         self.options = options
-        self.log_dir = log_dir or data_dir() / "logs"
+        self.log_dir = Path(log_dir) if log_dir else data_dir() / "logs"
         self.process: subprocess.Popen | None = None
         self.log_path: Path | None = None
 

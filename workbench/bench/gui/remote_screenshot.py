@@ -45,8 +45,9 @@ def main(path: str) -> int:
         return 1
     from PySide6.QtCore import Qt
 
-    window.resizeDocks([window.server.dock], [560], Qt.Horizontal)
-    for request in requests(48, 48, 1500, 1024, "load"):
+    window.server.panel.setMinimumWidth(600)
+    window.resizeDocks([window.server.dock], [620], Qt.Horizontal)
+    for request in requests(32, 48, 1200, 1024, "load"):
         window.engine.worker.post(Submit(request))
     wait(lambda: False, 12.0)
     chat = window.chat
