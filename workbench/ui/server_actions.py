@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from PySide6.QtCore import QObject, Slot
+from PySide6.QtCore import QObject, QTimer, Slot
 from PySide6.QtGui import QAction
 
 from workbench.engine.commands import StartEngine, StopEngine
@@ -19,6 +19,8 @@ from workbench.remote.serve import kv_endpoints
 from workbench.remote.spec import ServeOptions, ServerSpec
 from workbench.ui.server_panel import ServerPanel
 
+SERVER_TEMPLATE = ("The server renders chat prompts with its own chat template (the model's, or the one "
+                   "it was started with, --chat-template).")
 NO_BLOCK_LAYOUT = ("A server shows no physical block layout: its KV view is the prefix cache as vLLM's KV "
                    "cache events describe it.")
 
@@ -96,3 +98,5 @@ class ServerActions(QObject):
     def _on_model_engine_changed(self, status) -> None:
         if status.state is EngineState.READY and status.info is not None and status.info.device == "server":
             self.window.heatmap.clear(NO_BLOCK_LAYOUT)
+            # after the window's own handler, which shows the local engine's template
+            QTimer.singleShot(0, lambda: self.window.chat.sampling.template.setPlainText(SERVER_TEMPLATE))

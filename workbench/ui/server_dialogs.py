@@ -50,6 +50,7 @@ class ConnectDialog(QDialog):
         layout.addWidget(self.tls_warning)
         layout.addWidget(buttons)
         self._spec: ServerSpec | None = None
+        self._on_url_recent_chosen(0 if self.recent else -1)  # the last server's settings, but never its key
 
     def _on_url_recent_chosen(self, index: int) -> None:
         if 0 <= index < len(self.recent):

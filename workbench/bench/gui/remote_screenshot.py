@@ -45,7 +45,7 @@ def main(path: str) -> int:
         return 1
     from PySide6.QtCore import Qt
 
-    window.server.panel.setMinimumWidth(600)
+    window.server.dock.setMinimumWidth(640)
     window.resizeDocks([window.server.dock], [620], Qt.Horizontal)
     for request in requests(32, 48, 1200, 1024, "load"):
         window.engine.worker.post(Submit(request))
