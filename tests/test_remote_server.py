@@ -10,6 +10,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QPushButton
 
 from chat_driver import type_and_send, wait_finished
 from remote_server import vllm_server  # noqa: F401  (the module's server)
@@ -59,6 +60,12 @@ def independent_scrape(url: str) -> dict[str, float]:
             if sample.labels.get("engine") == "0" and not sample.name.endswith(("_created", "_bucket", "_sum")):
                 figures[sample.name] = figures.get(sample.name, 0.0) + sample.value
     return figures
+
+
+def aborted_on_server(url: str) -> float:
+    text = httpx.get(url, timeout=10, trust_env=False).text
+    return sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
+               if sample.name == "vllm:request_success_total" and sample.labels.get("finished_reason") == "abort")
 
 
 def workbench_figures(window) -> dict[str, float]:
@@ -115,6 +122,23 @@ def test_chat_and_a_small_batch_go_through_the_server(attached, vllm_server, qtb
     qtbot.waitUntil(lambda: window.engine.worker.latest_stats().totals.generation_tokens
                     == window.model.server.metrics.total().counter("generation_tokens") - baseline, timeout=10_000)
     assert window.engine.worker.latest_stats().totals.generation_tokens >= figures.output_tokens + 32
+
+
+def test_stop_ends_the_reply_with_its_text_and_the_server_drops_the_request(attached, vllm_server, qtbot):  # noqa: F811
+    window = attached
+    window.panes.setCurrentWidget(window.chat)
+    window.chat.new_conversation()
+    window.chat.sampling.max_tokens.setValue(1500)
+    window.chat.sampling.ignore_eos.setChecked(True)
+    aborted_before = aborted_on_server(vllm_server.metrics_url)
+    _, reply = type_and_send(window, qtbot, "Tell me about blocks.")
+    qtbot.waitUntil(lambda: len(reply.text) > 20, timeout=REPLY_TIMEOUT_MS)
+    qtbot.mouseClick(window.findChild(QPushButton, "stopButton"), Qt.LeftButton)
+    wait_finished(qtbot, reply, 10_000)
+    assert reply.status == "stopped" and len(reply.text) > 20
+    # The stream closed, vLLM aborts the request: the server counts it as aborted, not as finished.
+    qtbot.waitUntil(lambda: aborted_on_server(vllm_server.metrics_url) == aborted_before + 1, timeout=10_000)
+    window.chat.sampling.ignore_eos.setChecked(False)
 
 
 def test_counters_and_gauges_equal_an_independent_scrape_once_idle(attached, vllm_server, qtbot):  # noqa: F811

@@ -68,6 +68,7 @@ class RemoteBackend(Backend):
         self._news: queue.SimpleQueue = queue.SimpleQueue()
         self._wake = threading.Event()
         self._streams: dict[str, object] = {}  # request id -> its task's future
+        self._aborted: set[str] = set()  # ended here already: a late end from the stream is dropped
         self._reconnecting = False
 
     # -------------------------------------------------------------- life cycle
@@ -192,6 +193,7 @@ class RemoteBackend(Backend):
         if future is None:
             return
         future.cancel()
+        self._aborted.add(request_id)
         with self._lock:
             parts = self._texts.pop(request_id, None)
         if parts:
@@ -222,6 +224,11 @@ class RemoteBackend(Backend):
 
     def _deliver(self, events, item) -> None:
         kind = item[0]
+        if kind in ("done", "failed") and self._aborted:
+            request_id = item[1].request_id if kind == "done" else item[1]
+            if request_id in self._aborted:
+                self._aborted.discard(request_id)
+                return
         if kind == "done":
             events.request_finished(item[1])
         elif kind == "failed":

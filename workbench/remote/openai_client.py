@@ -7,6 +7,7 @@ the ``Authorization`` header of the requests; nothing here logs or keeps it.
 from __future__ import annotations
 
 import json
+import logging
 import ssl
 import time
 from dataclasses import dataclass
@@ -20,6 +21,9 @@ from workbench.remote.errors import (
     AuthenticationFailed, CannotConnect, ConnectionLost, NoAnswer, NotAVLLMServer, ServerError, TLSFailed,
 )
 from workbench.remote.spec import ServerSpec
+
+# httpx logs each request at INFO: twice a second for /metrics alone. Its warnings still show.
+logging.getLogger("httpx").setLevel(logging.WARNING)
 
 STREAM_READ_TIMEOUT_S = 600.0  # a reply may wait its turn in the server's queue for a long time
 
