@@ -97,3 +97,14 @@ for shape in ${PRESET_TABLE_SHAPES:-}; do
     --out "$OUT/preset-table-$shape" > "$OUT/preset-table-$shape.log" 2>&1
   show '^| preset' 7 "$OUT/preset-table-$shape.log"
 done
+# The workbench attached to a CUDA server under many concurrent streams (vLLM's own API server, started
+# through the workbench's Serve path on a shape model, dummy weights): client CPU per output token, whether
+# /metrics is read every interval, and with REMOTE_GUI=1 (needs Qt: part q) the GUI's p99 stall,
+# e.g. REMOTE_SHAPES="qwen2.5-0.5b qwen2.5-7b" REMOTE_GUI=1. Raw output in $OUT/remote-$shape/.
+for shape in ${REMOTE_SHAPES:-}; do
+  step "remote $shape"
+  QT_QPA_PLATFORM=offscreen timeout ${REMOTE_TIMEOUT:-580} python3 -m workbench bench --shape $shape \
+    --gpu-memory-utilization ${REMOTE_UTIL:-0.4} --max-model-len 4096 remote --streams ${REMOTE_STREAMS:-256} \
+    --prompt-len 512 --output-len 256 ${REMOTE_GUI:+--gui} --out "$OUT/remote-$shape" > "$OUT/remote-$shape.log" 2>&1
+  show '^| path' 4 "$OUT/remote-$shape.log"
+done

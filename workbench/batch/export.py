@@ -117,7 +117,7 @@ def _usage(results: BatchResults, row: int) -> dict:
     completion_tokens = results.value("output_tokens", row) or 0
     return {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + completion_tokens,
             "completion_tokens": completion_tokens,
-            "prompt_tokens_details": {"cached_tokens": results.value("cached_prompt_tokens", row) or 0,
+            "prompt_tokens_details": {"cached_tokens": results.value("cached_prompt_tokens", row),
                                       "created_cache_tokens": None, "multimodal_tokens": None},
             "completion_tokens_details": None}
 

@@ -12,7 +12,9 @@ import threading
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
+from workbench.bridge.backends import backend_for
 from workbench.engine.commands import Shutdown
+from workbench.engine.events import EngineReady
 from workbench.engine.kv_snapshot import KVSnapshot
 from workbench.engine.loop import EngineLoop
 from workbench.engine.stats import EMPTY_STATS, StatsSeries
@@ -24,7 +26,7 @@ class EngineWorker(QObject):
 
     def __init__(self, check_with_scan: bool = False):
         super().__init__()
-        self.loop = EngineLoop(_SignalListener(self), check_with_scan=check_with_scan)
+        self.loop = EngineLoop(_SignalListener(self), backend_factory=backend_for, check_with_scan=check_with_scan)
         self._latest: KVSnapshot | None = None
         self._stats: StatsSeries = EMPTY_STATS
         self._lock = threading.Lock()
@@ -63,6 +65,8 @@ class _SignalListener:
         self.stats_published = worker._store_stats
 
     def publish(self, event) -> None:
+        if isinstance(event, EngineReady):  # a new engine: the last one's block pool is gone
+            self.store(None)
         self.emit(event)
 
     def snapshot_published(self, snapshot: KVSnapshot) -> None:

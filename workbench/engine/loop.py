@@ -60,6 +60,7 @@ class EngineLoop:
         self._last_flush = self._last_snapshot = 0.0
         self._snapshot_due = self._snapshot_pending = False
         self._stats: StatsRecorder | None = None  # while an engine with live statistics runs
+        self._tick_on_push = False  # a server's statistics: a point per scrape, not per 0.25 s
         self._stats_out: Callable[[StatsSeries], None] | None = getattr(listener, "stats_published", None)
 
     def post(self, command) -> None:
@@ -83,7 +84,7 @@ class EngineLoop:
             if working:
                 self._guarded(self._advance)
             now = time.monotonic()
-            if self._stats is not None and self._stats.tick(now, idle=not working):
+            if self._stats is not None and not self._tick_on_push and self._stats.tick(now, idle=not working):
                 self._stats_out(self._stats.publish())
             if now - self._last_flush >= self.flush_interval_s:
                 self._flush_text()
@@ -166,9 +167,16 @@ class EngineLoop:
         self._snapshot_due = self._probe is not None
 
     def _begin_stats(self, backend: Backend) -> None:
-        """A fresh series for a new engine: its totals count from here, as vLLM's own counters do."""
+        """A fresh series for a new engine: its totals count from here, as vLLM's own counters do.
+        A server's statistics come a scrape at a time: one point per scrape (its bin size), no tokens
+        stored figure (no block pool to read)."""
         live = backend.capabilities.live_stats != "none" and self._stats_out is not None
-        self._stats = StatsRecorder(time.monotonic()) if live else None
+        self._tick_on_push = backend.capabilities.live_stats == "prometheus"
+        bin_s = getattr(backend, "stats_bin_s", None) if self._tick_on_push else None
+        self._stats = (StatsRecorder(time.monotonic(), **({"bin_s": bin_s} if bin_s else {}))
+                       if live else None)
+        if self._stats is not None and backend.capabilities.kv_blocks != "physical":
+            self._stats.note_token_occupancy(float("nan"))
 
     def _report_progress(self, progress: StartProgress) -> None:
         self.listener.publish(StartProgressed(progress))
@@ -254,6 +262,12 @@ class EngineLoop:
     def stats_recorded(self, step: StepStats) -> None:
         if self._stats is not None:
             self._stats.add(step)
+            if self._tick_on_push and self._stats.tick(time.monotonic()):
+                self._stats_out(self._stats.publish())
+
+    def backend_reported(self, event) -> None:
+        """A backend's own message (a server's connection state, its metrics), published as it is."""
+        self.listener.publish(event)
 
     # -------------------------------------------------------------- stepping and publishing
     def _advance(self) -> None:

@@ -17,7 +17,7 @@ class RequestFigures:
     """What the chat pane shows under a reply and what the benchmarks aggregate."""
 
     prompt_tokens: int
-    cached_prompt_tokens: int
+    cached_prompt_tokens: int | None  # None: the backend cannot tell (a server that does not report it)
     output_tokens: int
     ttft_s: float | None  # arrival to first token, vLLM's first_token_latency
     decode_tokens_per_s: float | None  # tokens after the first / time from first to last token
@@ -31,7 +31,9 @@ class RequestFigures:
         return 1.0 / self.decode_tokens_per_s if self.decode_tokens_per_s else None
 
     @property
-    def cache_hit_fraction(self) -> float:
+    def cache_hit_fraction(self) -> float | None:
+        if self.cached_prompt_tokens is None:
+            return None
         return self.cached_prompt_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
 
 

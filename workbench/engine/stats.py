@@ -38,6 +38,10 @@ class StepStats:
     preemptions: int
     ttfts_s: tuple[float, ...] = ()
     itls_s: tuple[float, ...] = ()
+    # A server's histograms give counts, not values: each value above then stands for this many
+    # observations (its bucket's upper bound and the observations in it); empty means one each.
+    ttft_counts: tuple[int, ...] = ()
+    itl_counts: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,9 +82,12 @@ class _LatencyWindow:
         self.num_bins = num_bins
         self.total = np.zeros(len(LATENCY_EDGES_S) + 1, np.int64)
 
-    def push(self, values_s: list[float]) -> None:
+    def push(self, values_s: list[float], weighted: list[tuple[tuple[float, ...], tuple[int, ...]]] = ()) -> None:
         counts = np.bincount(np.searchsorted(LATENCY_EDGES_S, values_s), minlength=len(self.total)) \
             if values_s else np.zeros_like(self.total)
+        for values, weights in weighted:
+            counts += np.bincount(np.searchsorted(LATENCY_EDGES_S, values), weights=weights,
+                                  minlength=len(self.total)).astype(np.int64)
         self.bins.append(counts)
         self.total += counts
         if len(self.bins) > self.num_bins:
@@ -114,6 +121,8 @@ class StatsRecorder:
                                    "prefix_hits"), 0)
         self._ttfts: list[float] = []
         self._itls: list[float] = []
+        self._ttfts_weighted: list = []  # (values, counts) of a server's histograms
+        self._itls_weighted: list = []
 
     def add(self, step: StepStats) -> None:
         """One step's figures; cheap, since it runs on every engine step."""
@@ -122,12 +131,23 @@ class StatsRecorder:
             value = getattr(step, name)
             bin_sums[name] += value
             totals[name] += value
-        totals["num_ttft"] += len(step.ttfts_s)
-        totals["num_itl"] += len(step.itls_s)
         totals["steps"] += 1
-        self._ttfts.extend(step.ttfts_s)
-        self._itls.extend(step.itls_s)
+        if step.ttft_counts or step.itl_counts:
+            self._add_weighted(step)
+        else:
+            totals["num_ttft"] += len(step.ttfts_s)
+            totals["num_itl"] += len(step.itls_s)
+            self._ttfts.extend(step.ttfts_s)
+            self._itls.extend(step.itls_s)
         self._last = step
+
+    def _add_weighted(self, step: StepStats) -> None:
+        self.totals["num_ttft"] += sum(step.ttft_counts)
+        self.totals["num_itl"] += sum(step.itl_counts)
+        if step.ttfts_s:
+            self._ttfts_weighted.append((step.ttfts_s, step.ttft_counts))
+        if step.itls_s:
+            self._itls_weighted.append((step.itls_s, step.itl_counts))
 
     def note_token_occupancy(self, fraction: float) -> None:
         """Tokens stored / token slots of the pool, from the latest KV snapshot."""
@@ -142,8 +162,8 @@ class StatsRecorder:
             self._last = _IDLE
         elapsed = now - self._bin_start
         self._bin_start = now
-        self._ttft.push(self._ttfts)
-        self._itl.push(self._itls)
+        self._ttft.push(self._ttfts, self._ttfts_weighted)
+        self._itl.push(self._itls, self._itls_weighted)
         self.ring.append(self._row(now, elapsed))
         self._new_bin()
         return True

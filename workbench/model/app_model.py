@@ -22,6 +22,8 @@ from workbench.engine.spec import EngineConfig
 from workbench.model.conversations import ChatMessage, Conversation
 from workbench.model.engine_status import EngineStatus
 from workbench.model.requests import Owner, RequestRegistry
+from workbench.model.server_status import ServerStatus
+from workbench.remote.events import ServerMetricsRead, ServerStateChanged
 
 
 class AppModel:
@@ -33,6 +35,7 @@ class AppModel:
     conversation_removed = Signal(str)  # conversation id (deleted; "" for all of them)
     batch_run_added = Signal(str)  # run id
     batch_run_removed = Signal(str)  # run id
+    server_changed = Signal(object)  # ServerStatus
 
     def __init__(self, config: EngineConfig, system_prompt: str = ""):
         self.config = config
@@ -47,6 +50,7 @@ class AppModel:
         self._batch_numbers = itertools.count(1)  # run ids never repeat, even after a run is let go
         self.new_chat_sampling = SamplingSettings()  # seeds each new conversation (the applied preset's)
         self.preset_name = ""  # the preset the configuration came from ("" : none)
+        self.server = ServerStatus()  # the server attached to, if any
 
     # ------------------------------------------------------------------ configuration
     def set_config(self, config: EngineConfig) -> None:
@@ -182,6 +186,23 @@ class AppModel:
                 self._end_reply(request_id, "stopped", error="the engine stopped before this reply finished")
         self._set_engine(state=event.state, message=event.message, start_id=event.start_id,
                          progress=None, info=self.engine.info if ready else None, retry=event.retry)
+        if not ready and self.server.state:  # whatever runs next, that server is no longer attached
+            self._set_server(state="", metrics=None, message=event.message)
+
+    @apply.register
+    def _(self, event: ServerStateChanged) -> None:
+        self._set_server(state=event.state, base_url=event.base_url, message=event.message,
+                         attempt=event.attempt, retry_in_s=event.retry_in_s, served=event.served,
+                         log_path=event.log_path, kv_events_endpoints=event.kv_events_endpoints,
+                         metrics_problem=event.metrics_problem)
+
+    @apply.register
+    def _(self, event: ServerMetricsRead) -> None:
+        self._set_server(metrics=event.metrics)
+
+    def _set_server(self, **changes) -> None:
+        self.server = replace(self.server, **changes)
+        self.server_changed.emit(self.server)
 
     @apply.register
     def _(self, event: StartProgressed) -> None:

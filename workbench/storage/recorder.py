@@ -151,6 +151,6 @@ def row_figures(results, row: int):
     if counts[2] is None:
         return None
     itl_s = results.value("itl_s", row)
-    return RequestFigures(counts[0] or 0, counts[1] or 0, counts[2], results.value("ttft_s", row),
+    return RequestFigures(counts[0] or 0, counts[1], counts[2], results.value("ttft_s", row),
                           1.0 / itl_s if itl_s else None, queue_s=results.value("queue_s", row),
                           e2e_s=results.value("e2e_s", row))

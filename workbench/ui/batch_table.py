@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 
-from workbench.batch.results import COUNT_COLUMNS, STATUS_NAMES, BatchResults
+from workbench.batch.results import COUNT_COLUMNS, DONE, STATUS_NAMES, BatchResults
 
 ELIDE_CHARS = 120
 # (key, header): keys are the results' columns, or "line", "prompt", "text"
@@ -72,8 +72,8 @@ class BatchTableModel(QAbstractTableModel):
         if key in TEXT_COLUMNS:
             return elide(self.full_text(row, key))
         value = results.value(key, row)
-        if value is None:
-            return ""
+        if value is None:  # a finished row without the figure: the backend does not give it (a server)
+            return "n/a" if results.status(row) == DONE else ""
         if key in COUNT_COLUMNS:
             return f"{value:,}"
         return f"{value * 1e3:,.1f}" if key in MS_COLUMNS else f"{value:,.2f}"

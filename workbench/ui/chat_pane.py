@@ -24,7 +24,10 @@ def figures_text(turn: ChatMessage) -> str:
             parts.append(f"{f.decode_tokens_per_s:.1f} tok/s")
         parts.append(f"{f.output_tokens} output tok")
         parts.append(f"prompt {f.prompt_tokens} tok")
-        parts.append(f"cached {f.cached_prompt_tokens} tok ({f.cache_hit_fraction:.0%})")
+        if f.cached_prompt_tokens is None:
+            parts.append("cached: not available")
+        else:
+            parts.append(f"cached {f.cached_prompt_tokens} tok ({f.cache_hit_fraction:.0%})")
     if turn.status == "stopped":
         parts.append(f"stopped: {turn.error}" if turn.error else "stopped")  # e.g. cut off by a crash
     elif turn.status == "streaming":

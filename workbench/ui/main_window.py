@@ -24,6 +24,7 @@ from workbench.ui.kv_heatmap import KVHeatmapView
 from workbench.ui.live_plot import share_time_axis
 from workbench.ui.memory_panel import MemoryPanel
 from workbench.ui.preset_panel import PresetPanel
+from workbench.ui.server_actions import ServerActions
 from workbench.ui.stats_plots import StatsPlotsView
 from workbench.ui.storage_notice import StorageNotice
 
@@ -71,6 +72,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
         self.presets = PresetPanel(model, engine.worker.post, self.restart_engine)
         self.preset_dock = self._dock("Presets", self.presets)
+        self.server = ServerActions(self)  # Server menu and panel: attach to a server, or serve the preset
         self._build_menus()
         self._wire()
         self._tick = 0
@@ -100,6 +102,7 @@ class MainWindow(QMainWindow):
         choose = QAction("Choose model…", self)
         choose.triggered.connect(self.choose_model)
         model_menu.addAction(choose)
+        self.server.add_menu(self.menuBar())
         tools_menu = self.menuBar().addMenu("&Tools")
         benchmark = QAction("Benchmark…", self)
         benchmark.triggered.connect(self.open_benchmark)

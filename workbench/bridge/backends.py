@@ -1,0 +1,15 @@
+"""Which backend runs a start command: the local engine, or a server (attached, or served first)."""
+from __future__ import annotations
+
+from workbench.engine.backend import Backend
+from workbench.remote.spec import ServerSpec
+
+
+def backend_for(config) -> Backend:
+    if isinstance(config, ServerSpec):
+        from workbench.remote.backend import RemoteBackend
+
+        return RemoteBackend(config)
+    from workbench.engine.session import EngineSession
+
+    return EngineSession(config)

@@ -1,0 +1,351 @@
+"""A vLLM server as the engine loop's backend: requests streamed through its OpenAI-compatible API,
+live statistics from its Prometheus ``/metrics``, a lost connection retried with backoff.
+
+The loop's thread calls the :class:`~workbench.engine.backend.Backend` methods; the network work runs
+on an asyncio loop of its own (``io_loop``). New text is joined per request under a lock and taken by
+:meth:`RemoteBackend.advance`, which waits at most 20 ms for news, so commands still reach the loop
+promptly. Nothing streamed is dropped: a stream cut off by a lost connection ends as a failed request
+with its text kept, and the backend keeps trying the server until it answers again.
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+import queue
+import threading
+import time
+from collections import deque
+from typing import Callable
+
+from workbench.engine.backend import Backend, Capabilities, ChatRequest, EngineInfo, StreamEvent
+from workbench.engine.start_phases import EngineStartError, StartProgress, progress_for
+from workbench.remote.errors import ConnectionLost, MalformedMetrics, NoAnswer, ServerError
+from workbench.remote.events import ServerMetricsRead, ServerStateChanged
+from workbench.remote.io_loop import IOLoop
+from workbench.remote.openai_client import ServerFacts, explain, make_client, read_facts, stream_request
+from workbench.remote.prometheus import MetricsFormatError, ServerMetrics, parse_metrics, step_between
+from workbench.remote.serve import ServerProcess, ServerStartError, kv_endpoints
+from workbench.remote.spec import KVEventsEndpoint, ServerSpec
+
+SCRAPE_INTERVAL_S = 0.5  # /metrics is read twice a second; the plots get one point per scrape
+MAX_BACKOFF_S = 10.0
+NEWS_WAIT_S = 0.02  # advance() waits this long for news, so the loop still sees its commands
+
+
+def backoff_s(attempt: int) -> float:
+    """Seconds before reconnect attempt ``attempt`` (1, 2, ...): 0.5, 1, 2, 4, 8, then 10."""
+    return min(0.5 * 2 ** (attempt - 1), MAX_BACKOFF_S)
+
+
+class RemoteBackend(Backend):
+    """A server, attached (``spec.serve`` None) or started here first ("Serve")."""
+
+    def __init__(self, spec: ServerSpec, scrape_interval_s: float = SCRAPE_INTERVAL_S):
+        self.spec = spec
+        self.server: ServerProcess | None = ServerProcess(spec.serve) if spec.serve is not None else None
+        self.kv_events_endpoints: tuple[KVEventsEndpoint, ...] = (
+            spec.kv_events_endpoints or (kv_endpoints(spec.serve) if spec.serve is not None else ()))
+        # No physical block layout over the network: the KV view is the prefix cache as vLLM's KV
+        # events describe it (blocks stored and removed), where the server publishes them.
+        self.capabilities = Capabilities(kv_blocks="prefix-events" if self.kv_events_endpoints else "none",
+                                         memory="none", stats=frozenset({"ttft", "decode_rate"}),
+                                         live_stats="prometheus")
+        self.scrape_interval_s = scrape_interval_s
+        self.stats_bin_s = 0.9 * scrape_interval_s  # one point per scrape (the loop ticks on each)
+        self.log_path = None  # the served server's log (the loop announces it: Engine > Show engine log)
+        self.model_name = spec.model_name
+        self.facts: ServerFacts | None = None
+        self.state = "connecting"
+        self.latest_metrics: ServerMetrics | None = None
+        self.metrics_problem = ""
+        self.scrape_times: deque[float] = deque(maxlen=100_000)  # when each scrape finished (benchmarks)
+        self.scrape_cpu_s = 0.0  # CPU spent parsing scrapes (thread time)
+        self.scrape_latencies: deque[float] = deque(maxlen=100_000)  # the server's answer time of each scrape
+        self._io: IOLoop | None = None
+        self._client = None
+        self._texts: dict[str, list[str]] = {}
+        self._lock = threading.Lock()
+        self._news: queue.SimpleQueue = queue.SimpleQueue()
+        self._wake = threading.Event()
+        self._streams: dict[str, object] = {}  # request id -> its task's future
+        self._aborted: set[str] = set()  # ended here already: a late end from the stream is dropped
+        self._reconnecting = False
+
+    # -------------------------------------------------------------- life cycle
+    def start(self, report: Callable[[StartProgress], None]) -> None:
+        if self.server is not None:
+            self._serve(report)
+        report(progress_for("process", f"Connecting to {self.spec.api_root}", 0.9))
+        self._io = IOLoop()
+        self._client = self._io.call(self._new_client())
+        try:
+            self.facts = self._io.call(read_facts(self._client, self.spec))
+        except ServerError as exc:
+            self.shutdown()
+            raise EngineStartError(str(exc), str(self.log_path) if self.log_path else None) from exc
+        self.model_name = self.spec.model_name or self.facts.models[0]
+        try:
+            self.latest_metrics = self._io.call(self._scrape())  # the baseline the plots count from
+        except MalformedMetrics as exc:
+            self.metrics_problem = str(exc)
+        except ServerError:
+            pass  # the poller reports it
+        self.state = "connected"
+        self._report_state()
+        if self.latest_metrics is not None:
+            self._news.put(("report", ServerMetricsRead(self.latest_metrics)))
+        self._io.submit(self._poll_metrics())
+        report(progress_for("ready", f"Attached to {self.spec.api_root}"))
+
+    def _serve(self, report: Callable[[StartProgress], None]) -> None:
+        report(progress_for("process", f"Starting vLLM's API server on port {self.spec.serve.port}"))
+        self.server.start()
+        self.log_path = self.server.log_path
+        try:
+            self.server.wait_ready(on_wait=lambda s: report(progress_for(
+                "weights", f"vLLM's API server is loading the model ({s:.0f} s)", min(0.85, 0.2 + s / 120))))
+        except ServerStartError as exc:
+            self.server.stop()
+            raise EngineStartError(str(exc), str(self.log_path)) from exc
+
+    async def _new_client(self):
+        return make_client(self.spec)
+
+    def shutdown(self) -> None:
+        io, self._io = self._io, None
+        if io is not None:
+            client = self._client
+            if client is not None:
+                try:
+                    io.call(client.aclose(), timeout_s=5)
+                except Exception:  # a client that will not close is dropped with the loop
+                    pass
+            io.stop()
+        self._client = None
+        self._streams.clear()
+        if self.server is not None:
+            self.server.stop()
+        self.state = "closed"
+
+    @property
+    def running(self) -> bool:
+        return self._io is not None
+
+    def info(self) -> EngineInfo:
+        facts = self.facts
+        pids = (self.server.pid,) if self.server is not None and self.server.pid else ()
+        return EngineInfo(model=self.model_name, vllm_version=(facts.vllm_version if facts else "") or "unknown",
+                          device="server", max_model_len=facts.max_model_len if facts else 0,
+                          chat_template=None, engine_pids=pids)
+
+    def describe_end(self) -> str:
+        if self.server is not None and not self.server.running():
+            return f"the served vLLM process exited (its log: {self.log_path})"
+        return f"the connection to {self.spec.api_root} was closed"
+
+    # -------------------------------------------------------------- requests
+    def submit(self, request: ChatRequest) -> None:
+        if self.state != "connected":
+            self._news.put(("failed", request.request_id, self._not_connected_message()))
+            self._wake.set()
+            return
+        priority = self.spec.serve is not None and self.spec.serve.config.schedules_by_priority
+        self._streams[request.request_id] = self._io.submit(self._stream(request, priority))
+
+    def _not_connected_message(self) -> str:
+        return (f"The server at {self.spec.api_root} is not reachable now; the workbench is reconnecting "
+                "(see the server panel). Your message is kept: send it again (Regenerate) once it says "
+                "connected.")
+
+    async def _stream(self, request: ChatRequest, send_priority: bool) -> None:
+        request_id = request.request_id
+        lock, wake = self._lock, self._wake
+
+        def on_text(text: str) -> None:
+            with lock:
+                parts = self._texts.get(request_id)
+                if parts is None:
+                    self._texts[request_id] = [text]
+                else:
+                    parts.append(text)
+            wake.set()
+
+        try:
+            tally = await stream_request(self._client, self.spec, request, self.model_name, on_text, send_priority)
+        except asyncio.CancelledError:
+            raise
+        except ConnectionLost as exc:
+            self._news.put(("failed", request_id, str(exc)))
+            self._connection_lost(str(exc))
+        except ServerError as exc:
+            self._news.put(("failed", request_id, str(exc)))
+        except Exception as exc:  # anything else still ends the request, with its text kept
+            self._news.put(("failed", request_id, str(explain(exc, self.spec.api_root, self.spec, True))))
+        else:
+            self._news.put(("done", StreamEvent(request_id, "", True, tally.finish_reason, tally.figures())))
+        finally:
+            self._streams.pop(request_id, None)
+            wake.set()
+
+    def abort(self, request_id: str) -> None:
+        """Closes the request's stream (vLLM aborts a request whose client went away)."""
+        future = self._streams.pop(request_id, None)
+        if future is None:
+            return
+        future.cancel()
+        self._aborted.add(request_id)
+        with self._lock:
+            parts = self._texts.pop(request_id, None)
+        if parts:
+            self.events.texts_arrived({request_id: "".join(parts)})
+        self.events.request_finished(StreamEvent(request_id, "", finished=True, finish_reason="aborted"))
+
+    def has_work(self) -> bool:
+        return self._io is not None  # the server's statistics arrive even when no request of ours runs
+
+    def advance(self) -> None:
+        if self.server is not None and not self.server.running():
+            raise RuntimeError(f"vLLM's API server exited with code {self.server.process.returncode}")
+        self._wake.wait(NEWS_WAIT_S)
+        self._wake.clear()
+        news = []
+        while True:  # the news first, then the text: a request's last text came before its end
+            try:
+                news.append(self._news.get_nowait())
+            except queue.Empty:
+                break
+        with self._lock:
+            texts, self._texts = self._texts, {}
+        events = self.events
+        if texts:
+            events.texts_arrived({rid: "".join(parts) for rid, parts in texts.items()})
+        for item in news:
+            self._deliver(events, item)
+
+    def _deliver(self, events, item) -> None:
+        kind = item[0]
+        if kind in ("done", "failed") and self._aborted:
+            request_id = item[1].request_id if kind == "done" else item[1]
+            if request_id in self._aborted:
+                self._aborted.discard(request_id)
+                return
+        if kind == "done":
+            events.request_finished(item[1])
+        elif kind == "failed":
+            events.request_failed(item[1], item[2])
+        elif kind == "stats":
+            events.stats_recorded(item[1])
+        elif kind == "report":
+            reported = getattr(events, "backend_reported", None)
+            if reported is not None:
+                reported(item[1])
+
+    # -------------------------------------------------------------- metrics and the connection
+    async def _scrape(self) -> ServerMetrics:
+        try:
+            response = await self._client.get(self.spec.metrics_url)
+        except Exception as exc:
+            raise explain(exc, self.spec.api_root, self.spec) from exc
+        if response.status_code != 200:
+            raise MalformedMetrics(self.spec.metrics_url, f"GET /metrics gave HTTP {response.status_code}")
+        started = time.thread_time()
+        try:
+            metrics = parse_metrics(response.text)
+        except MetricsFormatError as exc:
+            raise MalformedMetrics(self.spec.metrics_url, str(exc)) from exc
+        finally:
+            self.scrape_cpu_s += time.thread_time() - started
+        return metrics
+
+    async def _poll_metrics(self) -> None:
+        due = time.monotonic()
+        while True:
+            due += self.scrape_interval_s
+            if self.state == "connected":
+                try:
+                    await self._scrape_once()
+                except Exception as exc:  # the poller must outlive any one bad scrape
+                    self.metrics_problem = f"Reading {self.spec.metrics_url} failed: {type(exc).__name__}: {exc}"
+                    self._report_state()
+            delay = due - time.monotonic()
+            if delay < 0:  # a scrape overran its interval: the next one starts now, not in a burst
+                due, delay = time.monotonic(), 0.0
+            await asyncio.sleep(delay)
+
+    async def _scrape_once(self) -> None:
+        asked = time.monotonic()
+        try:
+            metrics = await self._scrape()
+        except (MalformedMetrics, NoAnswer) as exc:  # a slow /metrics under load is no lost connection
+            if str(exc) != self.metrics_problem:
+                self.metrics_problem = str(exc)
+                self._report_state()
+            return
+        except ServerError as exc:
+            self._connection_lost(str(exc))
+            return
+        self.scrape_times.append(time.monotonic())
+        self.scrape_latencies.append(self.scrape_times[-1] - asked)
+        if self.metrics_problem:
+            self.metrics_problem = ""
+            self._report_state()
+        before, self.latest_metrics = self.latest_metrics, metrics
+        if before is not None:
+            self._news.put(("stats", step_between(before, metrics)))
+        self._news.put(("report", ServerMetricsRead(metrics)))
+        self._wake.set()
+
+    def _connection_lost(self, detail: str) -> None:
+        """On the io loop: the first sign of a lost server starts one reconnecting task."""
+        if self._reconnecting or self._io is None:
+            return
+        self._reconnecting = True
+        self.state = "reconnecting"
+        self._io.submit(self._reconnect(detail))
+
+    async def _reconnect(self, detail: str) -> None:
+        attempt = 0
+        try:
+            while True:
+                attempt += 1
+                delay = backoff_s(attempt)
+                self._report_state(detail, attempt, delay)
+                await asyncio.sleep(delay)
+                old, self._client = self._client, make_client(self.spec)  # no pooled socket to the dead server
+                await old.aclose()
+                try:
+                    self.facts = await read_facts(self._client, self.spec)
+                except ServerError as exc:
+                    detail = str(exc)
+                    continue
+                self.state = "connected"
+                self._report_state(f"Reconnected after {attempt} attempt{'s' if attempt > 1 else ''}.")
+                return
+        finally:
+            self._reconnecting = False
+
+    def _report_state(self, message: str = "", attempt: int = 0, retry_in_s: float | None = None) -> None:
+        self._news.put(("report", ServerStateChanged(
+            self.state, self.spec.api_root, message, attempt, retry_in_s, served=self.server is not None,
+            log_path=str(self.log_path) if self.log_path else None,
+            kv_events_endpoints=self.kv_events_endpoints, metrics_problem=self.metrics_problem)))
+        self._wake.set()
+
+
+def scrape_interval_held(times: list[float], interval_s: float, latencies: list[float] = ()) -> dict:
+    """How well scrapes kept their interval: gaps' median and p99, the share more than 50 % late, and
+    how long the server took to answer (a scrape waits for the one before it)."""
+    ordered = sorted(latencies)
+    answer = {"answer_s_p50": ordered[len(ordered) // 2] if ordered else math.nan,
+              "answer_s_max": ordered[-1] if ordered else math.nan}
+    return {**_gaps(times, interval_s), **answer}
+
+
+def _gaps(times: list[float], interval_s: float) -> dict:
+    gaps = sorted(b - a for a, b in zip(times, times[1:]))
+    if not gaps:
+        return {"num_scrapes": len(times), "gap_s_p50": math.nan, "gap_s_p99": math.nan, "late_fraction": math.nan}
+    late = sum(1 for g in gaps if g > 1.5 * interval_s)
+    return {"num_scrapes": len(times), "gap_s_p50": gaps[len(gaps) // 2],
+            "gap_s_p99": gaps[min(len(gaps) - 1, int(round(0.99 * (len(gaps) - 1))))],
+            "late_fraction": late / len(gaps)}

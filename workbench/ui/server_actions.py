@@ -1,0 +1,102 @@
+"""The Server menu and panel: connect to a vLLM server, serve the current preset as one, disconnect.
+
+A server takes the local engine's place behind the panes: the start command carries a
+``ServerSpec`` instead of an ``EngineConfig``, and the engine loop runs it through the same backend
+interface. The model's configuration stays the local preset's, so Engine > Restart engine goes back
+to the local engine.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from PySide6.QtCore import QObject, QTimer, Slot
+from PySide6.QtGui import QAction
+
+from workbench.engine.commands import StartEngine, StopEngine
+from workbench.engine.events import EngineState
+from workbench.remote.recent import remember
+from workbench.remote.serve import kv_endpoints
+from workbench.remote.spec import ServeOptions, ServerSpec
+from workbench.ui.server_panel import ServerPanel
+
+SERVER_TEMPLATE = ("The server renders chat prompts with its own chat template (the model's, or the one "
+                   "it was started with, --chat-template).")
+NO_BLOCK_LAYOUT = ("A server shows no physical block layout: its KV view is the prefix cache as vLLM's KV "
+                   "cache events describe it.")
+
+
+class ServerActions(QObject):
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.panel = ServerPanel(window.model, window.status.show_engine_log)
+        self.dock = window._dock("Server", self.panel)
+        window.model.engine_changed.connect(self._on_model_engine_changed)
+
+    def add_menu(self, menu_bar) -> None:
+        menu = menu_bar.addMenu("&Server")
+        menu.addAction(self.dock.toggleViewAction())
+        for text, slot in (("Connect to server…", self.ask_connect), ("Serve current preset…", self.ask_serve),
+                           ("Disconnect", self.disconnect)):
+            action = QAction(text, self.window)
+            action.triggered.connect(slot)
+            menu.addAction(action)
+
+    # -------------------------------------------------------------- commands
+    def connect(self, spec: ServerSpec) -> int:
+        """Attaches to ``spec`` (the local engine stops first); returns the start's id. The server is
+        remembered without its key."""
+        if self._locked():
+            return 0
+        if spec.serve is None:
+            remember(spec)
+        start_id = self.window.model.next_start_id()
+        self.window.engine.worker.post(StartEngine(spec, start_id))
+        self.dock.show()
+        return start_id
+
+    def serve(self, options: ServeOptions) -> int:
+        """Starts vLLM's API server on ``options`` and attaches to it; returns the start's id."""
+        from workbench.engine.demo_model import ensure_demo_model, is_demo_model
+        from workbench.engine.spec import DEMO_MODEL
+
+        config = options.config
+        if config.model == DEMO_MODEL or is_demo_model(config.model):
+            config = replace(config, model=str(ensure_demo_model()))
+        options = replace(options, config=config)
+        spec = ServerSpec(f"http://{options.host}:{options.port}", serve=options,
+                          kv_events_endpoints=kv_endpoints(options))
+        return self.connect(spec)
+
+    @Slot()
+    def disconnect(self) -> None:
+        """Stops using the server (a served one is stopped too); the window has no engine until the next start."""
+        if self.window.model.server.state:
+            self.window.engine.worker.post(StopEngine())
+
+    @Slot()
+    def ask_connect(self) -> None:
+        from workbench.ui.server_dialogs import ConnectDialog
+
+        dialog = ConnectDialog(self.window)
+        if dialog.exec() and dialog.spec() is not None:
+            self.connect(dialog.spec())
+
+    @Slot()
+    def ask_serve(self) -> None:
+        from workbench.ui.server_dialogs import ServeDialog
+
+        model = self.window.model
+        dialog = ServeDialog(model.config, model.preset_name, self.window)
+        if dialog.exec():
+            self.serve(dialog.options())
+
+    def _locked(self) -> bool:
+        storage = self.window.storage
+        return storage is not None and storage.locked
+
+    def _on_model_engine_changed(self, status) -> None:
+        if status.state is EngineState.READY and status.info is not None and status.info.device == "server":
+            self.window.heatmap.clear(NO_BLOCK_LAYOUT)
+            # after the window's own handler, which shows the local engine's template
+            QTimer.singleShot(0, lambda: self.window.chat.sampling.template.setPlainText(SERVER_TEMPLATE))
