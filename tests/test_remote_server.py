@@ -118,6 +118,64 @@ def test_chat_and_a_small_batch_go_through_the_server(attached, vllm_server, qtb
     assert window.engine.worker.latest_stats().totals.generation_tokens >= figures.output_tokens + 32
 
 
+def replayed_stored_blocks(replay_endpoint: str) -> set:
+    """The server's prefix-cache contents rebuilt here, not by the workbench: every batch its replay
+    endpoint still holds, from the first, decoded with vLLM's own KVEventBatch."""
+    import msgspec
+    import zmq
+    from vllm.distributed.kv_events import AllBlocksCleared, BlockRemoved, BlockStored, KVEventBatch
+
+    decoder = msgspec.msgpack.Decoder(type=KVEventBatch)
+    context = zmq.Context()
+    dealer = context.socket(zmq.DEALER)
+    dealer.setsockopt(zmq.LINGER, 0)
+    dealer.connect(replay_endpoint)
+    dealer.send_multipart((b"", (0).to_bytes(8, "big")))
+    stored: set = set()
+    try:
+        while True:
+            assert dealer.poll(10_000), f"no replay from {replay_endpoint}"
+            _, _topic, seq, payload = dealer.recv_multipart()
+            if int.from_bytes(seq, "big", signed=True) == -1:
+                return stored
+            for event in decoder.decode(payload).events:
+                keys = {(event.medium, event.group_idx, h) for h in getattr(event, "block_hashes", ())}
+                if isinstance(event, BlockStored):
+                    stored |= keys
+                elif isinstance(event, BlockRemoved):
+                    stored -= keys
+                elif isinstance(event, AllBlocksCleared):
+                    stored.clear()
+    finally:
+        dealer.close(linger=0)
+        context.term()
+
+
+def test_the_prefix_cache_view_follows_the_served_servers_events(attached, vllm_server, qtbot):  # noqa: F811
+    """The served server's publisher connects to the workbench's end on loopback; the view's stored
+    blocks equal what the server's own replay buffer describes, decoded here with vLLM's classes."""
+    window = attached
+    connect(window, qtbot, vllm_server)
+    kv = window.server.kv_view
+    assert kv.subscriber is not None and window.server.kv_dock.isVisibleTo(window)
+    window.panes.setCurrentWidget(window.chat)
+    window.chat.new_conversation()
+    window.chat.sampling.max_tokens.setValue(16)
+    for question in ("Name the parts of a paged KV cache.", "Name the parts of a paged KV cache, briefly."):
+        _, reply = type_and_send(window, qtbot, question)
+        wait_finished(qtbot, reply, REPLY_TIMEOUT_MS)
+        assert reply.status == "done", reply.error
+    expected = replayed_stored_blocks(vllm_server.kv_events_endpoints[0].replay)
+    assert expected, "the server stored no blocks for two replies"
+
+    def view_matches():
+        state = kv.subscriber.latest()
+        assert set(state.ranks[0].stored) == expected
+        assert sum(rank.num_stored_now for rank in kv.view.selected_ranks()) == len(expected)
+    qtbot.waitUntil(view_matches, timeout=10_000)
+    assert kv.subscriber.latest().complete, kv.subscriber.latest().notices
+
+
 def test_stop_ends_the_reply_with_its_text(attached, vllm_server, qtbot):  # noqa: F811
     window = attached
     window.panes.setCurrentWidget(window.chat)

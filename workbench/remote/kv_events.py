@@ -38,6 +38,7 @@ class EventsEndpoint:
     endpoint: str
     replay_endpoint: str | None = None
     rank: int = 0
+    listen: bool = False  # bind ``endpoint`` and let the publisher connect (vLLM's connects to any non-wildcard address)
 
 
 def rank_endpoints(host: str, endpoint: str = "tcp://*:5557", replay_endpoint: str | None = "tcp://*:5558",
@@ -69,7 +70,10 @@ class _RankLink:
         self.sub.setsockopt(zmq.SUBSCRIBE, topic)
         # Connection events tell a reconnection (a restarted server, a network hiccup) from silence.
         self.monitor = self.sub.get_monitor_socket(zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED)
-        self.sub.connect(where.endpoint)
+        if where.listen:
+            self.sub.bind(where.endpoint)
+        else:
+            self.sub.connect(where.endpoint)
         self.disconnected = False
         self.rejoining = False  # the replay in flight follows a reconnection: the server may have restarted
         self.replay: zmq.Socket | None = None

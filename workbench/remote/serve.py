@@ -71,8 +71,10 @@ def serve_argv(options: ServeOptions, python: str = sys.executable, on_cpu: bool
 
 
 def kv_endpoints(options: ServeOptions) -> tuple[KVEventsEndpoint, ...]:
+    """A served server's events: its publisher connects to the workbench's end on loopback (see
+    ``KVEventsEndpoint.listen``); its replay endpoint is bound by the server, on loopback too."""
     return (KVEventsEndpoint(f"tcp://127.0.0.1:{options.kv_events_port}",
-                             f"tcp://127.0.0.1:{options.kv_replay_port}", 0),)
+                             f"tcp://127.0.0.1:{options.kv_replay_port}", 0, listen=True),)
 
 
 class ServerStartError(RuntimeError):

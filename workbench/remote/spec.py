@@ -37,6 +37,10 @@ class KVEventsEndpoint:
     publisher: str  # "tcp://127.0.0.1:5557"
     replay: str | None = None
     rank: int = 0
+    # True: the workbench listens on ``publisher`` and the server connects to it. vLLM's publisher binds
+    # only a wildcard address ("tcp://*:5557") and connects to any other, so a served server's events
+    # on "tcp://127.0.0.1:PORT" stay on loopback with the workbench's end bound there.
+    listen: bool = False
 
 
 @dataclass(frozen=True)

@@ -206,6 +206,7 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event) -> None:
         self.heatmap_timer.stop()
+        self.server.close()
         self.batch.shutdown()
         self.memory_service.stop()
         self.engine.stop()

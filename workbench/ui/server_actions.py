@@ -17,6 +17,7 @@ from workbench.engine.events import EngineState
 from workbench.remote.recent import remember
 from workbench.remote.serve import kv_endpoints
 from workbench.remote.spec import ServeOptions, ServerSpec
+from workbench.ui.server_kv_view import ServerKVView
 from workbench.ui.server_panel import ServerPanel
 
 SERVER_TEMPLATE = ("The server renders chat prompts with its own chat template (the model's, or the one "
@@ -31,11 +32,16 @@ class ServerActions(QObject):
         self.window = window
         self.panel = ServerPanel(window.model, window.status.show_engine_log)
         self.dock = window._dock("Server", self.panel)
+        self.kv_view = ServerKVView()  # the server's prefix cache, from its KV cache events
+        self.kv_dock = window._dock("Prefix cache (server)", self.kv_view)
+        self.kv_dock.hide()
         window.model.engine_changed.connect(self._on_model_engine_changed)
+        window.model.server_changed.connect(self._follow_kv_events)
 
     def add_menu(self, menu_bar) -> None:
         menu = menu_bar.addMenu("&Server")
         menu.addAction(self.dock.toggleViewAction())
+        menu.addAction(self.kv_dock.toggleViewAction())
         for text, slot in (("Connect to server…", self.ask_connect), ("Serve current preset…", self.ask_serve),
                            ("Disconnect", self.disconnect)):
             action = QAction(text, self.window)
@@ -95,7 +101,22 @@ class ServerActions(QObject):
         storage = self.window.storage
         return storage is not None and storage.locked
 
+    def close(self) -> None:
+        """The window closes: the events subscriber's thread ends."""
+        self.kv_view.detach()
+
+    def _follow_kv_events(self, *_) -> None:
+        """The prefix-cache view follows the attached server's events endpoints (they come with the
+        server's status, which may follow the engine's ready state)."""
+        engine = self.window.model.engine
+        if not (engine.ready and engine.info is not None and engine.info.device == "server"):
+            self.kv_view.detach()
+            return
+        self.kv_view.attach(self.window.model.server.kv_events_endpoints)
+        self.kv_dock.show()
+
     def _on_model_engine_changed(self, status) -> None:
+        self._follow_kv_events()
         if status.state is EngineState.READY and status.info is not None and status.info.device == "server":
             self.window.heatmap.clear(NO_BLOCK_LAYOUT)
             # after the window's own handler, which shows the local engine's template
