@@ -191,7 +191,10 @@ class MainWindow(QMainWindow):
         # the heatmap, never all three, so no single pause of the event loop holds every paint.
         self._tick = (self._tick + 1) % 2
         if self._tick == 0 and ready:
-            self.plots.show_stats(worker.latest_stats())
+            stats = worker.latest_stats()
+            self.plots.show_stats(stats)
+            if self.storage is not None:  # the plotted points, kept per engine run
+                self.storage.record_stats(stats)
         elif self._tick == 1:
             self.memory.show_memory(self.memory_service.latest())
 

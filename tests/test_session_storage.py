@@ -1,0 +1,115 @@
+"""Sessions and the plots' series in storage, without an engine: a version 1 database keeps its data
+when it becomes version 2, a run of the app is a session holding its engine runs, and the series
+points come back per engine run as they were published."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from types import MappingProxyType
+
+import numpy as np
+
+from workbench.engine.backend import EngineInfo, StreamEvent
+from workbench.engine.events import EngineReady, EngineState, RequestFinished, StateChanged, TextFlushed
+from workbench.engine.metrics import RequestFigures
+from workbench.engine.ring_buffer import Series
+from workbench.engine.sampling import SamplingSettings
+from workbench.engine.spec import EngineConfig
+from workbench.engine.stats import COLUMNS, StatsSeries, StatsTotals
+from workbench.model.app_model import AppModel
+from workbench.storage.database import connect
+from workbench.storage.schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
+from workbench.storage.series import load_series
+from workbench.storage.store import Storage
+
+FACTS = {"app_version": "0.1.0", "vllm_version": "0.32.0", "torch_version": "2.13.0", "driver_version": None,
+         "gpus": []}
+
+
+def test_a_version_1_database_keeps_its_data_as_version_2(tmp_path):
+    path = tmp_path / "workbench.db"
+    connection = connect(path)
+    assert migrate(connection, MIGRATIONS[:1]) == 1
+    connection.executescript("""
+        INSERT INTO conversations VALUES ('c1', 'First', 0, 100.0, NULL);
+        INSERT INTO messages VALUES ('m1', 'c1', 0, 'user', 'Hi', 'done', '', '', NULL, 'sys', NULL, 110.0);
+        INSERT INTO messages VALUES ('m2', 'c1', 1, 'assistant', 'Hello', 'done', '', 'r1', NULL, 'sys',
+                                     '{"prompt_tokens":5,"cached_prompt_tokens":0,"output_tokens":2,"ttft_s":0.01,"decode_tokens_per_s":50}', 111.0);
+        INSERT INTO batch_runs VALUES ('batch1', '["p.jsonl","jsonl"]', '{}', 120.0);
+        INSERT INTO batch_rows VALUES ('batch1', 0, '{}', 2, 'length', 'out', '', NULL);
+        INSERT INTO engine_runs VALUES ('e1', 1, '{"model":"demo"}', '{"vllm_version":"0.32.0"}', 105.0, 106.0, 130.0, '');
+        INSERT INTO engine_runs VALUES ('e0', 0, '{"model":"demo"}', NULL, 50.0, NULL, 60.0, 'failed');
+    """)
+    connection.close()
+    storage = Storage.open(path)  # opening migrates
+    assert storage.problem is None and schema_version(storage.opened.connection) == SCHEMA_VERSION == 2
+    storage.close()
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT text, run_key FROM messages ORDER BY position").fetchall() == [
+        ("Hi", None), ("Hello", "e1")]  # the reply: the engine run that was running when it was written
+    assert db.execute("SELECT text, status, run_key FROM batch_rows").fetchall() == [("out", 2, "e1")]
+    assert db.execute("SELECT title FROM conversations").fetchall() == [("First",)]
+    assert db.execute("SELECT session_id, started_s, ended_s FROM sessions").fetchall() == [("v1", 50.0, 130.0)]
+    assert db.execute("SELECT run_key, session_id FROM engine_runs ORDER BY run_key").fetchall() == [
+        ("e0", "v1"), ("e1", "v1")]
+
+
+def step_points(first_t: float, num: int) -> StatsSeries:
+    columns = {name: np.arange(num, dtype=float) + index for index, name in enumerate(COLUMNS)}
+    columns["t"] = first_t + 0.25 * np.arange(num)
+    return StatsSeries(Series(num, MappingProxyType(columns)), StatsTotals())
+
+
+def test_a_session_holds_its_engine_runs_and_their_series(tmp_path):
+    path = tmp_path / "workbench.db"
+    storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "be brief")
+    storage.restore_into(model, lambda command: None)
+    before = time.time()
+    storage.start(model, FACTS)
+    info = EngineInfo("demo", "0.32.0", "cpu", 2048, None, (1,))
+    for event in (StateChanged(EngineState.STARTING, "starting", 1), EngineReady(info),
+                  StateChanged(EngineState.READY, "ready", 1)):
+        model.apply(event)
+    now = time.monotonic()
+    storage.record_stats(step_points(now, 6))
+    storage.record_stats(step_points(now, 10))  # four new points; the first six are not taken again
+    conversation = model.new_conversation()
+    request = model.ask(conversation.conversation_id, "Hi", SamplingSettings(), "be brief")
+    model.apply(TextFlushed({request.request_id: "Hello"}))
+    model.apply(RequestFinished(StreamEvent(request.request_id, "", True, "stop", RequestFigures(5, 0, 2, 0.01, 40.0))))
+    assert storage.flush()
+    session_id = storage.session_id
+    storage.close()
+    db = connect(path)
+    (started_s, ended_s, facts), = db.execute("SELECT started_s, ended_s, facts FROM sessions").fetchall()
+    assert before <= started_s <= ended_s <= time.time() and json.loads(facts) == FACTS
+    (run_key, run_session), = db.execute("SELECT run_key, session_id FROM engine_runs").fetchall()
+    assert run_session == session_id
+    assert db.execute("SELECT role, run_key FROM messages ORDER BY position").fetchall() == [
+        ("user", None), ("assistant", run_key)]
+    series = load_series(db, run_key)
+    assert list(series) == list(COLUMNS) and len(series["t"]) == 10
+    assert np.array_equal(series["kv_usage_pct"], np.arange(10) + COLUMNS.index("kv_usage_pct"))
+    wall = series["t"]
+    assert np.allclose(np.diff(wall), 0.25) and abs(wall[0] - started_s) < 5  # wall-clock seconds
+
+
+def test_a_session_the_app_did_not_end_is_closed_at_the_next_start(tmp_path):
+    path = tmp_path / "workbench.db"
+    storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
+    storage.restore_into(model, lambda command: None)
+    storage.start(model, FACTS)
+    model.apply(StateChanged(EngineState.STARTING, "starting", 1))
+    assert storage.flush()
+    storage.writer.put(None)  # the thread ends as in a crash: no SessionEnded, no stop time
+    storage.writer._thread.join(10)
+    storage.writer = storage.recorder = storage.series = None
+    storage.opened.connection = None
+    storage.close()
+    storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
+    storage.restore_into(model, lambda command: None)
+    storage.close()
+    db = connect(path)
+    (started_s, ended_s), = db.execute("SELECT started_s, ended_s FROM sessions").fetchall()
+    assert ended_s is not None and ended_s >= started_s
