@@ -113,3 +113,73 @@ def test_a_session_the_app_did_not_end_is_closed_at_the_next_start(tmp_path):
     db = connect(path)
     (started_s, ended_s), = db.execute("SELECT started_s, ended_s FROM sessions").fetchall()
     assert ended_s is not None and ended_s >= started_s
+
+
+def ran_batch(model: AppModel, num_rows: int = 3):
+    from workbench.batch.formats import BatchPrompt
+    from workbench.batch.results import BatchResults
+    from workbench.batch.run import RunSettings
+
+    results = BatchResults()
+    for line_no in range(1, num_rows + 1):
+        results.append(BatchPrompt(line_no, prompt=f"prompt {line_no}"))
+    run = model.new_batch_run(results, RunSettings(max_in_flight=num_rows), lambda command: None,
+                              source=("/p.jsonl", "jsonl"))
+    run.start()
+    for row in range(num_rows - 1):
+        run.request_finished(StreamEvent(f"{run.run_id}-{row}", "", True, "length",
+                                         RequestFigures(10, 2, 5, 0.01 * (row + 1), 50.0, e2e_s=0.2 + row)))
+    # the last row is aborted before the engine ran it: no figures, no engine run
+    run.request_finished(StreamEvent(f"{run.run_id}-{num_rows - 1}", "", True, "aborted", None))
+    return run
+
+
+def test_a_batch_run_let_go_of_stays_with_its_session_until_the_session_is_deleted(tmp_path, qtbot):
+    from workbench.ui.sessions_view import SessionsView
+
+    path = tmp_path / "workbench.db"
+    storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
+    storage.restore_into(model, lambda command: None)
+    storage.start(model, FACTS)
+    for event in (StateChanged(EngineState.STARTING, "starting", 1), StateChanged(EngineState.READY, "ready", 1)):
+        model.apply(event)
+    first = ran_batch(model)
+    model.forget_batch_run(first.run_id)  # the Batch pane opened another file
+    assert storage.flush()
+    db = connect(path)
+    assert db.execute("SELECT row FROM batch_rows WHERE run_id = ?", (first.run_id,)).fetchall() == [(0,), (1,)]
+    storage.close()
+    storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
+    storage.restore_into(model, lambda command: None)
+    assert first.run_id not in model.batch_runs  # not shown again, but kept for the session
+    storage.start(model, FACTS)
+    second = ran_batch(model)  # may take the same id: the kept one moves aside
+    assert storage.flush()
+    rows = db.execute("SELECT run_id, count(*) FROM batch_rows GROUP BY run_id ORDER BY run_id").fetchall()
+    assert len(rows) == 2 and {count for _, count in rows} == {2, 3} and second.run_id in dict(rows)
+    assert db.execute("SELECT count(*) FROM batch_runs WHERE forgotten_s IS NOT NULL").fetchone() == (1,)
+    view = SessionsView(path, storage.session_id)
+    qtbot.addWidget(view)
+    assert view.session_table.rowCount() == 2 and view.session_table.item(1, 3).text() == "2"
+    view.session_table.selectRow(0)  # the newest: this run of the app
+    assert not view.delete_button.isEnabled() and not view.delete_selected(lambda question: True)
+    view.session_table.selectRow(1)
+    assert not view.delete_selected(lambda question: False)  # asked, and the answer was no
+    assert view.session_table.rowCount() == 2
+    assert view.delete_selected(lambda question: "engine runs" in question)
+    assert view.session_table.rowCount() == 1
+    assert db.execute("SELECT run_id, count(*) FROM batch_rows GROUP BY run_id").fetchall() == [(second.run_id, 3)]
+    assert db.execute("SELECT count(*) FROM engine_runs").fetchone() == (0,)  # the new session started none
+    storage.close()
+
+
+def test_the_report_table_holds_the_1000_slowest_requests_with_a_note():
+    from workbench.export.report import build_report
+    from workbench.sessions.stored import FIGURE_COLUMNS, RequestRecord, SessionSummary
+
+    found = [RequestRecord("batch", "batch1", "batch1", str(i), f"q{i}", "k", "done", "length", 1.0,
+                           {**dict.fromkeys(FIGURE_COLUMNS), "e2e_s": i / 1000}, "p", "o") for i in range(1200)]
+    page = build_report(SessionSummary("s", 0.0, 1.0, FACTS), [], [], found, {}, None)
+    table = page[page.index("<table id='requests'>"):]
+    assert table.count("<tr>") == 1001 and "1,000 slowest of 1,200" in page
+    assert "<td>1199</td>" in table and "<td>199</td>" not in table and "<td>200</td>" in table

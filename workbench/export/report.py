@@ -22,7 +22,8 @@ body{font-family:system-ui,sans-serif;margin:24px;color:#1d1d1f;background:#fff;
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:12px;margin:8px 0}th,td{border:1px solid #ddd;padding:3px 6px}
 th{background:#f3f3f3;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
-.runs{display:flex;gap:16px;flex-wrap:wrap}.run{border:1px solid #ccc;border-radius:6px;padding:8px}
+.runs{display:flex;gap:16px;flex-wrap:wrap}.run{border:1px solid #ccc;border-radius:6px;padding:8px;width:640px}
+.run .tables{display:flex;gap:12px;align-items:flex-start}.run h4{margin:4px 0}.run p{font-size:12px;color:#555}
 .plots{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:10px}
 .plots figure{margin:0}.plots img,.heatmap img{width:100%;background:#1e1f22}
 figcaption{font-size:12px;color:#555}.note{color:#8a5300;font-size:13px}
@@ -60,10 +61,10 @@ def _run_block(index: int, run: EngineRunRecord, figures: Mapping[str, float]) -
                       for name, (label, unit, _) in FIGURES.items())
     return (f"<div class='run' id='run-{index}'><h3>Engine run {index}: {_e(run.model)}</h3>"
             f"<p>started {_e(_when(run.started_s))}, ready {_e(_when(run.ready_s))}, stopped "
-            f"{_e(_when(run.stopped_s))} {_e(run.end_message)}</p>"
-            f"<h4>Configuration</h4><table class='config'>{config}</table>"
-            f"<h4>Reported by the engine</h4><table>{reported}</table>"
-            f"<h4>Figures</h4><table class='figures'>{numbers}</table></div>")
+            f"{_e(_when(run.stopped_s))}</p>"
+            f"<div class='tables'><div><h4>Configuration</h4><table class='config'>{config}</table>"
+            f"<h4>Reported by the engine</h4><table>{reported}</table></div>"
+            f"<div><h4>Figures</h4><table class='figures'>{numbers}</table></div></div></div>")
 
 
 def slowest(requests: list[RequestRecord], limit: int = MAX_TABLE_ROWS) -> list[RequestRecord]:

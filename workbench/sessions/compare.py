@@ -113,7 +113,7 @@ def config_diff(a: EngineRunRecord, b: EngineRunRecord) -> list[ConfigLine]:
 def format_value(value: float, unit: str = "") -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"
-    if float(value).is_integer() and abs(value) >= 10:
+    if float(value).is_integer():
         text = f"{value:,.0f}"
     else:
         text = f"{value:,.1f}" if abs(value) >= 10 else f"{value:.2f}"

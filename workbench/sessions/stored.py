@@ -168,12 +168,19 @@ def session_series(connection: sqlite3.Connection, runs: list[EngineRunRecord]) 
 
 
 def delete_session(path: Path | str, session_id: str) -> None:
-    """Deletes a session with its engine runs and their series (the conversations and batch runs stay:
-    they live on in the Chat and Batch panes). A connection of its own, one transaction."""
+    """Deletes a session with its engine runs, their series and the rows of batch runs the Batch pane
+    has let go of (conversations and the pane's batch run stay: they live on in the Chat and Batch panes).
+    A connection of its own, one transaction."""
     connection = connect(Path(path))
     try:
         connection.execute("PRAGMA foreign_keys = ON")
         connection.execute("BEGIN IMMEDIATE")
+        runs = "SELECT run_key FROM engine_runs WHERE session_id = ?"
+        forgotten = "SELECT run_id FROM batch_runs WHERE forgotten_s IS NOT NULL"
+        connection.execute(f"DELETE FROM batch_rows WHERE run_key IN ({runs}) AND run_id IN ({forgotten})",
+                           (session_id,))
+        connection.execute(f"DELETE FROM batch_runs WHERE run_id IN ({forgotten}) AND NOT EXISTS "
+                           "(SELECT 1 FROM batch_rows r WHERE r.run_id = batch_runs.run_id)")
         connection.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
         connection.execute("COMMIT")
     finally:

@@ -11,6 +11,7 @@ import time
 import uuid
 from typing import Callable
 
+from workbench.batch.results import ERROR
 from workbench.engine.events import EngineState
 from workbench.engine.metrics import RequestFigures
 from workbench.model.app_model import AppModel
@@ -119,9 +120,10 @@ class ModelRecorder:
         results = self.model.batch_runs[run_id].results
 
         def on_row_finished(row: int) -> None:
+            figures = row_figures(results, row)
+            ran = figures is not None or results.status(row) == ERROR  # a row cancelled before it ran: no engine run
             self.put(BatchRowSaved(run_id, row, results.status(row), results.finish_reason(row), results.texts[row],
-                                   results.errors.get(row, ""), row_figures(results, row), self.run_key,
-                                   time.time()))
+                                   results.errors.get(row, ""), figures, self.run_key if ran else "", time.time()))
 
         results.row_finished.connect(on_row_finished)
         self._watched[run_id] = (results, on_row_finished)

@@ -41,7 +41,7 @@ def load_batch_runs(connection: sqlite3.Connection, post: Callable[[object], Non
                     owners: RequestRegistry) -> list[BatchRun]:
     runs = []
     for run_id, source, settings in connection.execute(
-            "SELECT run_id, source, settings FROM batch_runs ORDER BY created_s"):
+            "SELECT run_id, source, settings FROM batch_runs WHERE forgotten_s IS NULL ORDER BY created_s"):
         results = load_results(connection, run_id)
         run_no = int(run_id.removeprefix("batch")) if run_id.removeprefix("batch").isdigit() else 0
         runs.append(BatchRun.restored(run_no, results, run_settings_from_json(settings), post, owners,

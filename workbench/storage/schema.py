@@ -59,7 +59,8 @@ VERSION_1 = (
 # Version 2: sessions (one run of the app, holding its engine runs), the plots' series of each engine
 # run (chunks of points as compact arrays), and the engine run that answered each request. Data of
 # version 1 is kept: its engine runs go into one session ("v1"), and each reply and batch row is given
-# the engine run that was running when it was written.
+# the engine run that was running when it was written. A batch run that the Batch pane lets go of is
+# no longer deleted while rows of it ran: its session keeps them (deleting the session deletes them).
 VERSION_2 = (
     """CREATE TABLE sessions (
         session_id TEXT PRIMARY KEY,       -- a UUID per run of the app
@@ -71,6 +72,8 @@ VERSION_2 = (
     "ALTER TABLE messages ADD COLUMN run_key TEXT",  # the engine run that answered (replies)
     "ALTER TABLE batch_rows ADD COLUMN run_key TEXT",
     "ALTER TABLE batch_rows ADD COLUMN finished_s REAL",
+    # A batch run the pane let go of (another file opened) is kept for its session while rows of it ran.
+    "ALTER TABLE batch_runs ADD COLUMN forgotten_s REAL",
     """CREATE TABLE series_chunks (
         run_key TEXT NOT NULL REFERENCES engine_runs ON DELETE CASCADE,
         first_s REAL NOT NULL,             -- time.time() of its first point

@@ -63,7 +63,14 @@ def _(record: AllConversationsDeleted, connection) -> None:
 
 @write_record.register
 def _(record: BatchRunSaved, connection) -> None:
-    connection.execute("INSERT OR REPLACE INTO batch_runs VALUES (?, ?, ?, ?)",
+    kept = connection.execute("SELECT created_s FROM batch_runs WHERE run_id = ? AND forgotten_s IS NOT NULL",
+                              (record.run_id,)).fetchone()
+    if kept is not None:  # a run let go of but kept for its session: it moves aside for the new one
+        aside = f"{record.run_id}@{kept[0]:.0f}"
+        connection.execute("PRAGMA defer_foreign_keys = ON")
+        connection.execute("UPDATE batch_rows SET run_id = ? WHERE run_id = ?", (aside, record.run_id))
+        connection.execute("UPDATE batch_runs SET run_id = ? WHERE run_id = ?", (aside, record.run_id))
+    connection.execute("INSERT OR REPLACE INTO batch_runs (run_id, source, settings, created_s) VALUES (?, ?, ?, ?)",
                        (record.run_id, json.dumps(list(record.source)), to_json(record.settings), time.time()))
     connection.executemany(
         "INSERT OR REPLACE INTO batch_rows VALUES (?, ?, ?, 0, '', '', '', NULL, NULL, NULL)",
@@ -81,7 +88,11 @@ def _(record: BatchRowSaved, connection) -> None:
 
 @write_record.register
 def _(record: BatchRunDeleted, connection) -> None:
-    connection.execute("DELETE FROM batch_runs WHERE run_id = ?", (record.run_id,))
+    # Rows that ran stay for their session (restore no longer shows the run); the rest goes.
+    connection.execute("DELETE FROM batch_rows WHERE run_id = ? AND run_key IS NULL", (record.run_id,))
+    connection.execute("UPDATE batch_runs SET forgotten_s = ? WHERE run_id = ?", (time.time(), record.run_id))
+    connection.execute("DELETE FROM batch_runs WHERE run_id = ? AND NOT EXISTS "
+                       "(SELECT 1 FROM batch_rows WHERE run_id = ?)", (record.run_id, record.run_id))
 
 
 @write_record.register

@@ -87,6 +87,9 @@ class MainWindow(QMainWindow):
         return dock
 
     def _build_menus(self) -> None:
+        from workbench.ui.file_menu import add_file_menu
+
+        add_file_menu(self)  # export the session or a conversation; past sessions
         engine_menu = self.menuBar().addMenu("&Engine")
         engine_menu.addAction(self.preset_dock.toggleViewAction())
         for text, slot in (("Restart engine", self.restart_engine), ("Stop engine", self.stop_engine),

@@ -1,0 +1,54 @@
+"""The live plots drawn from stored series (a past session, or this one for an export), and each plot
+rendered as PNG and SVG bytes."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+from PySide6.QtCore import Qt
+
+from workbench.engine.ring_buffer import Series
+from workbench.engine.stats import StatsSeries, StatsTotals
+from workbench.ui.plot_export import export_plot
+from workbench.ui.stats_plots import PLOTS, StatsPlotsView
+
+
+def stored_plots_view(series: dict[str, np.ndarray], origin_s: float) -> StatsPlotsView:
+    """The plots of ``series`` (stored columns, ``t`` in time.time() seconds) on seconds since ``origin_s``,
+    the whole of it in view."""
+    view = StatsPlotsView(origin_s)
+    view.paused.hide()
+    view.follow.hide()
+    show_series(view, series)
+    return view
+
+
+def show_series(view: StatsPlotsView, series: dict[str, np.ndarray]) -> None:
+    view.clear()
+    if not series or not len(series.get("t", ())):
+        view.totals.setText("No plotted points were stored for this session.")
+        return
+    columns = {name: np.asarray(values, dtype=np.float64) for name, values in series.items()}
+    view.show_stats(StatsSeries(Series(len(columns["t"]), MappingProxyType(columns)), StatsTotals()))
+    x = columns["t"][np.isfinite(columns["t"])] - view.time_origin
+    view.view.show_all(float(x[0]), float(x[-1]))
+    for plot in view.plots.values():
+        plot.enableAutoRange(axis="y")
+    view.totals.setText(f"{len(x):,} stored points over {x[-1] - x[0]:,.0f} s")
+
+
+def render_plots(view: StatsPlotsView) -> dict[str, tuple[str, bytes, bytes]]:
+    """Each plot of ``view`` as (title, PNG bytes, SVG bytes); the view is laid out off screen first."""
+    if not view.isVisible():
+        view.setAttribute(Qt.WA_DontShowOnScreen, True)
+        view.resize(1400, 900)
+        view.show()
+    rendered = {}
+    with tempfile.TemporaryDirectory(prefix="workbench-plots-") as folder:
+        for name, plot in view.plots.items():
+            png = export_plot(plot, Path(folder) / f"{name}.png", width_px=900).read_bytes()
+            svg = export_plot(plot, Path(folder) / f"{name}.svg").read_bytes()
+            rendered[name] = (PLOTS[name][0], png, svg)
+    return rendered
