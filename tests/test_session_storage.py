@@ -183,3 +183,17 @@ def test_the_report_table_holds_the_1000_slowest_requests_with_a_note():
     table = page[page.index("<table id='requests'>"):]
     assert table.count("<tr>") == 1001 and "1,000 slowest of 1,200" in page
     assert "<td>1199</td>" in table and "<td>199</td>" not in table and "<td>200</td>" in table
+
+
+def test_without_a_browser_the_report_check_fails_in_ci_and_skips_elsewhere(monkeypatch):
+    import pytest
+
+    import browser
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("CI", "1")
+    with pytest.raises(pytest.fail.Exception, match="apt-get install -y chromium"):
+        browser.browser()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception):
+        browser.browser()
