@@ -66,7 +66,7 @@ def export(window, qtbot, folder: Path) -> Path:
     outcome = []
     window.storage.flush()
     start_session_export(window, window.storage.path, window.storage.session_id, folder, window.heatmap,
-                         lambda f, error: outcome.append(error))
+                         lambda f, error: outcome.append(error), window.memory.plot)
     qtbot.waitUntil(lambda: bool(outcome), timeout=60_000)
     assert outcome == [None]
     return folder
@@ -130,8 +130,9 @@ def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, t
     assert sum(float(p["generation_tokens_per_s"]) for p in points) > 0
 
     names = {path.name for path in folder.iterdir()}
-    assert {f"plot-{n}.{s}" for n in PLOTS for s in ("png", "svg")} | {"heatmap.png", "report.html"} <= names
-    assert all(QImage(str(folder / f"plot-{n}.png")).width() >= 900 for n in PLOTS)
+    plots = [*PLOTS, "memory"]  # the memory panel's plot as the window shows it
+    assert {f"plot-{n}.{s}" for n in plots for s in ("png", "svg")} | {"heatmap.png", "report.html"} <= names
+    assert all(QImage(str(folder / f"plot-{n}.png")).width() >= 900 for n in plots)
     assert (folder / "plot-tokens.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
     with zipfile.ZipFile(folder.with_name("export.zip")) as archive:
         assert {Path(n).name for n in archive.namelist()} == names
@@ -140,7 +141,7 @@ def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, t
     text = page.read_text()
     assert "http://" not in text and "https://" not in text  # self-contained
     dom = rendered_dom(page)
-    assert dom.count("class=\"plot\"") == len(PLOTS) and dom.count("src=\"data:image/png;base64,") == len(PLOTS) + 1
+    assert dom.count("class=\"plot\"") == len(plots) and dom.count("src=\"data:image/png;base64,") == len(plots) + 1
     table = dom[dom.index("<table id=\"requests\""):]
     assert table[:table.index("</table>")].count("<tr>") == len(rows) + 1  # the header and every request
     assert "max_num_seqs" in dom and "table-note" not in dom  # under 1,000 requests: no note
@@ -151,8 +152,8 @@ def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, t
     if os.environ.get("WORKBENCH_SCREENSHOTS"):
         from PIL import Image
 
-        with Image.open(screenshot(page, tmp_path / "report-doc.png", (1200, 1500))) as full:
-            full.convert("RGB").resize((900, 1125)).quantize(colors=96).save(DOCS / "session-report.png", optimize=True)
+        with Image.open(screenshot(page, tmp_path / "report-doc.png", (1400, 1900))) as full:
+            full.convert("RGB").resize((980, 1330)).quantize(colors=96).save(DOCS / "session-report.png", optimize=True)
 
     as_json = json.loads(write_conversation(conversation, tmp_path / "chat.json").read_text())
     assert as_json["messages"][-1]["text"] == reply.text and as_json["messages"][-1]["figures"]["ttft_s"] == figures.ttft_s

@@ -18,14 +18,15 @@ TABLE_COLUMNS = (("engine run", None), ("kind", None), ("source", None), ("item"
                  ("cached tok", "cached_prompt_tokens"), ("queue ms", "queue_s"), ("TTFT ms", "ttft_s"),
                  ("ITL ms", "itl_s"), ("e2e ms", "e2e_s"))
 STYLE = """
-body{font-family:system-ui,sans-serif;margin:24px;color:#1d1d1f;background:#fff;max-width:1400px}
+body{font-family:system-ui,sans-serif;margin:16px 24px;color:#1d1d1f;background:#fff;max-width:1400px}
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:12px;margin:8px 0}th,td{border:1px solid #ddd;padding:3px 6px}
 th{background:#f3f3f3;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
-.runs{display:flex;gap:16px;flex-wrap:wrap}.run{border:1px solid #ccc;border-radius:6px;padding:8px;width:640px}
+.runs{display:flex;gap:12px;flex-wrap:wrap}.run{border:1px solid #ccc;border-radius:6px;padding:6px 8px;width:600px}
 .run .tables{display:flex;gap:12px;align-items:flex-start}.run h4{margin:4px 0}.run p{font-size:12px;color:#555}
-.plots{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:10px}
-.plots figure{margin:0}.plots img,.heatmap img{width:100%;background:#1e1f22}
+.plots{display:grid;grid-template-columns:repeat(3,minmax(0,1fr));gap:10px}
+.plots figure{margin:0}.plots img{width:100%;height:240px;object-fit:contain;background:#1e1f22}
+.heatmap img{max-width:100%;max-height:600px}
 figcaption{font-size:12px;color:#555}.note{color:#8a5300;font-size:13px}
 """
 

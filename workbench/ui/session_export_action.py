@@ -12,7 +12,7 @@ from superqt.utils import create_worker
 from workbench.export.conversation import conversation_json, conversation_markdown
 from workbench.export.session_export import Pictures, export_session
 from workbench.sessions.stored import engine_runs, open_read_only, session, session_series
-from workbench.ui.stored_plots import render_plots, stored_plots_view
+from workbench.ui.stored_plots import render_live_plot, render_plots, stored_plots_view
 
 
 def png_bytes(widget: QWidget) -> bytes:
@@ -22,8 +22,9 @@ def png_bytes(widget: QWidget) -> bytes:
     return bytes(QByteArray(buffer.data()))
 
 
-def session_pictures(db_path: Path, session_id: str, heatmap: QWidget | None) -> Pictures:
-    """The session's plots drawn from its stored series (every engine run), and the heatmap as it is now."""
+def session_pictures(db_path: Path, session_id: str, heatmap: QWidget | None, memory=None) -> Pictures:
+    """The session's plots drawn from its stored series (every engine run), and the heatmap and the
+    memory panel's plot (``memory``, a PlotItem) as they are now."""
     connection = open_read_only(db_path)
     try:
         summary = session(connection, session_id)
@@ -36,14 +37,16 @@ def session_pictures(db_path: Path, session_id: str, heatmap: QWidget | None) ->
     finally:
         view.close()
         view.deleteLater()
+    if memory is not None:
+        plots["memory"] = render_live_plot(memory, "Memory, as the window showed it at export time", "memory")
     return Pictures(plots, png_bytes(heatmap) if heatmap is not None else None)
 
 
 def start_session_export(parent: QWidget, db_path: Path, session_id: str, folder: Path,
-                         heatmap: QWidget | None = None, on_done=lambda folder, error: None):
+                         heatmap: QWidget | None = None, on_done=lambda folder, error: None, memory=None):
     """Exports into ``folder`` (and ``folder``.zip) on a worker thread with a progress dialog; returns the
     worker. ``on_done(folder, error)`` is called on the GUI thread (error None on success)."""
-    pictures = session_pictures(db_path, session_id, heatmap)
+    pictures = session_pictures(db_path, session_id, heatmap, memory)
     dialog = QProgressDialog("Exporting the session…", "", 0, 1000, parent)
     dialog.setWindowTitle("Export session")
     dialog.setCancelButton(None)
@@ -79,7 +82,8 @@ def ask_and_export_session(window) -> None:
     if chosen:
         folder = Path(chosen) / f"workbench-session-{stamp}"
         window._session_export = start_session_export(
-            window, storage.path, storage.session_id, folder, window.heatmap, lambda f, e: _tell(window, f, e))
+            window, storage.path, storage.session_id, folder, window.heatmap, lambda f, e: _tell(window, f, e),
+            window.memory.plot)
 
 
 def _tell(parent: QWidget, folder: Path, error) -> None:

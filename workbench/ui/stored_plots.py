@@ -39,6 +39,18 @@ def show_series(view: StatsPlotsView, series: dict[str, np.ndarray]) -> None:
     view.totals.setText(f"{len(x):,} stored points over {x[-1] - x[0]:,.0f} s")
 
 
+def render_plot(plot, title: str, folder: Path, name: str) -> tuple[str, bytes, bytes]:
+    png = export_plot(plot, folder / f"{name}.png", width_px=900).read_bytes()
+    svg = export_plot(plot, folder / f"{name}.svg").read_bytes()
+    return title, png, svg
+
+
+def render_live_plot(plot, title: str, name: str) -> tuple[str, bytes, bytes]:
+    """One plot of the window as it is now."""
+    with tempfile.TemporaryDirectory(prefix="workbench-plots-") as folder:
+        return render_plot(plot, title, Path(folder), name)
+
+
 def render_plots(view: StatsPlotsView) -> dict[str, tuple[str, bytes, bytes]]:
     """Each plot of ``view`` as (title, PNG bytes, SVG bytes); the view is laid out off screen first."""
     if not view.isVisible():
@@ -48,7 +60,5 @@ def render_plots(view: StatsPlotsView) -> dict[str, tuple[str, bytes, bytes]]:
     rendered = {}
     with tempfile.TemporaryDirectory(prefix="workbench-plots-") as folder:
         for name, plot in view.plots.items():
-            png = export_plot(plot, Path(folder) / f"{name}.png", width_px=900).read_bytes()
-            svg = export_plot(plot, Path(folder) / f"{name}.svg").read_bytes()
-            rendered[name] = (PLOTS[name][0], png, svg)
+            rendered[name] = render_plot(plot, PLOTS[name][0], Path(folder), name)
     return rendered
