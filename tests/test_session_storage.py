@@ -164,6 +164,15 @@ def test_a_batch_run_let_go_of_stays_with_its_session_until_the_session_is_delet
     view.session_table.selectRow(0)  # the newest: this run of the app
     assert not view.delete_button.isEnabled() and not view.delete_selected(lambda question: True)
     view.session_table.selectRow(1)
+    assert view.export_button.isEnabled()
+    from workbench.ui.session_export_action import start_session_export
+
+    outcome = []  # a past session exported from the view: its plots from the stored series, no heatmap
+    start_session_export(view, path, view.selected().session_id, tmp_path / "past", on_done=lambda f, e: outcome.append(e))
+    qtbot.waitUntil(lambda: bool(outcome), timeout=30_000)
+    assert outcome == [None] and (tmp_path / "past.zip").exists() and not (tmp_path / "past" / "heatmap.png").exists()
+    with open(tmp_path / "past" / "requests.csv") as handle:
+        assert len(handle.readlines()) == 1 + 2  # the header and the two rows that ran
     assert not view.delete_selected(lambda question: False)  # asked, and the answer was no
     assert view.session_table.rowCount() == 2
     assert view.delete_selected(lambda question: "engine runs" in question)
@@ -197,3 +206,14 @@ def test_without_a_browser_the_report_check_fails_in_ci_and_skips_elsewhere(monk
     monkeypatch.delenv("CI")
     with pytest.raises(pytest.skip.Exception):
         browser.browser()
+
+
+def test_the_sessions_window_names_a_database_it_cannot_read(tmp_path, qtbot):
+    from workbench.ui.sessions_view import SessionsView
+
+    damaged = tmp_path / "workbench.db"
+    damaged.write_bytes(b"not a database at all" * 100)
+    view = SessionsView(damaged)
+    qtbot.addWidget(view)
+    assert not view.problem.isHidden() and str(damaged) in view.problem.text()
+    assert view.session_table.rowCount() == 0 and damaged.read_bytes().startswith(b"not a database")

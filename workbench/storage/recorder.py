@@ -85,7 +85,9 @@ class ModelRecorder:
             self.put(MessagesKept(conversation_id, ids))
         for position, message in enumerate(conversation.messages):
             if message.message_id not in saved:
-                self.put(message_record(conversation_id, position, message, self.run_key))
+                # a reply asked now streams from the engine run open now; a stored one keeps its own
+                run_key = self.run_key if message.status == "streaming" else ""
+                self.put(message_record(conversation_id, position, message, run_key))
         self._saved[conversation_id] = set(ids)
 
     def _on_model_message_changed(self, conversation_id: str, message_id: str, text_only: bool) -> None:

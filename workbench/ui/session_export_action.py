@@ -82,11 +82,11 @@ def ask_and_export_session(window) -> None:
     if chosen:
         folder = Path(chosen) / f"workbench-session-{stamp}"
         window._session_export = start_session_export(
-            window, storage.path, storage.session_id, folder, window.heatmap, lambda f, e: _tell(window, f, e),
-            window.memory.plot)
+            window, storage.path, storage.session_id, folder, window.heatmap,
+            lambda f, e: tell_export_done(window, f, e), window.memory.plot)
 
 
-def _tell(parent: QWidget, folder: Path, error) -> None:
+def tell_export_done(parent: QWidget, folder: Path, error) -> None:
     if error is None:
         QMessageBox.information(parent, "Export session", f"Written to {folder} and {folder}.zip; open "
                                 "report.html in a browser.")

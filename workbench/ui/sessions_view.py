@@ -4,6 +4,7 @@ their configurations as a diff; a session deleted after asking. The figures come
 ``workbench.sessions`` (Qt-free); this window only shows them."""
 from __future__ import annotations
 
+import sqlite3
 import time
 from pathlib import Path
 
@@ -68,6 +69,10 @@ class SessionsView(QWidget):
         self.open_button.clicked.connect(self.open_selected)
         self.delete_button = QPushButton("Delete…")
         self.delete_button.clicked.connect(self.delete_selected)
+        self.export_button = QPushButton("Export…")
+        self.export_button.clicked.connect(self.export_selected)
+        self.problem = QLabel(objectName="sessionsProblem", wordWrap=True)
+        self.problem.hide()
         refresh = QPushButton("Refresh")
         refresh.clicked.connect(self.refresh)
         self.plots = StatsPlotsView(time.time())
@@ -77,11 +82,12 @@ class SessionsView(QWidget):
         self.tabs.addTab(self.plots, "Plots")
         self.tabs.addTab(self._build_compare(), "Compare")
         buttons = QHBoxLayout()
-        for button in (self.open_button, self.delete_button, refresh):
+        for button in (self.open_button, self.export_button, self.delete_button, refresh):
             buttons.addWidget(button)
         buttons.addStretch(1)
         top = QWidget()
         top_layout = QVBoxLayout(top)
+        top_layout.addWidget(self.problem)
         top_layout.addWidget(self.session_table)
         top_layout.addLayout(buttons)
         splitter = QSplitter(Qt.Vertical)
@@ -115,6 +121,18 @@ class SessionsView(QWidget):
 
     # ------------------------------------------------------------------ sessions
     def refresh(self) -> None:
+        try:
+            self._read_sessions()
+        except sqlite3.Error as error:  # a damaged or missing file: said, and nothing is shown
+            self.sessions, self.runs = [], []
+            self.problem.setText(f"The sessions in {self.db_path} cannot be read ({error}). The band above the "
+                                 "main window's panes says what to do with the database.")
+            self.problem.show()
+            _fill(self.session_table, [])
+            return
+        self.problem.hide()
+
+    def _read_sessions(self) -> None:
         connection = open_read_only(self.db_path)
         try:
             self.sessions = list_sessions(connection)
@@ -149,6 +167,7 @@ class SessionsView(QWidget):
     def _on_session_table_selection_changed(self) -> None:
         chosen = self.selected()
         self.open_button.setEnabled(chosen is not None)
+        self.export_button.setEnabled(chosen is not None)
         self.delete_button.setEnabled(chosen is not None and chosen.session_id != self.current_session)
 
     def open_session(self, session_id: str) -> None:
@@ -181,6 +200,20 @@ class SessionsView(QWidget):
         delete_session(self.db_path, chosen.session_id)
         self.refresh()
         return True
+
+    def export_selected(self) -> None:
+        """Exports the selected session (its plots drawn from the stored series; no heatmap: it is past)."""
+        from PySide6.QtWidgets import QFileDialog
+
+        from workbench.ui.session_export_action import start_session_export, tell_export_done
+
+        chosen = self.selected()
+        parent = QFileDialog.getExistingDirectory(self, "Export the session into a new folder in…") if chosen else ""
+        if parent:
+            stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(chosen.started_s))
+            self._export = start_session_export(self, self.db_path, chosen.session_id,
+                                                Path(parent) / f"workbench-session-{stamp}",
+                                                on_done=lambda folder, error: tell_export_done(self, folder, error))
 
     # ------------------------------------------------------------------ comparing two engine runs
     def choose_runs(self, a: int, b: int) -> None:
