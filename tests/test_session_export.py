@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import os
 import sqlite3
 import zipfile

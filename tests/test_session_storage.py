@@ -217,3 +217,20 @@ def test_the_sessions_window_names_a_database_it_cannot_read(tmp_path, qtbot):
     qtbot.addWidget(view)
     assert not view.problem.isHidden() and str(damaged) in view.problem.text()
     assert view.session_table.rowCount() == 0 and damaged.read_bytes().startswith(b"not a database")
+
+
+def test_pictures_are_drawn_from_series_thinned_to_their_peaks_with_the_runs_apart():
+    from workbench.sessions.thinning import thin_series
+
+    n = 10_000
+    run = {"t": np.arange(n, dtype=float), "kv_usage_pct": np.zeros(n)}
+    run["kv_usage_pct"][4321] = 97.0  # one spike among thousands of points
+    gap = {"t": np.array([np.nan]), "kv_usage_pct": np.array([np.nan])}
+    series = {name: np.concatenate([run[name], gap[name], run[name] + (0 if name != "t" else n + 5)])
+              for name in run}
+    thinned = thin_series(series, 800)
+    assert len(thinned["t"]) == 2 * 800 + 1 and np.isnan(thinned["t"][800])  # each run alone, the gap kept
+    assert np.nanmax(thinned["kv_usage_pct"][:800]) == 97.0 == np.nanmax(thinned["kv_usage_pct"][801:])
+    assert thinned["t"][0] == 0 and thinned["t"][799] == n - 1 and np.all(np.diff(thinned["t"][:800]) >= 0)
+    small = {"t": np.arange(5.0), "kv_usage_pct": np.ones(5)}
+    assert thin_series(small, 800) is small

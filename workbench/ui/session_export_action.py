@@ -5,14 +5,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QObject, Qt, QTimer
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog, QWidget
 from superqt.utils import create_worker
 
 from workbench.export.conversation import conversation_json, conversation_markdown
 from workbench.export.session_export import Pictures, export_session
 from workbench.sessions.stored import engine_runs, open_read_only, session, session_series
-from workbench.ui.stored_plots import render_live_plot, render_plots, stored_plots_view
+from workbench.ui.stored_plots import render_live_plot, render_one, stored_plots_view
 
 
 def png_bytes(widget: QWidget) -> bytes:
@@ -22,51 +22,90 @@ def png_bytes(widget: QWidget) -> bytes:
     return bytes(QByteArray(buffer.data()))
 
 
-def session_pictures(db_path: Path, session_id: str, heatmap: QWidget | None, memory=None) -> Pictures:
-    """The session's plots drawn from its stored series (every engine run), and the heatmap and the
-    memory panel's plot (``memory``, a PlotItem) as they are now."""
-    connection = open_read_only(db_path)
-    try:
-        summary = session(connection, session_id)
-        series = session_series(connection, engine_runs(connection, session_id))
-    finally:
-        connection.close()
-    view = stored_plots_view(series, summary.started_s if summary else time.time())
-    try:
-        plots = render_plots(view)
-    finally:
-        view.close()
-        view.deleteLater()
-    if memory is not None:
-        plots["memory"] = render_live_plot(memory, "Memory, as the window showed it at export time", "memory")
-    return Pictures(plots, png_bytes(heatmap) if heatmap is not None else None)
+PICTURES_SHARE = 0.3  # of the progress bar: rendering the pictures on the GUI thread, then the files
+
+
+class SessionExportJob(QObject):
+    """One export: the pictures rendered on the GUI thread, one plot per turn of the event loop (a picture
+    takes about half a second: the window keeps answering between them), then the files written on a
+    worker thread; one progress dialog for both. ``on_done(folder, error)`` runs on the GUI thread
+    (error None on success)."""
+
+    def __init__(self, parent: QWidget, db_path: Path, session_id: str, folder: Path, heatmap: QWidget | None,
+                 on_done, memory=None):
+        super().__init__(parent)
+        self.db_path, self.session_id, self.folder, self.on_done = Path(db_path), session_id, Path(folder), on_done
+        self.heatmap_png = png_bytes(heatmap) if heatmap is not None else None  # the heatmap at export time
+        self.plots: dict[str, tuple[str, bytes, bytes]] = {}
+        self._todo: list = []
+        self._view = None
+        self.worker = None
+        self.dialog = QProgressDialog("Exporting the session: drawing the plots…", "", 0, 1000, parent)
+        self.dialog.setWindowTitle("Export session")
+        self.dialog.setCancelButton(None)
+        self.dialog.setWindowModality(Qt.WindowModal)
+        self.dialog.setMinimumDuration(0)
+        if memory is not None:  # the memory panel's plot as the window shows it now
+            self.plots["memory"] = render_live_plot(memory, "Memory, as the window showed it at export time", "memory")
+        QTimer.singleShot(0, self._prepare)
+
+    def _prepare(self) -> None:
+        try:
+            connection = open_read_only(self.db_path)
+            try:
+                summary = session(connection, self.session_id)
+                series = session_series(connection, engine_runs(connection, self.session_id))
+            finally:
+                connection.close()
+            self._view = stored_plots_view(series, summary.started_s if summary else time.time())
+            self._todo = list(self._view.plots.items())
+        except Exception as error:  # a database that cannot be read: said, nothing written
+            self._finish(error)
+            return
+        QTimer.singleShot(0, self._render_next)
+
+    def _render_next(self) -> None:
+        try:
+            name, plot = self._todo.pop(0)
+            self.plots[name] = render_one(self._view, name, plot)
+        except Exception as error:
+            self._finish(error)
+            return
+        done = len(self.plots)
+        self.dialog.setValue(int(1000 * PICTURES_SHARE * done / (done + len(self._todo))))
+        if self._todo:
+            QTimer.singleShot(0, self._render_next)
+            return
+        self._close_view()
+        pictures = Pictures(dict(self.plots), self.heatmap_png)
+        self.worker = create_worker(export_session, self.db_path, self.session_id, self.folder, pictures,
+                                    _start_thread=False)
+        self.worker.yielded.connect(self._on_worker_yielded)
+        self.worker.returned.connect(lambda _: self._finish(None))
+        self.worker.errored.connect(self._finish)
+        self.worker.start()
+
+    def _on_worker_yielded(self, progress) -> None:
+        self.dialog.setValue(int(1000 * (PICTURES_SHARE + (1 - PICTURES_SHARE) * progress.fraction)))
+        self.dialog.setLabelText(f"Exporting the session: {progress.step}")
+
+    def _close_view(self) -> None:
+        if self._view is not None:
+            self._view.close()
+            self._view.deleteLater()
+            self._view = None
+
+    def _finish(self, error) -> None:
+        self._close_view()
+        self.dialog.close()
+        self.on_done(self.folder, error)
 
 
 def start_session_export(parent: QWidget, db_path: Path, session_id: str, folder: Path,
-                         heatmap: QWidget | None = None, on_done=lambda folder, error: None, memory=None):
-    """Exports into ``folder`` (and ``folder``.zip) on a worker thread with a progress dialog; returns the
-    worker. ``on_done(folder, error)`` is called on the GUI thread (error None on success)."""
-    pictures = session_pictures(db_path, session_id, heatmap, memory)
-    dialog = QProgressDialog("Exporting the session…", "", 0, 1000, parent)
-    dialog.setWindowTitle("Export session")
-    dialog.setCancelButton(None)
-    dialog.setWindowModality(Qt.WindowModal)
-    dialog.setMinimumDuration(300)
-    worker = create_worker(export_session, db_path, session_id, folder, pictures, _start_thread=False)
-
-    def progressed(progress) -> None:
-        dialog.setValue(int(progress.fraction * 1000))
-        dialog.setLabelText(f"Exporting the session: {progress.step}")
-
-    def finished_with(error) -> None:
-        dialog.close()
-        on_done(folder, error)
-
-    worker.yielded.connect(progressed)
-    worker.returned.connect(lambda _: finished_with(None))
-    worker.errored.connect(finished_with)
-    worker.start()
-    return worker
+                         heatmap: QWidget | None = None, on_done=lambda folder, error: None,
+                         memory=None) -> SessionExportJob:
+    """Exports into ``folder`` (and ``folder``.zip) with a progress dialog; returns the job."""
+    return SessionExportJob(parent, db_path, session_id, folder, heatmap, on_done, memory)
 
 
 def ask_and_export_session(window) -> None:

@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt
 
 from workbench.engine.ring_buffer import Series
 from workbench.engine.stats import StatsSeries, StatsTotals
+from workbench.sessions.thinning import thin_series
 from workbench.ui.plot_export import export_plot
 from workbench.ui.stats_plots import PLOTS, StatsPlotsView
 
@@ -26,39 +27,33 @@ def stored_plots_view(series: dict[str, np.ndarray], origin_s: float) -> StatsPl
 
 
 def show_series(view: StatsPlotsView, series: dict[str, np.ndarray]) -> None:
+    """Draws ``series`` thinned to its peaks (a picture of 2 h of points is drawn from 800 a run)."""
     view.clear()
     if not series or not len(series.get("t", ())):
         view.totals.setText("No plotted points were stored for this session.")
         return
-    columns = {name: np.asarray(values, dtype=np.float64) for name, values in series.items()}
+    num_points = int(np.isfinite(series["t"]).sum())
+    columns = {name: np.asarray(values, dtype=np.float64) for name, values in thin_series(series).items()}
     view.show_stats(StatsSeries(Series(len(columns["t"]), MappingProxyType(columns)), StatsTotals()))
     x = columns["t"][np.isfinite(columns["t"])] - view.time_origin
     view.view.show_all(float(x[0]), float(x[-1]))
     for plot in view.plots.values():
         plot.enableAutoRange(axis="y")
-    view.totals.setText(f"{len(x):,} stored points over {x[-1] - x[0]:,.0f} s")
-
-
-def render_plot(plot, title: str, folder: Path, name: str) -> tuple[str, bytes, bytes]:
-    png = export_plot(plot, folder / f"{name}.png", width_px=900).read_bytes()
-    svg = export_plot(plot, folder / f"{name}.svg").read_bytes()
-    return title, png, svg
+    view.totals.setText(f"{num_points:,} stored points over {x[-1] - x[0]:,.0f} s")
 
 
 def render_live_plot(plot, title: str, name: str) -> tuple[str, bytes, bytes]:
-    """One plot of the window as it is now."""
+    """One plot as it is drawn now: (title, PNG bytes, SVG bytes)."""
     with tempfile.TemporaryDirectory(prefix="workbench-plots-") as folder:
-        return render_plot(plot, title, Path(folder), name)
+        png = export_plot(plot, Path(folder) / f"{name}.png", width_px=900).read_bytes()
+        svg = export_plot(plot, Path(folder) / f"{name}.svg").read_bytes()
+        return title, png, svg
 
 
-def render_plots(view: StatsPlotsView) -> dict[str, tuple[str, bytes, bytes]]:
-    """Each plot of ``view`` as (title, PNG bytes, SVG bytes); the view is laid out off screen first."""
+def render_one(view: StatsPlotsView, name: str, plot) -> tuple[str, bytes, bytes]:
+    """One plot of ``view`` as (title, PNG bytes, SVG bytes); the view is laid out off screen first."""
     if not view.isVisible():
         view.setAttribute(Qt.WA_DontShowOnScreen, True)
         view.resize(1400, 900)
         view.show()
-    rendered = {}
-    with tempfile.TemporaryDirectory(prefix="workbench-plots-") as folder:
-        for name, plot in view.plots.items():
-            rendered[name] = render_plot(plot, PLOTS[name][0], Path(folder), name)
-    return rendered
+    return render_live_plot(plot, PLOTS[name][0], name)
