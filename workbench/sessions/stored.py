@@ -123,32 +123,38 @@ def _figures(text: str | None) -> dict:
     return {name: data.get(name) for name in FIGURE_COLUMNS}
 
 
-def requests(connection: sqlite3.Connection, run_keys: list[str]) -> list[RequestRecord]:
-    """Every chat reply and batch row that the engine runs ``run_keys`` answered, in finishing order."""
+def requests(connection: sqlite3.Connection, run_keys: list[str], with_text: bool = True) -> list[RequestRecord]:
+    """Every chat reply and batch row that the engine runs ``run_keys`` answered, in finishing order.
+    ``with_text=False``: prompts and outputs left empty (figures only, for lists and comparisons)."""
     if not run_keys:
         return []
     marks = ",".join("?" * len(run_keys))
+    text, prompt = ("m.text", "(SELECT p.text FROM messages p WHERE p.conversation_id = m.conversation_id AND "
+                    "p.position = m.position - 1)") if with_text else ("''", "''")
     found = []
-    for (message_id, conversation_id, title, request_id, run_key, status, error, updated_s, figures, text,
-         prompt) in connection.execute(
-            "SELECT m.message_id, m.conversation_id, c.title, m.request_id, m.run_key, m.status, m.error, "
-            "m.updated_s, m.figures, m.text, (SELECT p.text FROM messages p WHERE p.conversation_id = "
-            "m.conversation_id AND p.position = m.position - 1) FROM messages m JOIN conversations c "
-            f"USING (conversation_id) WHERE m.role = 'assistant' AND m.run_key IN ({marks})", run_keys):
-        found.append(RequestRecord("chat", title, conversation_id, message_id, request_id, run_key, status,
-                                   "", updated_s,
-                                   _figures(figures), prompt or "", text))
-    for run_id, row, prompt, status, finish_reason, text, error, figures, run_key, finished_s in connection.execute(
-            "SELECT run_id, row, prompt, status, finish_reason, text, error, figures, run_key, finished_s "
-            f"FROM batch_rows WHERE run_key IN ({marks})", run_keys):
-        prompt_data = json.loads(prompt)
-        prompt_text = prompt_data.get("prompt") or "\n".join(
-            m.get("content", "") for m in prompt_data.get("messages") or ())
-        found.append(RequestRecord("batch", run_id, run_id, str(prompt_data.get("line_no", row + 1)),
-                                   prompt_data.get("custom_id") or "", run_key, STATUS_NAMES[status],
-                                   finish_reason, finished_s, _figures(figures), prompt_text, text))
+    for (message_id, conversation_id, title, request_id, run_key, status, updated_s, figures, output,
+         asked) in connection.execute(
+            f"SELECT m.message_id, m.conversation_id, c.title, m.request_id, m.run_key, m.status, m.updated_s, "
+            f"m.figures, {text}, {prompt} FROM messages m JOIN conversations c USING (conversation_id) "
+            f"WHERE m.role = 'assistant' AND m.run_key IN ({marks})", run_keys):
+        found.append(RequestRecord("chat", title, conversation_id, message_id, request_id, run_key, status, "",
+                                   updated_s, _figures(figures), asked or "", output))
+    prompt_column, text_column = ("prompt", "text") if with_text else ("'{}'", "''")
+    for run_id, row, prompt_json, status, finish_reason, output, figures, run_key, finished_s in connection.execute(
+            f"SELECT run_id, row, {prompt_column}, status, finish_reason, {text_column}, figures, run_key, "
+            f"finished_s FROM batch_rows WHERE run_key IN ({marks})", run_keys):
+        found.append(_batch_request(run_id, row, prompt_json, status, finish_reason, output, figures, run_key,
+                                    finished_s, with_text))
     found.sort(key=lambda r: (r.finished_s or 0.0))
     return found
+
+
+def _batch_request(run_id, row, prompt_json, status, finish_reason, output, figures, run_key, finished_s,
+                   with_text: bool) -> RequestRecord:
+    prompt = json.loads(prompt_json) if with_text else {}
+    text = prompt.get("prompt") or "\n".join(m.get("content", "") for m in prompt.get("messages") or ())
+    return RequestRecord("batch", run_id, run_id, str(prompt.get("line_no", row + 1)), prompt.get("custom_id") or "",
+                         run_key, STATUS_NAMES[status], finish_reason, finished_s, _figures(figures), text, output)
 
 
 def session_series(connection: sqlite3.Connection, runs: list[EngineRunRecord]) -> dict[str, np.ndarray]:

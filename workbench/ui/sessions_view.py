@@ -138,7 +138,7 @@ class SessionsView(QWidget):
             self.sessions = list_sessions(connection)
             rows = []
             for summary in self.sessions:
-                found = requests(connection, [run.run_key for run in summary.runs])
+                found = requests(connection, [run.run_key for run in summary.runs], with_text=False)
                 figures = run_figures(found, {})
                 rows.append([_when(summary.started_s), ", ".join(Path(m).name for m in summary.models) or "—",
                              str(len(summary.runs)), f"{summary.num_requests:,}",
@@ -230,7 +230,8 @@ class SessionsView(QWidget):
         run_a, run_b = self.runs[a][2], self.runs[b][2]
         connection = open_read_only(self.db_path)
         try:
-            figures = [run_figures(requests(connection, [run.run_key]), load_series(connection, run.run_key))
+            figures = [run_figures(requests(connection, [run.run_key], with_text=False),
+                                   load_series(connection, run.run_key))
                        for run in (run_a, run_b)]
             run_a, run_b = engine_run(connection, run_a.run_key), engine_run(connection, run_b.run_key)
         finally:
