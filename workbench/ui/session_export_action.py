@@ -45,8 +45,9 @@ class SessionExportJob(QObject):
         self.dialog.setCancelButton(None)
         self.dialog.setWindowModality(Qt.WindowModal)
         self.dialog.setMinimumDuration(0)
-        if memory is not None:  # the memory panel's plot as the window shows it now
-            self.plots["memory"] = render_live_plot(memory, "Memory, as the window showed it at export time", "memory")
+        # the memory panel's plot as the window shows it now (after the stored plots in the report)
+        self.memory = render_live_plot(memory, "Memory, as the window showed it at export time", "memory") \
+            if memory is not None else None
         QTimer.singleShot(0, self._prepare)
 
     def _prepare(self) -> None:
@@ -77,6 +78,8 @@ class SessionExportJob(QObject):
             QTimer.singleShot(0, self._render_next)
             return
         self._close_view()
+        if self.memory is not None:
+            self.plots["memory"] = self.memory
         pictures = Pictures(dict(self.plots), self.heatmap_png)
         self.worker = create_worker(export_session, self.db_path, self.session_id, self.folder, pictures,
                                     _start_thread=False)
@@ -143,7 +146,13 @@ def ask_and_export_conversation(window) -> Path | None:
         window, "Export the conversation", f"{conversation.title}.md", "Markdown (*.md);;JSON (*.json)")
     if not chosen:
         return None
-    return write_conversation(conversation, Path(chosen))
+    try:
+        return write_conversation(conversation, Path(chosen))
+    except OSError as error:  # the conversation itself stays as it is in the window and the database
+        reason = error.strerror or str(error)
+        QMessageBox.warning(window, "Export conversation", f"{chosen} could not be written ({reason}). Choose a "
+                            "folder you can write to, with free space, and export again.")
+        return None
 
 
 def write_conversation(conversation, path: Path) -> Path:
