@@ -93,6 +93,29 @@ def test_a_session_holds_its_engine_runs_and_their_series(tmp_path):
     assert np.array_equal(series["kv_usage_pct"], np.arange(10) + COLUMNS.index("kv_usage_pct"))
     wall = series["t"]
     assert np.allclose(np.diff(wall), 0.25) and abs(wall[0] - started_s) < 5  # wall-clock seconds
+    db.close()
+
+
+def test_a_past_session_is_drawn_from_its_stored_series_in_every_plot(tmp_path, qtbot):
+    from workbench.ui.sessions_view import SessionsView
+    from workbench.ui.stats_plots import PLOTS
+
+    path = tmp_path / "workbench.db"
+    storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
+    storage.restore_into(model, lambda command: None)
+    storage.start(model, FACTS)
+    for event in (StateChanged(EngineState.STARTING, "starting", 1), StateChanged(EngineState.READY, "ready", 1)):
+        model.apply(event)
+    storage.record_stats(step_points(time.monotonic(), 12))
+    storage.close()
+    view = SessionsView(path)
+    qtbot.addWidget(view)
+    view.session_table.selectRow(0)
+    view.open_selected()
+    for _, _, curves in PLOTS.values():
+        for key, _, _ in curves:
+            x, y = view.plots.curves[key].getData()
+            assert x is not None and len(x) == 12 and y[-1] == 11 + COLUMNS.index(key), key
 
 
 def test_a_session_the_app_did_not_end_is_closed_at_the_next_start(tmp_path):

@@ -186,6 +186,8 @@ class MainWindow(QMainWindow):
     @Slot()
     def _on_heatmap_timer(self) -> None:
         worker = self.engine.worker
+        if self.storage is not None and self.model.engine.ready:  # the plotted points, kept per engine run
+            self.storage.record_stats(worker.latest_stats())
         snapshot = worker.latest_snapshot()
         ready = self.model.engine.ready
         if snapshot is not None and ready:
@@ -194,10 +196,7 @@ class MainWindow(QMainWindow):
         # the heatmap, never all three, so no single pause of the event loop holds every paint.
         self._tick = (self._tick + 1) % 2
         if self._tick == 0 and ready:
-            stats = worker.latest_stats()
-            self.plots.show_stats(stats)
-            if self.storage is not None:  # the plotted points, kept per engine run
-                self.storage.record_stats(stats)
+            self.plots.show_stats(worker.latest_stats())
         elif self._tick == 1:
             self.memory.show_memory(self.memory_service.latest())
 

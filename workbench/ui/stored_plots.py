@@ -34,7 +34,10 @@ def show_series(view: StatsPlotsView, series: dict[str, np.ndarray]) -> None:
         return
     num_points = int(np.isfinite(series["t"]).sum())
     columns = {name: np.asarray(values, dtype=np.float64) for name, values in thin_series(series).items()}
-    view.show_stats(StatsSeries(Series(len(columns["t"]), MappingProxyType(columns)), StatsTotals()))
+    stats = StatsSeries(Series(len(columns["t"]), MappingProxyType(columns)), StatsTotals())
+    for _ in range(len(PLOTS) + 1):  # live plots may draw one plot a call: every plot draws it here
+        if not view.show_stats(stats):
+            break
     x = columns["t"][np.isfinite(columns["t"])] - view.time_origin
     view.view.show_all(float(x[0]), float(x[-1]))
     for plot in view.plots.values():
