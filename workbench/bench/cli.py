@@ -23,6 +23,7 @@ import statistics
 from workbench.bench import batch_cli, preset_bench, remote_bench
 from workbench.bench.engine_bench import measure_snapshot_cost
 from workbench.engine.spec import EngineConfig
+from workbench.bench import session_export_bench
 
 
 def _config(args, **overrides) -> EngineConfig:
@@ -290,7 +291,10 @@ def main(argv: list[str]) -> int:
     size.add_argument("--messages", type=int, default=10_000)
     size.add_argument("--reply-words", type=int, default=120, help="words of each stored reply")
     size.add_argument("--out", default="bench-storage-out")
+    session_export_bench.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "session-export":
+        return session_export_bench.cmd_session_export(args)
     args.bench_argv = argv  # bench batch throughput runs each path as this command again, in a process of its own
     commands = {"snapshot": cmd_snapshot, "loop": cmd_loop, "compare": cmd_compare, "gui-stall": cmd_gui_stall,
                 "heatmap": cmd_heatmap, "batch": lambda a: batch_cli.cmd_batch(a, _config(a)),

@@ -11,6 +11,7 @@ import time
 import uuid
 from typing import Callable
 
+from workbench.batch.results import ERROR
 from workbench.engine.events import EngineState
 from workbench.engine.metrics import RequestFigures
 from workbench.model.app_model import AppModel
@@ -22,16 +23,18 @@ from workbench.storage.records import (
 )
 
 
-def message_record(conversation_id: str, position: int, message: ChatMessage) -> MessageSaved:
+def message_record(conversation_id: str, position: int, message: ChatMessage, run_key: str = "") -> MessageSaved:
     return MessageSaved(conversation_id, message.message_id, position, message.role, message.text, message.status,
-                        message.error, message.request_id, message.sampling, message.system_prompt, message.figures)
+                        message.error, message.request_id, message.sampling, message.system_prompt, message.figures,
+                        run_key if message.role == "assistant" else "")
 
 
 class ModelRecorder:
     """Records what changes in ``model`` through ``put`` (the writer's queue) until :meth:`detach`."""
 
-    def __init__(self, model: AppModel, put: Callable[[object], None]):
-        self.model, self.put = model, put
+    def __init__(self, model: AppModel, put: Callable[[object], None], session_id: str | None = None):
+        """``session_id``: the run of the app that the engine runs recorded from now on belong to."""
+        self.model, self.put, self.session_id = model, put, session_id
         self._saved = {cid: {m.message_id for m in c.messages} for cid, c in model.conversations.items()}
         self._sampling = {cid: c.sampling for cid, c in model.conversations.items()}
         self._engine_run: tuple[str, int] | None = None  # (run key, start id) of the engine run open now
@@ -82,7 +85,9 @@ class ModelRecorder:
             self.put(MessagesKept(conversation_id, ids))
         for position, message in enumerate(conversation.messages):
             if message.message_id not in saved:
-                self.put(message_record(conversation_id, position, message))
+                # a reply asked now streams from the engine run open now; a stored one keeps its own
+                run_key = self.run_key if message.status == "streaming" else ""
+                self.put(message_record(conversation_id, position, message, run_key))
         self._saved[conversation_id] = set(ids)
 
     def _on_model_message_changed(self, conversation_id: str, message_id: str, text_only: bool) -> None:
@@ -93,7 +98,7 @@ class ModelRecorder:
         if text_only:
             self.put(MessageTextSaved(message_id, message.text))
         else:
-            self.put(message_record(conversation_id, conversation.messages.index(message), message))
+            self.put(message_record(conversation_id, conversation.messages.index(message), message, self.run_key))
 
     def _on_model_conversation_removed(self, conversation_id: str) -> None:
         if conversation_id:
@@ -117,8 +122,10 @@ class ModelRecorder:
         results = self.model.batch_runs[run_id].results
 
         def on_row_finished(row: int) -> None:
+            figures = row_figures(results, row)
+            ran = figures is not None or results.status(row) == ERROR  # a row cancelled before it ran: no engine run
             self.put(BatchRowSaved(run_id, row, results.status(row), results.finish_reason(row), results.texts[row],
-                                   results.errors.get(row, ""), row_figures(results, row)))
+                                   results.errors.get(row, ""), figures, self.run_key if ran else "", time.time()))
 
         results.row_finished.connect(on_row_finished)
         self._watched[run_id] = (results, on_row_finished)
@@ -129,6 +136,11 @@ class ModelRecorder:
             watched[0].row_finished.disconnect(watched[1])
 
     # ------------------------------------------------------------------ engine runs
+    @property
+    def run_key(self) -> str:
+        """The engine run open now ("" between runs)."""
+        return self._engine_run[0] if self._engine_run is not None else ""
+
     def _on_model_engine_changed(self, status: EngineStatus) -> None:
         now = time.time()
         run = self._engine_run
@@ -138,7 +150,7 @@ class ModelRecorder:
             self._engine_run = run = None
         if run is None and status.state in (EngineState.STARTING, EngineState.READY):
             run = self._engine_run = (uuid.uuid4().hex, status.start_id)
-            self.put(EngineRunStarted(run[0], status.start_id, self.model.config, now))
+            self.put(EngineRunStarted(run[0], status.start_id, self.model.config, now, self.session_id))
             self._ready_recorded = False
         if run is not None and status.ready and status.info is not None and not self._ready_recorded:
             self._ready_recorded = True

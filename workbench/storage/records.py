@@ -36,6 +36,7 @@ class MessageSaved:
     sampling: SamplingSettings | None
     system_prompt: str
     figures: RequestFigures | None
+    run_key: str = ""  # the engine run open when it was written ("": keep the stored one)
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,8 @@ class BatchRowSaved:
     text: str
     error: str
     figures: RequestFigures | None
+    run_key: str = ""  # the engine run that ran it
+    finished_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ class EngineRunStarted:
     start_id: int
     config: EngineConfig
     started_s: float
+    session_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,32 @@ class EngineRunStopped:
     run_key: str
     stopped_s: float
     message: str
+
+
+@dataclass(frozen=True)
+class SessionStarted:
+    """One run of the app began; ``facts``: versions, GPUs and host (JSON-ready values)."""
+
+    session_id: str
+    started_s: float
+    facts: dict
+
+
+@dataclass(frozen=True)
+class SessionEnded:
+    session_id: str
+    ended_s: float
+
+
+@dataclass(frozen=True)
+class SeriesPointsSaved:
+    """Points of the plots' series of one engine run: ``points`` rows of ``columns`` ("t" first, time.time())."""
+
+    run_key: str
+    columns: tuple[str, ...]
+    points: bytes  # float64, row-major
+    num_points: int
+    first_s: float
 
 
 @dataclass(frozen=True)

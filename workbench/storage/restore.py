@@ -41,7 +41,7 @@ def load_batch_runs(connection: sqlite3.Connection, post: Callable[[object], Non
                     owners: RequestRegistry) -> list[BatchRun]:
     runs = []
     for run_id, source, settings in connection.execute(
-            "SELECT run_id, source, settings FROM batch_runs ORDER BY created_s"):
+            "SELECT run_id, source, settings FROM batch_runs WHERE forgotten_s IS NULL ORDER BY created_s"):
         results = load_results(connection, run_id)
         run_no = int(run_id.removeprefix("batch")) if run_id.removeprefix("batch").isdigit() else 0
         runs.append(BatchRun.restored(run_no, results, run_settings_from_json(settings), post, owners,
@@ -62,6 +62,12 @@ def load_results(connection: sqlite3.Connection, run_id: str) -> BatchResults:
 
 
 def close_interrupted_engine_runs(connection: sqlite3.Connection) -> None:
-    """Engine runs with no stop time ended with an app that did not stop them (a crash, a kill)."""
+    """Engine runs with no stop time ended with an app that did not stop them (a crash, a kill); so did
+    sessions with no end, which end at their last recorded moment."""
     connection.execute("UPDATE engine_runs SET end_message = 'the app ended without stopping the engine' "
                        "WHERE stopped_s IS NULL AND end_message = ''")
+    connection.execute(
+        "UPDATE sessions SET ended_s = max(started_s, coalesce((SELECT max(max(coalesce(e.stopped_s, 0), "
+        "coalesce(e.ready_s, 0), e.started_s)) FROM engine_runs e WHERE e.session_id = sessions.session_id), 0), "
+        "coalesce((SELECT max(c.first_s) FROM series_chunks c JOIN engine_runs e USING (run_key) "
+        "WHERE e.session_id = sessions.session_id), 0)) WHERE ended_s IS NULL")

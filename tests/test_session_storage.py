@@ -1,0 +1,259 @@
+"""Sessions and the plots' series in storage, without an engine: a version 1 database keeps its data
+when it becomes version 2, a run of the app is a session holding its engine runs, and the series
+points come back per engine run as they were published."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from types import MappingProxyType
+
+import numpy as np
+
+from workbench.engine.backend import EngineInfo, StreamEvent
+from workbench.engine.events import EngineReady, EngineState, RequestFinished, StateChanged, TextFlushed
+from workbench.engine.metrics import RequestFigures
+from workbench.engine.ring_buffer import Series
+from workbench.engine.sampling import SamplingSettings
+from workbench.engine.spec import EngineConfig
+from workbench.engine.stats import COLUMNS, StatsSeries, StatsTotals
+from workbench.model.app_model import AppModel
+from workbench.storage.database import connect
+from workbench.storage.schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
+from workbench.storage.series import load_series
+from workbench.storage.store import Storage
+
+FACTS = {"app_version": "0.1.0", "vllm_version": "0.32.0", "torch_version": "2.13.0", "driver_version": None,
+         "gpus": []}
+
+
+def test_a_version_1_database_keeps_its_data_as_version_2(tmp_path):
+    path = tmp_path / "workbench.db"
+    connection = connect(path)
+    assert migrate(connection, MIGRATIONS[:1]) == 1
+    connection.executescript("""
+        INSERT INTO conversations VALUES ('c1', 'First', 0, 100.0, NULL);
+        INSERT INTO messages VALUES ('m1', 'c1', 0, 'user', 'Hi', 'done', '', '', NULL, 'sys', NULL, 110.0);
+        INSERT INTO messages VALUES ('m2', 'c1', 1, 'assistant', 'Hello', 'done', '', 'r1', NULL, 'sys',
+                                     '{"prompt_tokens":5,"cached_prompt_tokens":0,"output_tokens":2,"ttft_s":0.01,"decode_tokens_per_s":50}', 111.0);
+        INSERT INTO batch_runs VALUES ('batch1', '["p.jsonl","jsonl"]', '{}', 120.0);
+        INSERT INTO batch_rows VALUES ('batch1', 0, '{}', 2, 'length', 'out', '', NULL);
+        INSERT INTO engine_runs VALUES ('e1', 1, '{"model":"demo"}', '{"vllm_version":"0.32.0"}', 105.0, 106.0, 130.0, '');
+        INSERT INTO engine_runs VALUES ('e0', 0, '{"model":"demo"}', NULL, 50.0, NULL, 60.0, 'failed');
+    """)
+    connection.close()
+    storage = Storage.open(path)  # opening migrates
+    assert storage.problem is None and schema_version(storage.opened.connection) == SCHEMA_VERSION == 2
+    storage.close()
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT text, run_key FROM messages ORDER BY position").fetchall() == [
+        ("Hi", None), ("Hello", "e1")]  # the reply: the engine run that was running when it was written
+    assert db.execute("SELECT text, status, run_key FROM batch_rows").fetchall() == [("out", 2, "e1")]
+    assert db.execute("SELECT title FROM conversations").fetchall() == [("First",)]
+    assert db.execute("SELECT session_id, started_s, ended_s FROM sessions").fetchall() == [("v1", 50.0, 130.0)]
+    assert db.execute("SELECT run_key, session_id FROM engine_runs ORDER BY run_key").fetchall() == [
+        ("e0", "v1"), ("e1", "v1")]
+
+
+def step_points(first_t: float, num: int) -> StatsSeries:
+    columns = {name: np.arange(num, dtype=float) + index for index, name in enumerate(COLUMNS)}
+    columns["t"] = first_t + 0.25 * np.arange(num)
+    return StatsSeries(Series(num, MappingProxyType(columns)), StatsTotals())
+
+
+def test_a_session_holds_its_engine_runs_and_their_series(tmp_path):
+    path = tmp_path / "workbench.db"
+    storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "be brief")
+    storage.restore_into(model, lambda command: None)
+    before = time.time()
+    storage.start(model, FACTS)
+    info = EngineInfo("demo", "0.32.0", "cpu", 2048, None, (1,))
+    for event in (StateChanged(EngineState.STARTING, "starting", 1), EngineReady(info),
+                  StateChanged(EngineState.READY, "ready", 1)):
+        model.apply(event)
+    now = time.monotonic()
+    storage.record_stats(step_points(now, 6))
+    storage.record_stats(step_points(now, 10))  # four new points; the first six are not taken again
+    conversation = model.new_conversation()
+    request = model.ask(conversation.conversation_id, "Hi", SamplingSettings(), "be brief")
+    model.apply(TextFlushed({request.request_id: "Hello"}))
+    model.apply(RequestFinished(StreamEvent(request.request_id, "", True, "stop", RequestFigures(5, 0, 2, 0.01, 40.0))))
+    assert storage.flush()
+    session_id = storage.session_id
+    storage.close()
+    db = connect(path)
+    (started_s, ended_s, facts), = db.execute("SELECT started_s, ended_s, facts FROM sessions").fetchall()
+    assert before <= started_s <= ended_s <= time.time() and json.loads(facts) == FACTS
+    (run_key, run_session), = db.execute("SELECT run_key, session_id FROM engine_runs").fetchall()
+    assert run_session == session_id
+    assert db.execute("SELECT role, run_key FROM messages ORDER BY position").fetchall() == [
+        ("user", None), ("assistant", run_key)]
+    series = load_series(db, run_key)
+    assert list(series) == list(COLUMNS) and len(series["t"]) == 10
+    assert np.array_equal(series["kv_usage_pct"], np.arange(10) + COLUMNS.index("kv_usage_pct"))
+    wall = series["t"]
+    assert np.allclose(np.diff(wall), 0.25) and abs(wall[0] - started_s) < 5  # wall-clock seconds
+    db.close()
+
+
+def test_a_past_session_is_drawn_from_its_stored_series_in_every_plot(tmp_path, qtbot):
+    from workbench.ui.sessions_view import SessionsView
+    from workbench.ui.stats_plots import PLOTS
+
+    path = tmp_path / "workbench.db"
+    storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
+    storage.restore_into(model, lambda command: None)
+    storage.start(model, FACTS)
+    for event in (StateChanged(EngineState.STARTING, "starting", 1), StateChanged(EngineState.READY, "ready", 1)):
+        model.apply(event)
+    storage.record_stats(step_points(time.monotonic(), 12))
+    storage.close()
+    view = SessionsView(path)
+    qtbot.addWidget(view)
+    view.session_table.selectRow(0)
+    view.open_selected()
+    for _, _, curves in PLOTS.values():
+        for key, _, _ in curves:
+            x, y = view.plots.curves[key].getData()
+            assert x is not None and len(x) == 12 and y[-1] == 11 + COLUMNS.index(key), key
+
+
+def test_a_session_the_app_did_not_end_is_closed_at_the_next_start(tmp_path):
+    path = tmp_path / "workbench.db"
+    storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
+    storage.restore_into(model, lambda command: None)
+    storage.start(model, FACTS)
+    model.apply(StateChanged(EngineState.STARTING, "starting", 1))
+    assert storage.flush()
+    storage.writer.put(None)  # the thread ends as in a crash: no SessionEnded, no stop time
+    storage.writer._thread.join(10)
+    storage.writer = storage.recorder = storage.series = None
+    storage.opened.connection = None
+    storage.close()
+    storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
+    storage.restore_into(model, lambda command: None)
+    storage.close()
+    db = connect(path)
+    (started_s, ended_s), = db.execute("SELECT started_s, ended_s FROM sessions").fetchall()
+    assert ended_s is not None and ended_s >= started_s
+
+
+def ran_batch(model: AppModel, num_rows: int = 3):
+    from workbench.batch.formats import BatchPrompt
+    from workbench.batch.results import BatchResults
+    from workbench.batch.run import RunSettings
+
+    results = BatchResults()
+    for line_no in range(1, num_rows + 1):
+        results.append(BatchPrompt(line_no, prompt=f"prompt {line_no}"))
+    run = model.new_batch_run(results, RunSettings(max_in_flight=num_rows), lambda command: None,
+                              source=("/p.jsonl", "jsonl"))
+    run.start()
+    for row in range(num_rows - 1):
+        run.request_finished(StreamEvent(f"{run.run_id}-{row}", "", True, "length",
+                                         RequestFigures(10, 2, 5, 0.01 * (row + 1), 50.0, e2e_s=0.2 + row)))
+    # the last row is aborted before the engine ran it: no figures, no engine run
+    run.request_finished(StreamEvent(f"{run.run_id}-{num_rows - 1}", "", True, "aborted", None))
+    return run
+
+
+def test_a_batch_run_let_go_of_stays_with_its_session_until_the_session_is_deleted(tmp_path, qtbot):
+    from workbench.ui.sessions_view import SessionsView
+
+    path = tmp_path / "workbench.db"
+    storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
+    storage.restore_into(model, lambda command: None)
+    storage.start(model, FACTS)
+    for event in (StateChanged(EngineState.STARTING, "starting", 1), StateChanged(EngineState.READY, "ready", 1)):
+        model.apply(event)
+    first = ran_batch(model)
+    model.forget_batch_run(first.run_id)  # the Batch pane opened another file
+    assert storage.flush()
+    db = connect(path)
+    assert db.execute("SELECT row FROM batch_rows WHERE run_id = ?", (first.run_id,)).fetchall() == [(0,), (1,)]
+    storage.close()
+    storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
+    storage.restore_into(model, lambda command: None)
+    assert first.run_id not in model.batch_runs  # not shown again, but kept for the session
+    storage.start(model, FACTS)
+    second = ran_batch(model)  # may take the same id: the kept one moves aside
+    assert storage.flush()
+    rows = db.execute("SELECT run_id, count(*) FROM batch_rows GROUP BY run_id ORDER BY run_id").fetchall()
+    assert len(rows) == 2 and {count for _, count in rows} == {2, 3} and second.run_id in dict(rows)
+    assert db.execute("SELECT count(*) FROM batch_runs WHERE forgotten_s IS NOT NULL").fetchone() == (1,)
+    view = SessionsView(path, storage.session_id)
+    qtbot.addWidget(view)
+    assert view.session_table.rowCount() == 2 and view.session_table.item(1, 3).text() == "2"
+    view.session_table.selectRow(0)  # the newest: this run of the app
+    assert not view.delete_button.isEnabled() and not view.delete_selected(lambda question: True)
+    view.session_table.selectRow(1)
+    assert view.export_button.isEnabled()
+    from workbench.ui.session_export_action import start_session_export
+
+    outcome = []  # a past session exported from the view: its plots from the stored series, no heatmap
+    start_session_export(view, path, view.selected().session_id, tmp_path / "past", on_done=lambda f, e: outcome.append(e))
+    qtbot.waitUntil(lambda: bool(outcome), timeout=30_000)
+    assert outcome == [None] and (tmp_path / "past.zip").exists() and not (tmp_path / "past" / "heatmap.png").exists()
+    with open(tmp_path / "past" / "requests.csv") as handle:
+        assert len(handle.readlines()) == 1 + 2  # the header and the two rows that ran
+    assert not view.delete_selected(lambda question: False)  # asked, and the answer was no
+    assert view.session_table.rowCount() == 2
+    assert view.delete_selected(lambda question: "engine runs" in question)
+    assert view.session_table.rowCount() == 1
+    assert db.execute("SELECT run_id, count(*) FROM batch_rows GROUP BY run_id").fetchall() == [(second.run_id, 3)]
+    assert db.execute("SELECT count(*) FROM engine_runs").fetchone() == (0,)  # the new session started none
+    storage.close()
+
+
+def test_the_report_table_holds_the_1000_slowest_requests_with_a_note():
+    from workbench.export.report import build_report
+    from workbench.sessions.stored import FIGURE_COLUMNS, RequestRecord, SessionSummary
+
+    found = [RequestRecord("batch", "batch1", "batch1", str(i), f"q{i}", "k", "done", "length", 1.0,
+                           {**dict.fromkeys(FIGURE_COLUMNS), "e2e_s": i / 1000}, "p", "o") for i in range(1200)]
+    page = build_report(SessionSummary("s", 0.0, 1.0, FACTS), [], [], found, {}, None)
+    table = page[page.index("<table id='requests'>"):]
+    assert table.count("<tr>") == 1001 and "1,000 slowest of 1,200" in page
+    assert "<td>1199</td>" in table and "<td>199</td>" not in table and "<td>200</td>" in table
+
+
+def test_without_a_browser_the_report_check_fails_in_ci_and_skips_elsewhere(monkeypatch):
+    import pytest
+
+    import browser
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("CI", "1")
+    with pytest.raises(pytest.fail.Exception, match="apt-get install -y chromium"):
+        browser.browser()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception):
+        browser.browser()
+
+
+def test_the_sessions_window_names_a_database_it_cannot_read(tmp_path, qtbot):
+    from workbench.ui.sessions_view import SessionsView
+
+    damaged = tmp_path / "workbench.db"
+    damaged.write_bytes(b"not a database at all" * 100)
+    view = SessionsView(damaged)
+    qtbot.addWidget(view)
+    assert not view.problem.isHidden() and str(damaged) in view.problem.text()
+    assert view.session_table.rowCount() == 0 and damaged.read_bytes().startswith(b"not a database")
+
+
+def test_pictures_are_drawn_from_series_thinned_to_their_peaks_with_the_runs_apart():
+    from workbench.sessions.thinning import thin_series
+
+    n = 10_000
+    run = {"t": np.arange(n, dtype=float), "kv_usage_pct": np.zeros(n)}
+    run["kv_usage_pct"][4321] = 97.0  # one spike among thousands of points
+    gap = {"t": np.array([np.nan]), "kv_usage_pct": np.array([np.nan])}
+    series = {name: np.concatenate([run[name], gap[name], run[name] + (0 if name != "t" else n + 5)])
+              for name in run}
+    thinned = thin_series(series, 800)
+    assert len(thinned["t"]) == 2 * 800 + 1 and np.isnan(thinned["t"][800])  # each run alone, the gap kept
+    assert np.nanmax(thinned["kv_usage_pct"][:800]) == 97.0 == np.nanmax(thinned["kv_usage_pct"][801:])
+    assert thinned["t"][0] == 0 and thinned["t"][799] == n - 1 and np.all(np.diff(thinned["t"][:800]) >= 0)
+    small = {"t": np.arange(5.0), "kv_usage_pct": np.ones(5)}
+    assert thin_series(small, 800) is small

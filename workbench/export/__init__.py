@@ -1,0 +1,3 @@
+"""Files a user hands to colleagues: a session's folder and zip (``session_export``: session.json,
+requests.csv, timeseries.csv, the plots and heatmap, report.html) and a conversation as JSON or
+Markdown (``conversation``). No Qt: pictures come in as bytes that the window rendered."""

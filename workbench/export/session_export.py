@@ -1,0 +1,124 @@
+"""A session as a folder and a zip of it: session.json, requests.csv, timeseries.csv, each plot as PNG
+and SVG, the heatmap as PNG, and report.html. Runs on any thread (the window runs it on a worker and
+shows its progress); the pictures come in as bytes that the window rendered.
+"""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import zipfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+from workbench.export.report import build_report
+from workbench.export.tables import write_requests_csv, write_timeseries_csv
+from workbench.sessions.compare import run_figures
+from workbench.sessions.stored import open_read_only, requests, session, session_series, engine_runs
+from workbench.storage.series import load_series
+
+FILES = ("session.json", "requests.csv", "timeseries.csv", "report.html")
+
+
+@dataclass(frozen=True)
+class Pictures:
+    """What the window rendered: plot name -> (title, PNG bytes, SVG bytes), and the heatmap's PNG."""
+
+    plots: dict[str, tuple[str, bytes, bytes]] = field(default_factory=dict)
+    heatmap_png: bytes | None = None
+
+
+@dataclass(frozen=True)
+class ExportProgress:
+    fraction: float  # 0 to 1
+    step: str  # what is being written
+
+
+def _iso(seconds: float | None) -> str | None:
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat() if seconds else None
+
+
+def _finite(figures: dict) -> dict:
+    return {k: (v if math.isfinite(v) else None) for k, v in figures.items()}
+
+
+def session_document(summary, runs, figures, num_requests: dict[str, int]) -> dict:
+    facts = summary.facts
+    return {
+        "session_id": summary.session_id,
+        "app_version": facts.get("app_version"), "vllm_version": facts.get("vllm_version"),
+        "torch_version": facts.get("torch_version"), "driver_version": facts.get("driver_version"),
+        "gpus": facts.get("gpus") or [], "host": facts.get("host"),
+        "started_s": summary.started_s, "ended_s": summary.ended_s,
+        "started": _iso(summary.started_s), "ended": _iso(summary.ended_s),
+        "engine_runs": [{
+            "number": index + 1, "run_key": run.run_key, "start_id": run.start_id, "model": run.model,
+            "config": run.resolved_config(), "engine_reported": run.info,
+            "started_s": run.started_s, "ready_s": run.ready_s, "stopped_s": run.stopped_s,
+            "started": _iso(run.started_s), "stopped": _iso(run.stopped_s), "end_message": run.end_message,
+            "num_requests": num_requests.get(run.run_key, 0), "figures": _finite(figures[index]),
+        } for index, run in enumerate(runs)],
+    }
+
+
+def export_session(db_path: Path | str, session_id: str, folder: Path | str,
+                   pictures: Pictures = Pictures()) -> Iterator[ExportProgress]:
+    """Writes the session into ``folder`` (made; it must not exist yet) and ``folder``.zip, yielding
+    progress. On a failure nothing half-written is left under either name."""
+    folder = Path(folder)
+    if folder.exists():
+        raise FileExistsError(f"{folder} exists already: choose a new name for the export")
+    partial = folder.with_name(folder.name + ".part")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    try:
+        yield from _write(db_path, session_id, partial, pictures)
+        partial.rename(folder)
+        yield ExportProgress(0.95, "zip")
+        _zip(folder, folder.with_name(folder.name + ".zip"))
+        yield ExportProgress(1.0, "done")
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+
+
+def _write(db_path, session_id: str, folder: Path, pictures: Pictures) -> Iterator[ExportProgress]:
+    yield ExportProgress(0.0, "reading the database")
+    connection = open_read_only(db_path)
+    try:
+        summary = session(connection, session_id)
+        if summary is None:
+            raise LookupError(f"no session {session_id} in {db_path}")
+        runs = engine_runs(connection, session_id)
+        found = requests(connection, [run.run_key for run in runs])
+        figures = [run_figures([r for r in found if r.run_key == run.run_key], load_series(connection, run.run_key))
+                   for run in runs]
+        series = session_series(connection, runs)
+    finally:
+        connection.close()
+    counts = {run.run_key: sum(1 for r in found if r.run_key == run.run_key) for run in runs}
+    (folder / "session.json").write_text(json.dumps(session_document(summary, runs, figures, counts), indent=2))
+    total = max(1, len(found))
+    for done in write_requests_csv(folder / "requests.csv", found, runs):
+        yield ExportProgress(0.1 + 0.6 * done / total, f"requests.csv: {done:,} of {len(found):,}")
+    write_timeseries_csv(folder / "timeseries.csv", series, runs, summary.started_s)
+    yield ExportProgress(0.75, "pictures")
+    for name, (_, png, svg) in pictures.plots.items():
+        (folder / f"plot-{name}.png").write_bytes(png)
+        (folder / f"plot-{name}.svg").write_bytes(svg)
+    if pictures.heatmap_png:
+        (folder / "heatmap.png").write_bytes(pictures.heatmap_png)
+    yield ExportProgress(0.85, "report.html")
+    plots = {name: (title, png) for name, (title, png, _) in pictures.plots.items()}
+    (folder / "report.html").write_text(build_report(summary, runs, figures, found, plots, pictures.heatmap_png),
+                                        encoding="utf-8")
+
+
+def _zip(folder: Path, target: Path) -> None:
+    partial = target.with_name(target.name + ".part")
+    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(folder.iterdir()):
+            archive.write(path, f"{folder.name}/{path.name}")
+    partial.replace(target)

@@ -1,0 +1,130 @@
+"""One engine run's headline figures, from its stored requests and series, and two runs side by side.
+
+From the requests (vLLM's own per-request figures, as stored): output tokens per second over the
+span from the first request's arrival to the last one's end, TTFT p50 and p99, the inter-token
+latency (each request's mean) p50 and p99, and the prefix-cache hit rate (cached prompt tokens over
+prompt tokens). From the series (vLLM's stat logger, as plotted): KV usage (mean while requests ran,
+and the peak) and preemptions (their sum). Percentiles are :func:`workbench.engine.metrics.percentile`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from workbench.engine.metrics import percentile
+from workbench.sessions.stored import EngineRunRecord, RequestRecord
+
+# name -> (label, unit, better: "higher" or "lower")
+FIGURES = {
+    "num_requests": ("Requests", "", ""),
+    "output_tokens": ("Output tokens", "", ""),
+    "output_tokens_per_s": ("Output tokens/s", "tok/s", "higher"),
+    "ttft_ms_p50": ("TTFT p50", "ms", "lower"),
+    "ttft_ms_p99": ("TTFT p99", "ms", "lower"),
+    "itl_ms_p50": ("Inter-token latency p50", "ms", "lower"),
+    "itl_ms_p99": ("Inter-token latency p99", "ms", "lower"),
+    "kv_usage_pct_mean": ("KV usage, mean while running", "%", ""),
+    "kv_usage_pct_peak": ("KV usage, peak", "%", ""),
+    "prefix_hit_pct": ("Prefix-cache hit rate", "%", "higher"),
+    "preemptions": ("Preemptions", "", "lower"),
+}
+
+
+def run_figures(requests: list[RequestRecord], series: dict[str, np.ndarray]) -> dict[str, float]:
+    """The figures of one engine run (NaN where there is nothing to compute them from)."""
+    done = [r for r in requests if r.figures.get("output_tokens") is not None]
+    figures = {name: float("nan") for name in FIGURES}
+    figures["num_requests"] = float(len(done))
+    output = sum(r.figures["output_tokens"] for r in done)
+    figures["output_tokens"] = float(output)
+    spans = [(r.finished_s - r.figures["e2e_s"], r.finished_s) for r in done
+             if r.finished_s is not None and r.figures.get("e2e_s") is not None]
+    if spans:
+        elapsed = max(end for _, end in spans) - min(start for start, _ in spans)
+        figures["output_tokens_per_s"] = output / elapsed if elapsed > 0 else float("nan")
+    for name, key in (("ttft_ms", "ttft_s"), ("itl_ms", "itl_s")):
+        values = [r.figures[key] * 1e3 for r in done if r.figures.get(key) is not None]
+        figures[f"{name}_p50"], figures[f"{name}_p99"] = percentile(values, 50), percentile(values, 99)
+    prompt = sum(r.figures.get("prompt_tokens") or 0 for r in done)
+    if prompt:
+        figures["prefix_hit_pct"] = 100.0 * sum(r.figures.get("cached_prompt_tokens") or 0 for r in done) / prompt
+    if series:
+        running = series["num_running"] > 0
+        kv = series["kv_usage_pct"]
+        if running.any():
+            figures["kv_usage_pct_mean"] = float(np.nanmean(kv[running]))
+        if np.isfinite(kv).any():
+            figures["kv_usage_pct_peak"] = float(np.nanmax(kv))
+        figures["preemptions"] = float(np.nansum(series["preemptions"]))
+    return figures
+
+
+@dataclass(frozen=True)
+class ComparedFigure:
+    name: str
+    label: str
+    unit: str
+    a: float
+    b: float
+    better: str  # "a", "b" or "" (no better side, or equal)
+
+    @property
+    def difference(self) -> float:
+        return self.b - self.a
+
+    @property
+    def relative(self) -> float:
+        """(b − a) / a; NaN when a is 0 or unknown."""
+        return self.difference / self.a if self.a and math.isfinite(self.a) else float("nan")
+
+
+def compare_figures(a: dict[str, float], b: dict[str, float]) -> list[ComparedFigure]:
+    rows = []
+    for name, (label, unit, better) in FIGURES.items():
+        x, y = a[name], b[name]
+        side = ""
+        if better and math.isfinite(x) and math.isfinite(y) and x != y:
+            side = "b" if (y > x) == (better == "higher") else "a"
+        rows.append(ComparedFigure(name, label, unit, x, y, side))
+    return rows
+
+
+@dataclass(frozen=True)
+class ConfigLine:
+    key: str
+    a: object
+    b: object
+
+    @property
+    def changed(self) -> bool:
+        return self.a != self.b
+
+
+def config_diff(a: EngineRunRecord, b: EngineRunRecord) -> list[ConfigLine]:
+    """Every engine argument of either run, with both values (missing: None), changed ones first."""
+    first, second = a.resolved_config(), b.resolved_config()
+    keys = list(dict.fromkeys([*first, *second]))
+    lines = [ConfigLine(key, first.get(key), second.get(key)) for key in keys]
+    return sorted(lines, key=lambda line: not line.changed)
+
+
+def format_value(value: float, unit: str = "") -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    if float(value).is_integer():
+        text = f"{value:,.0f}"
+    else:
+        text = f"{value:,.1f}" if abs(value) >= 10 else f"{value:.2f}"
+    return f"{text} {unit}".strip()
+
+
+def format_difference(row: ComparedFigure) -> str:
+    if not (math.isfinite(row.a) and math.isfinite(row.b)):
+        return "—"
+    sign = "+" if row.difference >= 0 else "−"
+    text = f"{sign}{format_value(abs(row.difference), row.unit)}"
+    if math.isfinite(row.relative):
+        text += f" ({sign}{abs(row.relative) * 100:.0f} %)"
+    return text

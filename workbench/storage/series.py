@@ -1,0 +1,80 @@
+"""The plots' series kept per engine run: what the live plots drew, so a past session's plots can be
+drawn again. No Qt.
+
+:class:`SeriesRecorder` takes the engine's published :class:`~workbench.engine.stats.StatsSeries`
+(the window hands it the latest it read, a few times a second), keeps the points it has not seen,
+and every :data:`CHUNK_S` seconds puts them on the writer's queue as one record: a chunk of float64
+rows, 104 bytes a point (13 columns, 4 points a second: about 1.5 MB an hour of engine time), one
+insert per chunk. Times are stored as ``time.time()`` seconds.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from typing import Callable
+
+import numpy as np
+
+from workbench.engine.stats import COLUMNS, StatsSeries
+from workbench.storage.records import SeriesPointsSaved
+
+CHUNK_S = 5.0
+
+
+class SeriesRecorder:
+    """Called on one thread (the GUI's); puts :class:`SeriesPointsSaved` records through ``put``."""
+
+    def __init__(self, put: Callable[[object], None], chunk_s: float = CHUNK_S):
+        self.put, self.chunk_s = put, chunk_s
+        self._wall_offset = time.time() - time.monotonic()  # the series' t is monotonic
+        self._run_key = ""
+        self._last_t = -np.inf  # the newest point taken (monotonic)
+        self._pending: list[np.ndarray] = []
+        self._pending_since = time.monotonic()
+        self.num_points = 0
+
+    def record(self, run_key: str, stats: StatsSeries) -> None:
+        """Takes the points of ``stats`` newer than any taken before, for engine run ``run_key``."""
+        if run_key != self._run_key:
+            self.flush()
+            self._run_key = run_key
+        series = stats.series
+        if not run_key or not len(series):
+            return
+        t = series["t"]
+        start = int(np.searchsorted(t, self._last_t, side="right"))
+        if start < len(t):
+            rows = np.column_stack([series[name][start:] for name in COLUMNS])
+            rows[:, 0] += self._wall_offset
+            self._pending.append(rows)
+            self._last_t = float(t[-1])
+        if time.monotonic() - self._pending_since >= self.chunk_s:
+            self.flush()
+
+    def flush(self) -> None:
+        """Puts the points taken so far as one record (nothing when there are none)."""
+        self._pending_since = time.monotonic()
+        if not self._pending or not self._run_key:
+            self._pending = []
+            return
+        rows = np.ascontiguousarray(np.concatenate(self._pending), dtype=np.float64)
+        self._pending = []
+        self.num_points += len(rows)
+        self.put(SeriesPointsSaved(self._run_key, COLUMNS, rows.tobytes(), len(rows), float(rows[0, 0])))
+
+
+def load_series(connection: sqlite3.Connection, run_key: str) -> dict[str, np.ndarray]:
+    """Every stored point of one engine run as columns ("t": time.time() seconds), oldest first;
+    an empty dict when none was stored."""
+    parts: list[dict[str, np.ndarray]] = []
+    for columns, num_points, points in connection.execute(
+            "SELECT columns, num_points, points FROM series_chunks WHERE run_key = ? ORDER BY first_s", (run_key,)):
+        names = json.loads(columns)
+        block = np.frombuffer(points, dtype=np.float64).reshape(num_points, len(names))
+        parts.append({name: block[:, index] for index, name in enumerate(names)})
+    if not parts:
+        return {}
+    names = list(dict.fromkeys(name for part in parts for name in part))
+    return {name: np.concatenate([part.get(name, np.full(len(part["t"]), np.nan)) for part in parts])
+            for name in names}

@@ -1,0 +1,31 @@
+"""The File menu: export the session or the current conversation, and the Sessions window."""
+from __future__ import annotations
+
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QMainWindow, QMessageBox
+
+from workbench.ui.session_export_action import ask_and_export_conversation, ask_and_export_session
+
+
+def open_sessions(window):
+    """The Sessions window over the window's database (None when it keeps none)."""
+    from workbench.ui.sessions_view import SessionsView
+
+    storage = window.storage
+    if storage is None or storage.opened.connection is None and not storage.path.exists():
+        QMessageBox.information(window, "Sessions", "No database is open, so no sessions are kept.")
+        return None
+    storage.flush()
+    view = SessionsView(storage.path, storage.session_id, window)
+    view.show()
+    return view
+
+
+def add_file_menu(window: QMainWindow) -> None:
+    menu = window.menuBar().addMenu("&File")
+    for text, slot in (("Export session…", lambda: ask_and_export_session(window)),
+                       ("Export conversation…", lambda: ask_and_export_conversation(window)),
+                       ("Sessions…", lambda: open_sessions(window))):
+        action = QAction(text, window)
+        action.triggered.connect(slot)
+        menu.addAction(action)

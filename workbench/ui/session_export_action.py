@@ -1,0 +1,162 @@
+"""File > Export session… and Export conversation…: asks where, renders the pictures on the GUI thread,
+and writes the files on a worker thread while a progress dialog shows how far it got."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QObject, Qt, QTimer
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog, QWidget
+from superqt.utils import create_worker
+
+from workbench.export.conversation import conversation_json, conversation_markdown
+from workbench.export.session_export import Pictures, export_session
+from workbench.sessions.stored import engine_runs, open_read_only, session, session_series
+from workbench.ui.stored_plots import render_live_plot, render_one, stored_plots_view
+
+
+def png_bytes(widget: QWidget) -> bytes:
+    buffer = QBuffer()
+    buffer.open(QIODevice.WriteOnly)
+    widget.grab().save(buffer, "PNG")
+    return bytes(QByteArray(buffer.data()))
+
+
+PICTURES_SHARE = 0.3  # of the progress bar: rendering the pictures on the GUI thread, then the files
+
+
+class SessionExportJob(QObject):
+    """One export: the pictures rendered on the GUI thread, one plot per turn of the event loop (a picture
+    takes about half a second: the window keeps answering between them), then the files written on a
+    worker thread; one progress dialog for both. ``on_done(folder, error)`` runs on the GUI thread
+    (error None on success)."""
+
+    def __init__(self, parent: QWidget, db_path: Path, session_id: str, folder: Path, heatmap: QWidget | None,
+                 on_done, memory=None):
+        super().__init__(parent)
+        self.db_path, self.session_id, self.folder, self.on_done = Path(db_path), session_id, Path(folder), on_done
+        self.heatmap_png = png_bytes(heatmap) if heatmap is not None else None  # the heatmap at export time
+        self.plots: dict[str, tuple[str, bytes, bytes]] = {}
+        self._todo: list = []
+        self._view = None
+        self.worker = None
+        self.dialog = QProgressDialog("Exporting the session: drawing the plots…", "", 0, 1000, parent)
+        self.dialog.setWindowTitle("Export session")
+        self.dialog.setCancelButton(None)
+        self.dialog.setWindowModality(Qt.WindowModal)
+        self.dialog.setMinimumDuration(0)
+        # the memory panel's plot as the window shows it now (after the stored plots in the report)
+        self.memory = render_live_plot(memory, "Memory, as the window showed it at export time", "memory") \
+            if memory is not None else None
+        QTimer.singleShot(0, self._prepare)
+
+    def _prepare(self) -> None:
+        try:
+            connection = open_read_only(self.db_path)
+            try:
+                summary = session(connection, self.session_id)
+                series = session_series(connection, engine_runs(connection, self.session_id))
+            finally:
+                connection.close()
+            self._view = stored_plots_view(series, summary.started_s if summary else time.time())
+            self._todo = list(self._view.plots.items())
+        except Exception as error:  # a database that cannot be read: said, nothing written
+            self._finish(error)
+            return
+        QTimer.singleShot(0, self._render_next)
+
+    def _render_next(self) -> None:
+        try:
+            name, plot = self._todo.pop(0)
+            self.plots[name] = render_one(self._view, name, plot)
+        except Exception as error:
+            self._finish(error)
+            return
+        done = len(self.plots)
+        self.dialog.setValue(int(1000 * PICTURES_SHARE * done / (done + len(self._todo))))
+        if self._todo:
+            QTimer.singleShot(0, self._render_next)
+            return
+        self._close_view()
+        if self.memory is not None:
+            self.plots["memory"] = self.memory
+        pictures = Pictures(dict(self.plots), self.heatmap_png)
+        self.worker = create_worker(export_session, self.db_path, self.session_id, self.folder, pictures,
+                                    _start_thread=False)
+        self.worker.yielded.connect(self._on_worker_yielded)
+        self.worker.returned.connect(lambda _: self._finish(None))
+        self.worker.errored.connect(self._finish)
+        self.worker.start()
+
+    def _on_worker_yielded(self, progress) -> None:
+        self.dialog.setValue(int(1000 * (PICTURES_SHARE + (1 - PICTURES_SHARE) * progress.fraction)))
+        self.dialog.setLabelText(f"Exporting the session: {progress.step}")
+
+    def _close_view(self) -> None:
+        if self._view is not None:
+            self._view.close()
+            self._view.deleteLater()
+            self._view = None
+
+    def _finish(self, error) -> None:
+        self._close_view()
+        self.dialog.close()
+        self.on_done(self.folder, error)
+
+
+def start_session_export(parent: QWidget, db_path: Path, session_id: str, folder: Path,
+                         heatmap: QWidget | None = None, on_done=lambda folder, error: None,
+                         memory=None) -> SessionExportJob:
+    """Exports into ``folder`` (and ``folder``.zip) with a progress dialog; returns the job."""
+    return SessionExportJob(parent, db_path, session_id, folder, heatmap, on_done, memory)
+
+
+def ask_and_export_session(window) -> None:
+    """The File menu's action: the current session of ``window`` (which keeps a database)."""
+    storage = window.storage
+    if storage is None or storage.session_id is None:
+        QMessageBox.information(window, "Export session", "This window keeps no database (another instance "
+                                "owns it, or it could not be opened), so there is no session to export.")
+        return
+    storage.flush()
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    chosen = QFileDialog.getExistingDirectory(window, "Export the session into a new folder in…")
+    if chosen:
+        folder = Path(chosen) / f"workbench-session-{stamp}"
+        window._session_export = start_session_export(
+            window, storage.path, storage.session_id, folder, window.heatmap,
+            lambda f, e: tell_export_done(window, f, e), window.memory.plot)
+
+
+def tell_export_done(parent: QWidget, folder: Path, error) -> None:
+    if error is None:
+        QMessageBox.information(parent, "Export session", f"Written to {folder} and {folder}.zip; open "
+                                "report.html in a browser.")
+    else:
+        QMessageBox.warning(parent, "Export session", f"The export failed: {error}. Nothing half-written was "
+                            "left; choose another folder (one you can write to, with free space) and try again.")
+
+
+def ask_and_export_conversation(window) -> Path | None:
+    conversation = window.chat.current if window.model.conversations else None
+    if conversation is None:
+        QMessageBox.information(window, "Export conversation", "Select a conversation first.")
+        return None
+    chosen, _ = QFileDialog.getSaveFileName(
+        window, "Export the conversation", f"{conversation.title}.md", "Markdown (*.md);;JSON (*.json)")
+    if not chosen:
+        return None
+    try:
+        return write_conversation(conversation, Path(chosen))
+    except OSError as error:  # the conversation itself stays as it is in the window and the database
+        reason = error.strerror or str(error)
+        QMessageBox.warning(window, "Export conversation", f"{chosen} could not be written ({reason}). Choose a "
+                            "folder you can write to, with free space, and export again.")
+        return None
+
+
+def write_conversation(conversation, path: Path) -> Path:
+    """JSON for a .json name, Markdown otherwise."""
+    text = conversation_json(conversation) if path.suffix.lower() == ".json" else conversation_markdown(conversation)
+    path.write_text(text, encoding="utf-8")
+    return path

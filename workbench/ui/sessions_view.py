@@ -1,0 +1,253 @@
+"""The Sessions window: past runs of the app with their headline figures; one opened with its plots
+drawn from the stored series; two engine runs (from one session or two) compared side by side with
+their configurations as a diff; a session deleted after asking. The figures come from
+``workbench.sessions`` (Qt-free); this window only shows them."""
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView, QComboBox, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton, QSplitter,
+    QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget,
+)
+
+from workbench.sessions.compare import compare_figures, config_diff, format_difference, format_value, run_figures
+from workbench.sessions.stored import (
+    EngineRunRecord, SessionSummary, delete_session, engine_run, list_sessions, open_read_only, requests,
+    session_series,
+)
+from workbench.storage.series import load_series
+from workbench.ui.stored_plots import show_series
+from workbench.ui.stats_plots import StatsPlotsView
+
+SESSION_COLUMNS = ("Started", "Model", "Engine runs", "Requests", "Output tok/s", "TTFT p50")
+BETTER = QBrush(QColor("#2e7d32"))
+WORSE = QBrush(QColor("#c62828"))
+CHANGED = QBrush(QColor("#fff3c4"))
+
+
+def _when(seconds: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds)) if seconds else "—"
+
+
+def _table(headers: tuple[str, ...]) -> QTableWidget:
+    table = QTableWidget(0, len(headers))
+    table.setHorizontalHeaderLabels(headers)
+    table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+    table.setSelectionBehavior(QAbstractItemView.SelectRows)
+    table.verticalHeader().hide()
+    table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+    table.horizontalHeader().setStretchLastSection(True)
+    return table
+
+
+def _fill(table: QTableWidget, rows: list[list[str]]) -> None:
+    table.setRowCount(len(rows))
+    for r, row in enumerate(rows):
+        for c, text in enumerate(row):
+            table.setItem(r, c, QTableWidgetItem(text))
+
+
+class SessionsView(QWidget):
+    """Reads the database at ``db_path`` through a connection of its own; ``current_session``: this
+    run of the app (not deleted from here)."""
+
+    def __init__(self, db_path: Path, current_session: str | None = None, parent: QWidget | None = None):
+        super().__init__(parent, Qt.Window)
+        self.setObjectName("sessionsView")
+        self.setWindowTitle("Sessions — vLLM Workbench")
+        self.db_path, self.current_session = Path(db_path), current_session
+        self.sessions: list[SessionSummary] = []
+        self.runs: list[tuple[SessionSummary, int, EngineRunRecord]] = []
+        self.session_table = _table(SESSION_COLUMNS)
+        self.session_table.itemSelectionChanged.connect(self._on_session_table_selection_changed)
+        self.open_button = QPushButton("Open")
+        self.open_button.clicked.connect(self.open_selected)
+        self.delete_button = QPushButton("Delete…")
+        self.delete_button.clicked.connect(self.delete_selected)
+        self.export_button = QPushButton("Export…")
+        self.export_button.clicked.connect(self.export_selected)
+        self.problem = QLabel(objectName="sessionsProblem", wordWrap=True)
+        self.problem.hide()
+        refresh = QPushButton("Refresh")
+        refresh.clicked.connect(self.refresh)
+        self.plots = StatsPlotsView(time.time())
+        self.plots.paused.hide()
+        self.plots.follow.hide()
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.plots, "Plots")
+        self.tabs.addTab(self._build_compare(), "Compare")
+        buttons = QHBoxLayout()
+        for button in (self.open_button, self.export_button, self.delete_button, refresh):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        top = QWidget()
+        top_layout = QVBoxLayout(top)
+        top_layout.addWidget(self.problem)
+        top_layout.addWidget(self.session_table)
+        top_layout.addLayout(buttons)
+        splitter = QSplitter(Qt.Vertical)
+        splitter.addWidget(top)
+        splitter.addWidget(self.tabs)
+        splitter.setSizes([220, 620])
+        QVBoxLayout(self).addWidget(splitter)
+        self.resize(1200, 860)
+        self.refresh()
+
+    def _build_compare(self) -> QWidget:
+        self.run_a, self.run_b = QComboBox(), QComboBox()
+        for combo in (self.run_a, self.run_b):
+            combo.currentIndexChanged.connect(self.compare)
+        choose = QFormLayout()
+        choose.addRow("A", self.run_a)
+        choose.addRow("B", self.run_b)
+        self.figure_table = _table(("Figure", "A", "B", "Difference (B − A)"))
+        self.config_table = _table(("Engine argument", "A", "B"))
+        self.compare_note = QLabel()
+        tables = QSplitter(Qt.Horizontal)
+        tables.addWidget(self.figure_table)
+        tables.addWidget(self.config_table)
+        tables.setSizes([560, 560])
+        widget = QWidget()
+        layout = QVBoxLayout(widget)
+        layout.addLayout(choose)
+        layout.addWidget(self.compare_note)
+        layout.addWidget(tables, 1)
+        return widget
+
+    # ------------------------------------------------------------------ sessions
+    def refresh(self) -> None:
+        try:
+            self._read_sessions()
+        except sqlite3.Error as error:  # a damaged or missing file: said, and nothing is shown
+            self.sessions, self.runs = [], []
+            self.problem.setText(f"The sessions in {self.db_path} cannot be read ({error}). The band above the "
+                                 "main window's panes says what to do with the database.")
+            self.problem.show()
+            _fill(self.session_table, [])
+            return
+        self.problem.hide()
+
+    def _read_sessions(self) -> None:
+        connection = open_read_only(self.db_path)
+        try:
+            self.sessions = list_sessions(connection)
+            rows = []
+            for summary in self.sessions:
+                found = requests(connection, [run.run_key for run in summary.runs], with_text=False)
+                figures = run_figures(found, {})
+                rows.append([_when(summary.started_s), ", ".join(Path(m).name for m in summary.models) or "—",
+                             str(len(summary.runs)), f"{summary.num_requests:,}",
+                             format_value(figures["output_tokens_per_s"], "tok/s"),
+                             format_value(figures["ttft_ms_p50"], "ms")])
+        finally:
+            connection.close()
+        _fill(self.session_table, rows)
+        self.runs = sorted(((summary, index + 1, run) for summary in self.sessions
+                            for index, run in enumerate(summary.runs)), key=lambda item: item[2].started_s)
+        labels = [f"{_when(s.started_s)} · run {n} · {Path(run.model).name} · max_num_seqs "
+                  f"{run.resolved_config().get('max_num_seqs')}" for s, n, run in self.runs]
+        for combo in (self.run_a, self.run_b):
+            combo.blockSignals(True)
+            combo.clear()
+            combo.addItems(labels)
+            combo.blockSignals(False)
+        if len(labels) >= 2:
+            self.choose_runs(len(labels) - 2, len(labels) - 1)  # the two latest runs, the older as A
+        self._on_session_table_selection_changed()
+
+    def selected(self) -> SessionSummary | None:
+        rows = self.session_table.selectionModel().selectedRows()
+        return self.sessions[rows[0].row()] if rows else None
+
+    def _on_session_table_selection_changed(self) -> None:
+        chosen = self.selected()
+        self.open_button.setEnabled(chosen is not None)
+        self.export_button.setEnabled(chosen is not None)
+        self.delete_button.setEnabled(chosen is not None and chosen.session_id != self.current_session)
+
+    def open_session(self, session_id: str) -> None:
+        """Draws the session's stored series (every engine run, one after the other)."""
+        summary = next(s for s in self.sessions if s.session_id == session_id)
+        connection = open_read_only(self.db_path)
+        try:
+            series = session_series(connection, list(summary.runs))
+        finally:
+            connection.close()
+        self.plots.time_origin = summary.started_s
+        show_series(self.plots, series)
+        self.tabs.setCurrentWidget(self.plots)
+
+    def open_selected(self) -> None:
+        chosen = self.selected()
+        if chosen is not None:
+            self.open_session(chosen.session_id)
+
+    def delete_selected(self, confirm=None) -> bool:
+        """Deletes the selected session after asking (``confirm``: the question, for tests)."""
+        chosen = self.selected()
+        if chosen is None or chosen.session_id == self.current_session:
+            return False
+        question = (f"Delete the session of {_when(chosen.started_s)} with its {len(chosen.runs)} engine runs and "
+                    "their plotted series? Its conversations and batch runs stay in the Chat and Batch panes.")
+        ask = confirm or (lambda text: QMessageBox.question(self, "Delete session", text) == QMessageBox.Yes)
+        if not ask(question):
+            return False
+        delete_session(self.db_path, chosen.session_id)
+        self.refresh()
+        return True
+
+    def export_selected(self) -> None:
+        """Exports the selected session (its plots drawn from the stored series; no heatmap: it is past)."""
+        from PySide6.QtWidgets import QFileDialog
+
+        from workbench.ui.session_export_action import start_session_export, tell_export_done
+
+        chosen = self.selected()
+        parent = QFileDialog.getExistingDirectory(self, "Export the session into a new folder in…") if chosen else ""
+        if parent:
+            stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(chosen.started_s))
+            self._export = start_session_export(self, self.db_path, chosen.session_id,
+                                                Path(parent) / f"workbench-session-{stamp}",
+                                                on_done=lambda folder, error: tell_export_done(self, folder, error))
+
+    # ------------------------------------------------------------------ comparing two engine runs
+    def choose_runs(self, a: int, b: int) -> None:
+        for combo, index in ((self.run_a, a), (self.run_b, b)):
+            combo.blockSignals(True)
+            combo.setCurrentIndex(index)
+            combo.blockSignals(False)
+        self.compare()
+
+    def compare(self) -> None:
+        a, b = self.run_a.currentIndex(), self.run_b.currentIndex()
+        if a < 0 or b < 0:
+            return
+        run_a, run_b = self.runs[a][2], self.runs[b][2]
+        connection = open_read_only(self.db_path)
+        try:
+            figures = [run_figures(requests(connection, [run.run_key], with_text=False),
+                                   load_series(connection, run.run_key))
+                       for run in (run_a, run_b)]
+            run_a, run_b = engine_run(connection, run_a.run_key), engine_run(connection, run_b.run_key)
+        finally:
+            connection.close()
+        self.compared = compare_figures(*figures)
+        _fill(self.figure_table, [[row.label, format_value(row.a, row.unit), format_value(row.b, row.unit),
+                                   format_difference(row)] for row in self.compared])
+        for index, row in enumerate(self.compared):
+            if row.better:
+                self.figure_table.item(index, 3).setForeground(BETTER if row.better == "b" else WORSE)
+        self.config_lines = config_diff(run_a, run_b)
+        _fill(self.config_table, [[line.key, str(line.a), str(line.b)] for line in self.config_lines])
+        for index, line in enumerate(self.config_lines):
+            if line.changed:
+                for column in range(3):
+                    self.config_table.item(index, column).setBackground(CHANGED)
+        changed = sum(line.changed for line in self.config_lines)
+        self.compare_note.setText(f"{changed} engine argument{'s' if changed != 1 else ''} differ (highlighted, "
+                                  "listed first). Green: B is better; red: B is worse.")
