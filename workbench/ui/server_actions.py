@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from PySide6.QtCore import QObject, QTimer, Slot
+from PySide6.QtCore import QObject, Qt, QTimer, Slot
 from PySide6.QtGui import QAction
 
 from workbench.engine.commands import StartEngine, StopEngine
@@ -34,6 +34,7 @@ class ServerActions(QObject):
         self.dock = window._dock("Server", self.panel)
         self.kv_view = ServerKVView()  # the server's prefix cache, from its KV cache events
         self.kv_dock = window._dock("Prefix cache (server)", self.kv_view)
+        window.splitDockWidget(self.dock, self.kv_dock, Qt.Vertical)  # under the server panel
         self.kv_dock.hide()
         window.model.engine_changed.connect(self._on_model_engine_changed)
         window.model.server_changed.connect(self._follow_kv_events)
