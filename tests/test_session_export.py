@@ -97,6 +97,12 @@ def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, t
     info = window.model.engine.info  # what the engine reported
     assert exported_run["engine_reported"]["num_kv_blocks"] == info.num_kv_blocks == 1024
     assert exported_run["engine_reported"]["vllm_version"] == info.vllm_version
+    # vLLM's own resolved values, read from the running engine's vllm_config, kept beside what was asked
+    resolved = exported_run["engine_reported"]["resolved"]
+    assert resolved == info.resolved and resolved["num_gpu_blocks"] == 1024
+    assert resolved["max_num_seqs"] == window.model.config.max_num_seqs
+    assert resolved["block_size"] % 32 == 0 and resolved["max_model_len"] == window.model.config.max_model_len
+    assert resolved["scheduling_policy"] == "priority" and resolved["max_num_batched_tokens"] > 0
     assert exported_run["config"]["max_num_seqs"] == window.model.config.max_num_seqs == json.loads(config_json)["max_num_seqs"]
     assert exported_run["config"]["scheduling_policy"] == "priority" and exported_run["started_s"] == started_s
 

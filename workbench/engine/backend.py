@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import abc
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from workbench.engine.kv_snapshot import KVSnapshot
@@ -74,6 +74,9 @@ class EngineInfo:
     engine_pids: tuple[int, ...]
     workers: tuple[WorkerMemory, ...] = ()  # empty where the backend cannot tell
     num_kv_blocks: int | None = None  # vLLM's count of the pool (None: not known)
+    # The engine arguments as vLLM resolved them (engine-argument name -> plain value), beside the
+    # configuration asked for: budgets, block size and chunked prefill that vLLM chose. Read only.
+    resolved: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

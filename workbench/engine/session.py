@@ -213,7 +213,14 @@ class EngineSession(Backend):
             model=self.model_path, vllm_version=self.vllm_version, device="cpu" if self.on_cpu else "cuda",
             max_model_len=self.config.max_model_len, chat_template=self.chat_template(),
             engine_pids=tuple(self.engine_pids), workers=self.workers, num_kv_blocks=self.num_kv_blocks,
+            resolved=self.resolved_settings(),
         )
+
+    def resolved_settings(self) -> dict[str, object]:
+        """vLLM's resolved engine arguments of the running engine ({} with none)."""
+        from workbench.engine.vllm_plugin.engine_args import resolved_settings
+
+        return resolved_settings(self.engine) if self.engine is not None else {}
 
     @property
     def num_kv_blocks(self) -> int | None:

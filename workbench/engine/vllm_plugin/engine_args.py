@@ -144,3 +144,45 @@ def real_pool(engine) -> tuple[int | None, int | None]:
     if cache is None:
         return None, None
     return getattr(cache, "num_gpu_blocks", None), getattr(cache, "block_size", None)
+
+
+# What vLLM resolved for a running engine, read from its ``vllm_config``: the values it chose where the
+# configuration left them to it (budgets, block size, chunked prefill, the KV pool), under the names of
+# the engine arguments. (section, attribute, engine argument); a field a version lacks is left out.
+RESOLVED_FIELDS = (
+    ("model_config", "max_model_len", "max_model_len"),
+    ("model_config", "dtype", "dtype"),
+    ("model_config", "quantization", "quantization"),
+    ("model_config", "enforce_eager", "enforce_eager"),
+    ("cache_config", "block_size", "block_size"),
+    ("cache_config", "num_gpu_blocks", "num_gpu_blocks"),
+    ("cache_config", "cache_dtype", "kv_cache_dtype"),
+    ("cache_config", "enable_prefix_caching", "enable_prefix_caching"),
+    ("cache_config", "gpu_memory_utilization", "gpu_memory_utilization"),
+    ("cache_config", "kv_cache_memory_bytes", "kv_cache_memory_bytes"),
+    ("scheduler_config", "max_num_seqs", "max_num_seqs"),
+    ("scheduler_config", "max_num_batched_tokens", "max_num_batched_tokens"),
+    ("scheduler_config", "enable_chunked_prefill", "enable_chunked_prefill"),
+    ("scheduler_config", "policy", "scheduling_policy"),
+    ("scheduler_config", "async_scheduling", "async_scheduling"),
+    ("parallel_config", "tensor_parallel_size", "tensor_parallel_size"),
+    ("parallel_config", "pipeline_parallel_size", "pipeline_parallel_size"),
+    ("parallel_config", "data_parallel_size", "data_parallel_size"),
+)
+
+
+def resolved_settings(engine) -> dict[str, object]:
+    """The engine arguments as vLLM resolved them for a running ``LLMEngine``: plain values (str, int,
+    float, bool or None), keyed by engine-argument name."""
+    config = getattr(engine, "vllm_config", None)
+    settings: dict[str, object] = {}
+    for section_name, attribute, name in RESOLVED_FIELDS:
+        section = getattr(config, section_name, None)
+        if section is None or not hasattr(section, attribute):
+            continue
+        value = getattr(section, attribute)
+        if value is not None and not isinstance(value, (str, int, float, bool)):
+            value = str(getattr(value, "name", value))  # torch.dtype, enums: their names
+        settings[name] = value
+    return settings
+
