@@ -4,7 +4,6 @@ it belongs; export then import gives back the same configuration in all four for
 preset and every imported command; malformed input is named; trust_remote_code still asks."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -16,9 +15,9 @@ from workbench.presets.command_out import FORMS, PYTHON, SERVE, SWIFT, YAML, dep
 from workbench.presets.command_text import CommandTextError, decode
 from workbench.presets.document import parse_preset
 from workbench.presets.machine import Machine
-from workbench.presets.model_facts import read_model_facts
 from workbench.presets.resolve import resolve_preset
 from workbench.presets.trust import is_trusted, remember_trust
+from preset_fixtures import config_folder, facts  # noqa: F401  (fixtures)
 
 SEED = Path("/work/shared/testdata/seed-commands.txt")
 if not SEED.exists():  # the checkout's shared/ folder, where the suite runs elsewhere
@@ -26,8 +25,6 @@ if not SEED.exists():  # the checkout's shared/ folder, where the suite runs els
 CPU = Machine("cpu", 0, 0, 0, 24 << 30)
 TWO_GPUS = Machine("cuda", 2, 140 << 30, 139 << 30, 2 << 40)
 QWEN_VL = "Qwen/Qwen2.5-VL-3B-Instruct"
-DEMO_SHAPE = dict(hidden_size=128, intermediate_size=384, num_hidden_layers=2, num_attention_heads=2,
-                  num_key_value_heads=1, max_position_embeddings=4096, vocab_size=1024, torch_dtype="float32")
 
 # Per block of the article, in order: the flags named as non-options, and values kept.
 # --max_batch_size is ms-swift's, but for its transformers backend only: on a vllm line it does nothing.
@@ -58,20 +55,6 @@ SCENARIOS = {
     "multimodal": (set(), dict()),
     "long text": ({"--enable_chunked_prefill"}, dict(max_model_len=65536, enable_chunked_prefill=True)),
 }
-
-
-@pytest.fixture(autouse=True)
-def config_folder(tmp_path, monkeypatch):
-    monkeypatch.setenv("WORKBENCH_CONFIG_DIR", str(tmp_path / "config"))
-
-
-@pytest.fixture
-def facts(tmp_path):
-    folder = tmp_path / "model"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps(DEMO_SHAPE))
-    (folder / "model.safetensors").write_bytes(b"\0" * 1000)
-    return read_model_facts(folder)
 
 
 def seed_blocks() -> list[str]:

@@ -3,7 +3,6 @@ broken user files reported while the others load, names that never become paths,
 values resolved per platform, the capacity arithmetic, and start-failure advice with its retry."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -16,28 +15,12 @@ from workbench.presets.capacity import plan_capacity
 from workbench.presets.checks import check_preset
 from workbench.presets.document import PresetFileError, parse_preset
 from workbench.presets.machine import Machine
-from workbench.presets.model_facts import read_model_facts
 from workbench.presets.resolve import resolve_preset
+from preset_fixtures import config_folder, facts  # noqa: F401  (fixtures)
 
 CPU = Machine("cpu", 0, 0, 0, 24 << 30)
 ONE_GPU = Machine("cuda", 1, 140 << 30, 139 << 30, 2 << 40)
 LOGS = Path(__file__).parent / "data" / "engine_logs"
-DEMO_SHAPE = dict(hidden_size=128, intermediate_size=384, num_hidden_layers=2, num_attention_heads=2,
-                  num_key_value_heads=1, max_position_embeddings=4096, vocab_size=1024, torch_dtype="float32")
-
-
-@pytest.fixture(autouse=True)
-def config_folder(tmp_path, monkeypatch):
-    monkeypatch.setenv("WORKBENCH_CONFIG_DIR", str(tmp_path / "config"))
-
-
-@pytest.fixture
-def facts(tmp_path):
-    folder = tmp_path / "model"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps(DEMO_SHAPE))
-    (folder / "model.safetensors").write_bytes(b"\0" * 1000)
-    return read_model_facts(folder)
 
 
 def preset(engine: str, sampling: str = "") -> object:

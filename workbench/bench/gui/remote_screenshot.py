@@ -8,32 +8,25 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 
 def main(path: str) -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from PySide6.QtCore import QEventLoop
     from PySide6.QtWidgets import QApplication
 
     from workbench.app import build_window, demo_engine_config
-    from workbench.bench.gui.screenshot import save_small
+    from workbench.bench.gui.screenshot import process_events_until, save_small
     from workbench.bench.remote_bench import requests
     from workbench.engine.commands import Submit
     from workbench.ui.server_dialogs import serve_options
 
-    app = QApplication.instance() or QApplication([])
+    QApplication.instance() or QApplication([])
     window, _ = build_window(demo_engine_config(), start_engine=False, keep=False)
     window.resize(1600, 940)
     window.show()
     window.preset_dock.hide()  # room for the server panel
 
-    def wait(condition, timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while not condition() and time.monotonic() < deadline:
-            app.processEvents(QEventLoop.AllEvents, 20)
-            time.sleep(0.005)
-        return condition()
+    wait = process_events_until
 
     model = window.model
     from workbench.remote.serve import free_port

@@ -18,25 +18,32 @@ import time
 from pathlib import Path
 
 
+def process_events_until(condition, timeout_s: float) -> bool:
+    """Runs the application's events until ``condition()`` holds or ``timeout_s`` has passed."""
+    from PySide6.QtCore import QEventLoop
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    deadline = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < deadline:
+        app.processEvents(QEventLoop.AllEvents, 20)
+        time.sleep(0.005)
+    return condition()
+
+
 def _started_window(size: tuple[int, int] = (1500, 900)):
     """The app's window, offscreen, with its engine ready; returns (window, wait) or (None, None)."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from PySide6.QtCore import QEventLoop
     from PySide6.QtWidgets import QApplication
 
     from workbench.app import build_window, demo_engine_config
 
-    app = QApplication.instance() or QApplication([])
+    QApplication.instance() or QApplication([])
     window, _ = build_window(demo_engine_config())
     window.resize(*size)
     window.show()
 
-    def wait(condition, timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while not condition() and time.monotonic() < deadline:
-            app.processEvents(QEventLoop.AllEvents, 20)
-            time.sleep(0.005)
-        return condition()
+    wait = process_events_until
 
     if not wait(lambda: window.model.engine.settled(1), 600) or not window.model.engine.ready:
         print("engine did not start:", window.model.engine.message)
