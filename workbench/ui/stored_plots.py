@@ -62,9 +62,11 @@ def show_memory_series(panel: MemoryPanel, series: dict[str, np.ndarray]) -> Non
         return
     num_points = int(np.isfinite(series["t"]).sum())
     columns = {name: np.asarray(values, dtype=np.float64) for name, values in thin_series(series).items()}
-    panel.draw_series(columns, bool(np.isfinite(columns["gpu_total"]).any()))
+    on_gpu = bool(np.isfinite(columns["gpu_total"]).any())
+    panel.draw_series(columns, on_gpu)  # sets the unit (which may put the view back to following)
     x = columns["t"][np.isfinite(columns["t"])] - panel.time_origin
     panel.view.show_all(float(x[0]), float(x[-1]))
+    panel.draw_series(columns, on_gpu)  # again, in view: the fills are drawn from what is in view
     panel.plot.enableAutoRange(axis="y")
     panel.text.setText(f"{num_points:,} stored memory points over {x[-1] - x[0]:,.0f} s")
 
