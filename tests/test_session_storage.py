@@ -20,7 +20,7 @@ from workbench.engine.stats import COLUMNS, StatsSeries, StatsTotals
 from workbench.model.app_model import AppModel
 from workbench.storage.database import connect
 from workbench.storage.schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
-from workbench.storage.series import load_series
+from workbench.storage.series import MEMORY, load_series
 from workbench.storage.store import Storage
 
 FACTS = {"app_version": "0.1.0", "vllm_version": "0.32.0", "torch_version": "2.13.0", "driver_version": None,
@@ -116,6 +116,81 @@ def test_a_past_session_is_drawn_from_its_stored_series_in_every_plot(tmp_path, 
         for key, _, _ in curves:
             x, y = view.plots.curves[key].getData()
             assert x is not None and len(x) == 12 and y[-1] == 11 + COLUMNS.index(key), key
+
+
+def test_the_memory_series_is_stored_per_engine_run_apart_from_the_plots_and_exported(tmp_path, qtbot):
+    """Real readings of this process's memory (the memory service, no NVML here) go through the writer
+    into the same table as the plots' points, come back equal and apart from them, and reach timeseries.csv
+    and a past session's memory plot."""
+    import csv
+    import os
+
+    from workbench.engine.backend import WorkerMemory
+    from workbench.export.session_export import export_session
+    from workbench.telemetry.gpu_memory import GpuTelemetry
+    from workbench.telemetry.memory_service import MEMORY_COLUMNS, MemoryService
+    from workbench.ui.session_export_action import start_session_export
+    from workbench.ui.sessions_view import SessionsView
+
+    path = tmp_path / "workbench.db"
+    storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
+    storage.restore_into(model, lambda command: None)
+    storage.start(model, FACTS)
+    worker = WorkerMemory(os.getpid(), "cpu", None, 3 << 20, "parameters", 5 << 20)
+    service = MemoryService(GpuTelemetry())
+    service.watch(EngineInfo("demo", "0.32.0", "cpu", 2048, None, (os.getpid(),), (worker,), 64))
+    service.sample()
+    storage.record_memory(service.latest())  # no engine run yet: not kept
+    for event in (StateChanged(EngineState.STARTING, "starting", 1), StateChanged(EngineState.READY, "ready", 1)):
+        model.apply(event)
+    storage.record_stats(step_points(time.monotonic(), 8))
+    for _ in range(5):
+        service.sample()
+    storage.record_memory(service.latest())
+    storage.record_memory(service.latest())  # the same points again: not taken twice
+    for _ in range(3):
+        service.sample()
+    published = service.latest().series
+    storage.record_memory(service.latest())
+    assert storage.flush()
+    storage.close()
+    db = connect(path)
+    (run_key,), = db.execute("SELECT run_key FROM engine_runs").fetchall()
+    assert db.execute("SELECT count(*) FROM series_chunks").fetchone() == (2,)  # one chunk each, at the close
+    memory, stats = load_series(db, run_key, MEMORY), load_series(db, run_key)
+    assert list(memory) == list(MEMORY_COLUMNS) and list(stats) == list(COLUMNS) and len(stats["t"]) == 8
+    for name in MEMORY_COLUMNS[1:]:  # the 8 points taken while the engine ran, as published
+        assert np.array_equal(memory[name], published[name][1:], equal_nan=True), name
+    offset = memory["t"] - published["t"][1:]  # monotonic seconds made wall-clock ones, the same shift for all
+    assert np.ptp(offset) < 1e-5 and abs(memory["t"][-1] - time.time()) < 60
+    assert np.all(memory["process"] > 0) and np.all(memory["weights"] == 3 << 20)  # this process's real RSS
+    session_id, = db.execute("SELECT session_id FROM sessions").fetchone()
+    db.close()
+
+    for _ in export_session(path, session_id, tmp_path / "export"):
+        pass
+    with open(tmp_path / "export" / "timeseries.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 8 + 8
+    kept = [row for row in rows if row["memory_process"]]
+    assert len(kept) == 8 and all(row["engine_run"] == "1" and row["run_key"] == run_key for row in kept)
+    assert [float(row["memory_process"]) for row in kept] == list(memory["process"])
+    assert all(row["kv_usage_pct"] == "" for row in kept) and all(row["memory_process"] == "" for row in rows
+                                                                  if row["kv_usage_pct"])
+    assert [float(row["t"]) for row in rows] == sorted(float(row["t"]) for row in rows)
+
+    view = SessionsView(path)  # the past session's memory plot, drawn from the stored series
+    qtbot.addWidget(view)
+    view.session_table.selectRow(0)
+    view.open_selected()
+    x, total = view.memory.total.getOriginalDataset()  # without NVML: the engine processes' host memory
+    assert len(x) == 8 and np.allclose(total * view.memory.unit, memory["process"])
+    assert "8 stored memory points" in view.memory.text.text()
+    outcome = []
+    start_session_export(view, path, session_id, tmp_path / "past", on_done=lambda f, e: outcome.append(e))
+    qtbot.waitUntil(lambda: bool(outcome), timeout=30_000)
+    assert outcome == [None] and (tmp_path / "past" / "plot-memory.png").stat().st_size > 1000
+    assert "stored series" in (tmp_path / "past" / "report.html").read_text()
 
 
 def test_a_session_the_app_did_not_end_is_closed_at_the_next_start(tmp_path):

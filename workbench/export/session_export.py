@@ -17,7 +17,7 @@ from workbench.export.report import build_report
 from workbench.export.tables import write_requests_csv, write_timeseries_csv
 from workbench.sessions.compare import run_figures
 from workbench.sessions.stored import open_read_only, requests, session, session_series, engine_runs
-from workbench.storage.series import load_series
+from workbench.storage.series import MEMORY, load_series
 
 FILES = ("session.json", "requests.csv", "timeseries.csv", "report.html")
 
@@ -96,6 +96,7 @@ def _write(db_path, session_id: str, folder: Path, pictures: Pictures) -> Iterat
         figures = [run_figures([r for r in found if r.run_key == run.run_key], load_series(connection, run.run_key))
                    for run in runs]
         series = session_series(connection, runs)
+        memory = session_series(connection, runs, MEMORY)
     finally:
         connection.close()
     counts = {run.run_key: sum(1 for r in found if r.run_key == run.run_key) for run in runs}
@@ -103,7 +104,7 @@ def _write(db_path, session_id: str, folder: Path, pictures: Pictures) -> Iterat
     total = max(1, len(found))
     for done in write_requests_csv(folder / "requests.csv", found, runs):
         yield ExportProgress(0.1 + 0.6 * done / total, f"requests.csv: {done:,} of {len(found):,}")
-    write_timeseries_csv(folder / "timeseries.csv", series, runs, summary.started_s)
+    write_timeseries_csv(folder / "timeseries.csv", series, runs, summary.started_s, memory)
     yield ExportProgress(0.75, "pictures")
     for name, (_, png, svg) in pictures.plots.items():
         (folder / f"plot-{name}.png").write_bytes(png)

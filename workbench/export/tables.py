@@ -13,6 +13,7 @@ from workbench.sessions.stored import FIGURE_COLUMNS, EngineRunRecord, RequestRe
 REQUEST_COLUMNS = ("kind", "source", "source_id", "item", "request_id", "engine_run", "run_key", "status",
                    "finish_reason", "finished_s", *FIGURE_COLUMNS, "prompt", "output")
 CHUNK = 1000
+MEMORY_PREFIX = "memory_"  # timeseries.csv's names for the memory panel's columns
 
 
 def _cell(value) -> object:
@@ -38,19 +39,26 @@ def write_requests_csv(path: Path, requests: list[RequestRecord], runs: list[Eng
 
 
 def write_timeseries_csv(path: Path, series: dict[str, np.ndarray], runs: list[EngineRunRecord],
-                         session_start_s: float) -> int:
+                         session_start_s: float, memory: dict[str, np.ndarray] | None = None) -> int:
     """One row per plotted point: its time (``t``: time.time(); ``seconds``: since the session started),
-    its engine run and every series. The gaps between runs are left out. Returns the rows written."""
-    names = [name for name in series if name not in ("t", "run")]
+    its engine run and every series; the memory panel's points (``memory``, its columns named
+    ``memory_<column>``, in bytes) are rows of their own among them, in time order. The gaps between runs
+    are left out. Returns the rows written."""
+    parts = [(part, prefix) for part, prefix in ((series, ""), (memory or {}, MEMORY_PREFIX)) if part]
+    names = [(prefix + name, name, part) for part, prefix in parts for name in part if name not in ("t", "run")]
     rows = 0
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["t", "seconds", "engine_run", "run_key", *names])
-        if not series:
+        writer.writerow(["t", "seconds", "engine_run", "run_key", *(name for name, _, _ in names)])
+        if not parts:
             return 0
-        keep = np.isfinite(series["t"])
-        columns = [series[name][keep] for name in ("t", "run", *names)]
-        for values in zip(*columns):
+        keeps = [np.isfinite(part["t"]) for part, _ in parts]
+        columns = [np.concatenate([part[name][keep] for (part, _), keep in zip(parts, keeps)]) for name in ("t", "run")]
+        for _, name, source in names:
+            columns.append(np.concatenate([part[name][keep] if part is source else np.full(int(keep.sum()), np.nan)
+                                           for (part, _), keep in zip(parts, keeps)]))
+        order = np.argsort(columns[0], kind="stable")
+        for values in zip(*(column[order] for column in columns)):
             t, run = values[0], int(values[1])
             writer.writerow([f"{t:.3f}", f"{t - session_start_s:.3f}", run + 1, runs[run].run_key,
                              *(_cell(float(v)) for v in values[2:])])

@@ -10,7 +10,7 @@ import numpy as np
 
 from workbench.batch.results import STATUS_NAMES
 from workbench.storage.database import connect
-from workbench.storage.series import load_series
+from workbench.storage.series import STATS, load_series
 
 # The figures of a request, as the batch table shows them.
 FIGURE_COLUMNS = ("prompt_tokens", "output_tokens", "cached_prompt_tokens", "queue_s", "ttft_s", "itl_s", "e2e_s")
@@ -157,12 +157,14 @@ def _batch_request(run_id, row, prompt_json, status, finish_reason, output, figu
                          run_key, STATUS_NAMES[status], finish_reason, finished_s, _figures(figures), text, output)
 
 
-def session_series(connection: sqlite3.Connection, runs: list[EngineRunRecord]) -> dict[str, np.ndarray]:
-    """The plotted series of ``runs`` one after the other, with a ``run`` column (index into ``runs``)
+def session_series(connection: sqlite3.Connection, runs: list[EngineRunRecord],
+                   kind: str = STATS) -> dict[str, np.ndarray]:
+    """The plotted series of ``runs`` (``kind``: the plots' or the memory panel's, see
+    ``workbench.storage.series``) one after the other, with a ``run`` column (index into ``runs``)
     and a row of NaN between two runs, so that a plot's line breaks there."""
     parts = []
     for index, run in enumerate(runs):
-        series = load_series(connection, run.run_key)
+        series = load_series(connection, run.run_key, kind)
         if series:
             if parts:
                 parts.append({name: np.array([np.nan]) for name in parts[-1]})

@@ -19,6 +19,7 @@ from workbench.storage.recorder import ModelRecorder
 from workbench.storage.records import SessionEnded, SessionStarted
 from workbench.storage.restore import close_interrupted_engine_runs, load_batch_runs, load_conversations
 from workbench.storage.series import SeriesRecorder
+from workbench.telemetry.memory_service import MEMORY_COLUMNS
 from workbench.storage.writer import StorageWriter
 
 
@@ -34,6 +35,7 @@ class Storage:
         self.writer: StorageWriter | None = None
         self.recorder: ModelRecorder | None = None
         self.series: SeriesRecorder | None = None
+        self.memory_series: SeriesRecorder | None = None  # the memory panel's series, the same way
         self.session_id: str | None = None  # this run of the app, once recording
         self.on_problem: Callable[[StorageProblem | None], None] = lambda problem: None
         self._problem = opened.problem
@@ -87,6 +89,7 @@ class Storage:
         self.writer.put(SessionStarted(self.session_id, time.time(), facts))
         self.recorder = ModelRecorder(model, self.writer.put, self.session_id)
         self.series = SeriesRecorder(self.writer.put)
+        self.memory_series = SeriesRecorder(self.writer.put, columns=MEMORY_COLUMNS)
         self.writer.start()
 
     def record_stats(self, stats) -> None:
@@ -95,14 +98,21 @@ class Storage:
         if self.series is not None and self.recorder is not None:
             self.series.record(self.recorder.run_key, stats)
 
+    def record_memory(self, state) -> None:
+        """Keeps the points of the memory panel's series (a published ``MemoryState``) not kept yet, for
+        the engine run open now (none between runs)."""
+        if self.memory_series is not None and self.recorder is not None:
+            self.memory_series.record(self.recorder.run_key, state)
+
     def _on_writer_problem(self, problem: StorageProblem | None) -> None:
         self._problem = problem
         self.on_problem(problem)
 
     def flush(self, timeout_s: float = 10.0) -> bool:
         """Waits until what the model did so far is on disk; True when it is."""
-        if self.series is not None:
-            self.series.flush()
+        for series in (self.series, self.memory_series):
+            if series is not None:
+                series.flush()
         return self.writer is not None and self.writer.flush(timeout_s)
 
     def move_aside_and_start_new(self, model: AppModel) -> Path | None:
@@ -128,9 +138,10 @@ class Storage:
 
     def close(self) -> None:
         """Commits what is queued, stops the thread, closes the database and lets the lock go."""
-        if self.series is not None:
-            self.series.flush()
-            self.series = None
+        for series in (self.series, self.memory_series):
+            if series is not None:
+                series.flush()
+        self.series = self.memory_series = None
         if self.recorder is not None:
             self.recorder.detach()
             self.recorder = None

@@ -193,6 +193,8 @@ class MainWindow(QMainWindow):
         worker = self.engine.worker
         if self.storage is not None and self.model.engine.ready:  # the plotted points, kept per engine run
             self.storage.record_stats(worker.latest_stats())
+        if self.storage is not None:  # the memory panel's points too, from the engine's start (weights loading)
+            self.storage.record_memory(self.memory_service.latest())
         snapshot = worker.latest_snapshot()
         ready = self.model.engine.ready
         if snapshot is not None and ready:

@@ -100,9 +100,15 @@ class MemoryPanel(LivePlotsWidget):
         if state.latest is None or not self.pause.wants(state.series.version):
             return False
         self._update_text(state.latest)
-        series = state.series
+        self.draw_series(state.series, state.latest.nvml_unavailable is None)
+        self.view.follow(self._x_last, [self._peak])
+        self.num_draws += 1
+        return True
+
+    def draw_series(self, series, on_gpu: bool) -> None:
+        """The stacked plot of ``series`` (:data:`~workbench.telemetry.memory_service.MEMORY_COLUMNS`),
+        live or stored; ``on_gpu``: NVML's figures (False: the engine processes' host memory)."""
         x = seconds_since(series, self.time_origin)
-        on_gpu = state.latest.nvml_unavailable is None
         peak = np.nanmax(series["gpu_total"] if on_gpu else series["process"], initial=0.0)
         self._set_unit(GIB if peak >= 2 * GIB else MIB, on_gpu)
         stacked = np.zeros(len(x))
@@ -115,9 +121,8 @@ class MemoryPanel(LivePlotsWidget):
         self._zero.setData(x, np.zeros(len(x)))
         total = series["gpu_total"] / self.unit if on_gpu else series["process"] / self.unit
         self.total.setData(x, total)
-        self.view.follow(x[-1], [float(np.nanmax(np.concatenate([total, stacked]), initial=0.0))])
-        self.num_draws += 1
-        return True
+        self._x_last = float(x[-1]) if len(x) else 0.0
+        self._peak = float(np.nanmax(np.concatenate([total, stacked]), initial=0.0))
 
     def _update_text(self, reading: MemoryReading) -> None:
         """At most once a second: a label whose text changes asks the window to lay itself out."""

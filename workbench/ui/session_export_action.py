@@ -12,7 +12,12 @@ from superqt.utils import create_worker
 from workbench.export.conversation import conversation_json, conversation_markdown
 from workbench.export.session_export import Pictures, export_session
 from workbench.sessions.stored import engine_runs, open_read_only, session, session_series
-from workbench.ui.stored_plots import render_live_plot, render_one, stored_plots_view
+from workbench.storage.series import MEMORY
+from workbench.ui.stored_plots import (
+    render_live_plot, render_off_screen, render_one, stored_memory_panel, stored_plots_view,
+)
+
+STORED_MEMORY_TITLE = "Memory (the memory panel's stored series)"
 
 
 def png_bytes(widget: QWidget) -> bytes:
@@ -39,6 +44,7 @@ class SessionExportJob(QObject):
         self.plots: dict[str, tuple[str, bytes, bytes]] = {}
         self._todo: list = []
         self._view = None
+        self._memory_panel = None  # a past session's memory plot, drawn from its stored series
         self.worker = None
         self.dialog = QProgressDialog("Exporting the session: drawing the plots…", "", 0, 1000, parent)
         self.dialog.setWindowTitle("Export session")
@@ -55,11 +61,17 @@ class SessionExportJob(QObject):
             connection = open_read_only(self.db_path)
             try:
                 summary = session(connection, self.session_id)
-                series = session_series(connection, engine_runs(connection, self.session_id))
+                runs = engine_runs(connection, self.session_id)
+                series = session_series(connection, runs)
+                memory = session_series(connection, runs, MEMORY) if self.memory is None else {}
             finally:
                 connection.close()
-            self._view = stored_plots_view(series, summary.started_s if summary else time.time())
+            origin_s = summary.started_s if summary else time.time()
+            self._view = stored_plots_view(series, origin_s)
             self._todo = list(self._view.plots.items())
+            if memory:  # not the live session (no panel handed in): the memory plot from the stored series
+                self._memory_panel = stored_memory_panel(memory, origin_s)
+                self._todo.append(("memory", self._memory_panel.plot))
         except Exception as error:  # a database that cannot be read: said, nothing written
             self._finish(error)
             return
@@ -68,7 +80,8 @@ class SessionExportJob(QObject):
     def _render_next(self) -> None:
         try:
             name, plot = self._todo.pop(0)
-            self.plots[name] = render_one(self._view, name, plot)
+            self.plots[name] = render_off_screen(self._memory_panel, plot, STORED_MEMORY_TITLE, name) \
+                if name == "memory" else render_one(self._view, name, plot)
         except Exception as error:
             self._finish(error)
             return
@@ -93,10 +106,11 @@ class SessionExportJob(QObject):
         self.dialog.setLabelText(f"Exporting the session: {progress.step}")
 
     def _close_view(self) -> None:
-        if self._view is not None:
-            self._view.close()
-            self._view.deleteLater()
-            self._view = None
+        for view in (self._view, self._memory_panel):
+            if view is not None:
+                view.close()
+                view.deleteLater()
+        self._view = self._memory_panel = None
 
     def _finish(self, error) -> None:
         self._close_view()

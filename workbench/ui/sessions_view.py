@@ -20,8 +20,9 @@ from workbench.sessions.stored import (
     EngineRunRecord, SessionSummary, delete_session, engine_run, list_sessions, open_read_only, requests,
     session_series,
 )
-from workbench.storage.series import load_series
-from workbench.ui.stored_plots import show_series
+from workbench.storage.series import MEMORY, load_series
+from workbench.ui.memory_panel import MemoryPanel
+from workbench.ui.stored_plots import show_memory_series, show_series
 from workbench.ui.stats_plots import StatsPlotsView
 
 SESSION_COLUMNS = ("Started", "Model", "Engine runs", "Requests", "Output tok/s", "TTFT p50")
@@ -80,6 +81,10 @@ class SessionsView(QWidget):
         self.plots.follow.hide()
         self.tabs = QTabWidget()
         self.tabs.addTab(self.plots, "Plots")
+        self.memory = MemoryPanel(time.time())  # the memory panel's stored series
+        self.memory.paused.hide()
+        self.memory.text.setText("Open a session to draw the memory its engine runs used.")
+        self.tabs.addTab(self.memory, "Memory")
         self.tabs.addTab(self._build_compare(), "Compare")
         buttons = QHBoxLayout()
         for button in (self.open_button, self.export_button, self.delete_button, refresh):
@@ -176,10 +181,12 @@ class SessionsView(QWidget):
         connection = open_read_only(self.db_path)
         try:
             series = session_series(connection, list(summary.runs))
+            memory = session_series(connection, list(summary.runs), MEMORY)
         finally:
             connection.close()
-        self.plots.time_origin = summary.started_s
+        self.plots.time_origin = self.memory.time_origin = summary.started_s
         show_series(self.plots, series)
+        show_memory_series(self.memory, memory)
         self.tabs.setCurrentWidget(self.plots)
 
     def open_selected(self) -> None:
