@@ -20,7 +20,7 @@ from browser import rendered_dom, screenshot
 from chat_driver import ENGINE_START_TIMEOUT_MS, type_and_send, wait_finished
 from test_batch_engine import open_and_wait, run_and_wait
 from workbench.engine.metrics import percentile
-from workbench.storage.series import load_series
+from workbench.storage.series import MEMORY, load_series
 from workbench.ui.session_export_action import start_session_export, write_conversation
 from workbench.ui.stats_plots import PLOTS
 
@@ -128,8 +128,13 @@ def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, t
         assert exported["output"] == results.texts[row] and exported["status"] == "done"
 
     with open(folder / "timeseries.csv", newline="") as handle:
-        points = [p for p in csv.DictReader(handle) if p["run_key"] == run_key]
+        series_rows = [p for p in csv.DictReader(handle) if p["run_key"] == run_key]
+    points = [p for p in series_rows if p["kv_usage_pct"] != ""]  # the plots'; the memory panel's are rows of their own
+    memory_points = [p for p in series_rows if p["kv_usage_pct"] == ""]
     stored = load_series(sqlite3.connect(db), run_key)
+    stored_memory = load_series(sqlite3.connect(db), run_key, MEMORY)
+    assert len(memory_points) == len(stored_memory["t"]) > 0
+    assert [float(p["memory_process"]) for p in memory_points] == pytest.approx(list(stored_memory["process"]))
     assert len(points) == len(stored["t"]) >= len(series["t"])
     assert [float(p["t"]) for p in points] == pytest.approx(list(stored["t"]), abs=1e-3)
     exported_kv = [float(p["kv_usage_pct"]) for p in points]
