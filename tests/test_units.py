@@ -182,5 +182,6 @@ def test_app_attribution_parts_are_checked():
     from workbench.bench.cli import _app_parts
 
     assert _app_parts("heatmap, chat") == {"heatmap", "chat"}
-    with pytest.raises(argparse.ArgumentTypeError, match="unknown part.*'plots'.*choose from heatmap, chat"):
-        _app_parts("heatmap,plots")
+    assert _app_parts("plots") == {"plots"}
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown part.*'plot'.*choose from heatmap, chat"):
+        _app_parts("heatmap,plot")
