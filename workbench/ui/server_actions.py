@@ -114,7 +114,9 @@ class ServerActions(QObject):
             self.kv_view.detach()
             return
         self.kv_view.attach(self.window.model.server.kv_events_endpoints)
-        self.kv_dock.show()
+        if not self.kv_dock.isVisible():
+            self.kv_dock.show()  # most of the height: the server panel above holds a few lines
+            self.window.resizeDocks([self.dock, self.kv_dock], [220, 640], Qt.Vertical)
 
     def _on_model_engine_changed(self, status) -> None:
         self._follow_kv_events()
