@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QCheckBox, QWidget
+from PySide6.QtWidgets import QCheckBox, QLabel, QSizePolicy, QWidget
 
 from workbench.engine.ring_buffer import Series
 
@@ -37,6 +37,15 @@ def time_plot(plot: pg.PlotItem, title: str, unit: str = "") -> pg.PlotItem:
     plot.addLegend(offset=(4, 4), labelTextSize="7pt", verSpacing=-6)
     plot.setMenuEnabled(True)
     return plot
+
+
+def fixed_size_text(label: QLabel) -> QLabel:
+    """A label whose text changes as the figures do, kept from laying the window out again: its size
+    no longer follows its text (a longer text is elided by the label's width, not made room for by
+    shrinking the plots beside it, which re-lays and repaints every axis)."""
+    label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+    label.setMinimumWidth(1)
+    return label
 
 
 def seconds_since(series: Series, origin: float) -> np.ndarray:

@@ -15,7 +15,9 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout
 
 from workbench.engine.stats import StatsSeries
-from workbench.ui.live_plot import FollowView, LivePlotsWidget, live_curve, seconds_since, time_plot, visible_peak
+from workbench.ui.live_plot import (
+    FollowView, LivePlotsWidget, fixed_size_text, live_curve, seconds_since, time_plot, visible_peak,
+)
 from workbench.ui.plot_export import add_export_actions
 
 # plot name -> (title, unit, ((column, legend, colour), ...))
@@ -51,6 +53,7 @@ class StatsPlotsView(LivePlotsWidget):
         self.follow = QPushButton("Follow")
         self.follow.clicked.connect(self._on_follow_clicked)
         self.totals = QLabel("No statistics yet.", objectName="statsTotals")
+        fixed_size_text(self.totals)
         bar = QHBoxLayout()
         for widget in (self.paused, self.show_all, self.follow):
             bar.addWidget(widget)
