@@ -46,6 +46,7 @@ class SeriesRecorder:
         self._last_t = -np.inf  # the newest point taken (monotonic)
         self._pending: list[np.ndarray] = []
         self._pending_since = time.monotonic()
+        self._seen_version = -1  # the series version last looked at: the window's timer hands the same one again
         self.num_points = 0
 
     def record(self, run_key: str, stats: StatsSeries) -> None:
@@ -55,8 +56,10 @@ class SeriesRecorder:
             self.flush()
             self._run_key = run_key
         series = stats.series
-        if not len(series):
+        if not len(series) or (series.version == self._seen_version and time.monotonic() - self._pending_since
+                               < self.chunk_s):
             return
+        self._seen_version = series.version
         t = series["t"]
         if not run_key:  # between engine runs: points seen now belong to none, and are not taken later
             self._last_t = max(self._last_t, float(t[-1]))

@@ -191,8 +191,9 @@ class MainWindow(QMainWindow):
     @Slot()
     def _on_heatmap_timer(self) -> None:
         worker = self.engine.worker
+        stats = worker.latest_stats()
         if self.storage is not None and self.model.engine.ready:  # the plotted points, kept per engine run
-            self.storage.record_stats(worker.latest_stats())
+            self.storage.record_stats(stats)
         if self.storage is not None:  # the memory panel's points too, from the engine's start (weights loading)
             self.storage.record_memory(self.memory_service.latest())
         snapshot = worker.latest_snapshot()
@@ -207,7 +208,7 @@ class MainWindow(QMainWindow):
         if not self.draw_plots:
             return
         if self._tick and ready:
-            self.plots.show_stats(worker.latest_stats())
+            self.plots.show_stats(stats)
         elif self._tick == 0:
             self.memory.show_memory(self.memory_service.latest())
 
