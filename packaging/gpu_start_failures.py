@@ -6,6 +6,10 @@ Three starts that fail, through the workbench's engine session (the same code th
   - free-memory: the same holder, and gpu_memory_utilization above what is free;
   - cuda-fork: the failure new users met: CUDA queried in the app's process, then the engine core
     forked. The workbench's spawn setting is switched off for this one start to show it.
+And three that a preset or an imported command line causes (``--only config``):
+  - tensor-parallel-too-large: tensor_parallel_size above the GPUs present;
+  - quantization-mismatch: a model whose config.json says fp8, started with quantization=awq;
+  - quantization-missing: a model with no quantization in its files, started with quantization=awq.
 For each it writes the engine log and the message the window shows to ``--out`` (``<cause>.log``,
 ``<cause>.message.txt``). The logs become test data (``tests/data/engine_logs/``).
 
@@ -92,16 +96,36 @@ def fork_failure(out: Path, demo_model: str) -> None:
         session_module.use_spawn_for_engine_processes = spawn
 
 
+def config_failures(out: Path) -> None:
+    import json
+
+    import torch
+
+    from workbench.bench.model_shapes import write_shape
+
+    shape_dir = write_shape("qwen2.5-0.5b")
+    tp = dummy_config(shape_dir, 0.3).with_changes((("tensor_parallel_size", torch.cuda.device_count() * 2),))
+    try_start("tensor-parallel-too-large", tp, out)
+    try_start("quantization-missing", dummy_config(shape_dir, 0.3).with_changes((("quantization", "awq"),)), out)
+    fp8_dir = write_shape("qwen2.5-0.5b")
+    config = json.loads((fp8_dir / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "fp8", "activation_scheme": "dynamic"}
+    (fp8_dir / "config.json").write_text(json.dumps(config, indent=2))
+    try_start("quantization-mismatch", dummy_config(fp8_dir, 0.3).with_changes((("quantization", "awq"),)), out)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--leave-gib", type=float, default=8.0, help="GPU memory the holder leaves free")
     parser.add_argument("--demo-model", help="a built demo model folder (for the fork case)")
-    parser.add_argument("--only", nargs="*", default=["memory", "fork"], choices=["memory", "fork"])
+    parser.add_argument("--only", nargs="*", default=["memory", "fork"], choices=["memory", "fork", "config"])
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if "memory" in args.only:
         memory_failures(args.out, args.leave_gib)
+    if "config" in args.only:
+        config_failures(args.out)
     if "fork" in args.only:
         from workbench.engine.demo_model import ensure_demo_model
 

@@ -19,9 +19,10 @@ from workbench.presets.resolve import resolve_preset
 from workbench.presets.trust import is_trusted, remember_trust
 from preset_fixtures import config_folder, facts  # noqa: F401  (fixtures)
 
-SEED = Path("/work/shared/testdata/seed-commands.txt")
-if not SEED.exists():  # the checkout's shared/ folder, where the suite runs elsewhere
-    SEED = Path(__file__).resolve().parents[1] / "shared" / "testdata" / "seed-commands.txt"
+SEED = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "seed-commands.txt"  # ../shared, beside the checkout
+if not SEED.exists():  # the checkout's own shared/ folder (a device call carries it), then this machine's
+    SEED = next((path for path in (Path(__file__).resolve().parents[1] / "shared" / "testdata" / "seed-commands.txt",
+                                   Path("/work/shared/testdata/seed-commands.txt")) if path.exists()), SEED)
 CPU = Machine("cpu", 0, 0, 0, 24 << 30)
 TWO_GPUS = Machine("cuda", 2, 140 << 30, 139 << 30, 2 << 40)
 QWEN_VL = "Qwen/Qwen2.5-VL-3B-Instruct"

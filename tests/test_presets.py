@@ -238,6 +238,40 @@ def test_quantization_the_files_lack_retries_without_it():
     assert retry == (("quantization", None),) and retry_label(retry) == "Retry with quantization=auto"
 
 
+class ValidationError(ValueError):
+    """Stands for pydantic's: vLLM raises these config errors in the app's process, before any engine starts."""
+
+
+def explain_captured(cause: str, max_model_len: int = 4096):
+    """A start failure captured on the H200 (packaging/gpu_start_failures.py --only config): vLLM's words and
+    the engine log of that start, as they came."""
+    said = (LOGS / f"h200-{cause}.said.txt").read_text(encoding="utf-8").rstrip("\n")
+    error = ValidationError(said)
+    return explain_start_failure(error, read_log(LOGS / f"h200-{cause}.log"), "/models/none", max_model_len)
+
+
+def test_h200_tensor_parallel_above_the_gpus_present():
+    message, retry = explain_captured("tensor-parallel-too-large")
+    assert message.startswith("The engine did not start: tensor parallelism asks for 4 GPUs, and this machine has 2.")
+    assert "Use tensor_parallel_size=2" in message
+    assert "World size (4) is larger than the number of available GPUs (2) in this node" in message  # vLLM's words
+    assert retry == (("tensor_parallel_size", 2),)
+
+
+def test_h200_quantization_the_files_do_not_have():
+    message, retry = explain_captured("quantization-missing")
+    assert "the model lacks the requested quantization awq (its files are not quantized)" in message
+    assert "Cannot find the config file for awq" in message
+    assert retry == (("quantization", None),) and retry_label(retry) == "Retry with quantization=auto"
+
+
+def test_h200_quantization_other_than_the_files_have():
+    message, retry = explain_captured("quantization-mismatch")
+    assert "the model lacks the requested quantization awq (its files are quantized with fp8)" in message
+    assert "Quantization method specified in the model config (fp8) does not match" in message
+    assert retry == (("quantization", None),)
+
+
 def test_config_with_changes():
     config = EngineConfig(model="m", extra=(("quantization", "awq"),))
     changed = config.with_changes((("quantization", None), ("max_model_len", 1024), ("kv_cache_dtype", "fp8")))

@@ -25,7 +25,7 @@ from workbench.engine.loop import EngineLoop
 from workbench.engine.spec import EngineConfig
 from workbench.presets import store
 from workbench.presets.capacity import plan_capacity
-from workbench.presets.machine import this_machine
+from workbench.presets.machine import Machine, this_machine
 from workbench.presets.model_facts import read_model_facts
 from workbench.presets.resolve import resolve_preset
 
@@ -55,11 +55,11 @@ class _Listener:
         return self.states[start_id]
 
 
-def preset_config(name: str, base: EngineConfig) -> EngineConfig:
-    """The shipped preset resolved for this machine on ``base``'s model, keeping base's extra arguments
-    (a shape's dummy weights)."""
+def preset_config(name: str, base: EngineConfig, machine: Machine | None = None) -> EngineConfig:
+    """The shipped preset resolved for this machine (or ``machine``) on ``base``'s model, keeping base's
+    extra arguments (a shape's dummy weights)."""
     document = store.load_catalog().entries[name].document
-    resolved = resolve_preset(document, base, this_machine(), read_model_facts(base.model))
+    resolved = resolve_preset(document, base, machine or this_machine(), read_model_facts(base.model))
     return resolved.config.with_changes(base.extra)
 
 
@@ -156,11 +156,31 @@ def run_capacity(base: EngineConfig, out: Path) -> list[dict]:
         runner.close()
     out.mkdir(parents=True, exist_ok=True)
     (out / "capacity.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    print_capacity(rows)
+    return rows
+
+
+def print_capacity(rows: list[dict]) -> None:
     print(f"\n| preset | estimate | vLLM's blocks | off | KV bytes/token | budget |\n|---|---|---|---|---|---|")
     for r in rows:
         off = f"{r['off']:+.2%}" if r["off"] is not None else "did not start"
         print(f"| {r['preset']} | {r['estimate']:,} | {r['vllm'] or 0:,} | {off} | {r['kv_bytes_per_token']:,} | "
               f"{r['basis']} |")
+
+
+def check_recorded(base: EngineConfig, table: Path, gpu_total_mib: int, num_gpus: int) -> list[dict]:
+    """The planner's estimate against vLLM's block counts that an earlier run recorded (``presets table``'s
+    jsonl, from a GPU machine): each preset resolved for that machine, nothing started here."""
+    machine = Machine("cuda", num_gpus, gpu_total_mib << 20, gpu_total_mib << 20, 0)
+    facts, rows = read_model_facts(base.model), []
+    for line in table.read_text(encoding="utf-8").splitlines():
+        recorded = json.loads(line)
+        plan = plan_capacity(preset_config(recorded["preset"], base, machine), facts, machine)
+        real = recorded.get("num_kv_blocks")
+        rows.append(dict(preset=recorded["preset"], estimate=plan.num_blocks, vllm=real, budget_bytes=plan.budget_bytes,
+                         kv_bytes_per_token=plan.kv_bytes_per_token, basis=plan.basis,
+                         off=(plan.num_blocks - real) / real if real else None, message=""))
+    print_capacity(rows)
     return rows
 
 
@@ -183,12 +203,20 @@ def add_parser(sub) -> None:
     presets.add_argument("--prompt-len", type=int, default=512, help="table: prompt tokens")
     presets.add_argument("--output-len", type=int, default=256, help="table: output tokens")
     presets.add_argument("--presets", default=",".join(ORDER), help="table: which shipped presets, comma-separated")
+    presets.add_argument("--recorded", type=Path, help="capacity: check the estimate against the block counts of "
+                                                       "an earlier `presets table` run (its jsonl), starting nothing")
+    presets.add_argument("--gpu-total-mib", type=int, default=143771, help="capacity --recorded: that GPU's memory "
+                                                                           "(NVML's total; the H200's by default)")
+    presets.add_argument("--gpus", type=int, default=1, help="capacity --recorded: that machine's GPU count")
 
 
 def cmd_presets(args, base: EngineConfig) -> int:
     common = [a for a in args.bench_argv[:args.bench_argv.index("presets")]]
     if args.what == "cold":
         return cold(base, args.preset)
+    if args.what == "capacity" and args.recorded:
+        check_recorded(base, args.recorded, args.gpu_total_mib, args.gpus)
+        return 0
     if args.what == "capacity":
         run_capacity(base, Path(args.out))
         return 0
