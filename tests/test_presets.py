@@ -74,6 +74,13 @@ def test_invalid_preset_is_refused_naming_key_value_and_choices(facts, engine, s
     assert problems[0].key == expected[0]
 
 
+def test_memory_limited_states_its_budget_above_vllms_share():
+    document = store.load_catalog().entries["memory-limited"].document
+    assert document.gpu_memory_budget == 0.5
+    assert document.engine()["gpu_memory_utilization"]["cuda"] < document.gpu_memory_budget  # room for the rest
+    assert store.load_catalog().entries["balanced"].document.gpu_memory_budget is None
+
+
 def test_machine_checks_on_a_gpu(facts):
     problems = check_preset(preset('tensor_parallel_size = 4\nquantization = "fp8"'), ONE_GPU, facts)
     assert [p.key for p in problems] == ["engine.tensor_parallel_size"]  # fp8 quantizes at load on CUDA
@@ -87,6 +94,7 @@ BROKEN = [
     (b'[sampling]\ntemperature = "hot"\n', ["wrong-type.toml", "sampling.temperature", "'hot'", "wrong type"]),
     (b'engine = 5\n', ["engine-not-table.toml", "'engine' must be a table"]),
     (b'[engine]\nblock_size = { rocm = 16 }\n', ["platform.toml", "engine.block_size", "cpu and cuda"]),
+    (b'[preset]\ngpu_memory_budget = 1.5\n', ["budget.toml", "preset.gpu_memory_budget = 1.5", "at most 1"]),
 ]
 
 

@@ -52,6 +52,14 @@ class PresetDocument:
     def description(self) -> str:
         return str(plain(self.doc.get("preset", {}).get("description", "")))
 
+    @property
+    def gpu_memory_budget(self) -> float | None:
+        """The share of each GPU the preset promises its engine stays within (all its processes, as NVML
+        counts them), where it makes that promise: vLLM's gpu_memory_utilization sizes the pool, and the
+        CUDA context and buffers allocated after it come on top."""
+        value = plain(self.doc.get("preset", {}).get("gpu_memory_budget"))
+        return float(value) if value is not None else None
+
     def engine(self) -> dict:
         return plain(self.doc.get("engine", {})) or {}
 
@@ -109,6 +117,10 @@ def check_structure(doc, path: str) -> None:
         if not isinstance(value, str):
             raise PresetFileError(path, f"preset.{key} must be text, not {type(value).__name__} ({value!r})",
                                   key=f"preset.{key}")
+    budget = plain(doc.get("preset", {}).get("gpu_memory_budget"))
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 < budget <= 1):
+        raise PresetFileError(path, f"preset.gpu_memory_budget = {budget!r}: a share of the GPU, a number above 0 "
+                                    f"and at most 1 (e.g. 0.5 for half the card)", key="preset.gpu_memory_budget")
     for key, value in plain(doc.get("engine", {})).items():
         if isinstance(value, dict) and set(value) - set(PLATFORMS):
             other = sorted(set(value) - set(PLATFORMS))[0]

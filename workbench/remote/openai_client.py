@@ -183,30 +183,17 @@ def _refusal(response: httpx.Response, spec: ServerSpec) -> ServerError:
 
 
 async def _events(response: httpx.Response) -> AsyncIterator[dict]:
-    """The JSON payloads of a server-sent event stream, up to ``[DONE]``.
-
-    Lines are split on bytes and each payload decoded from bytes: a token is an event, so this runs
-    for every token of every stream (``aiter_lines`` decodes text and splits it again, at twice the cost)."""
-    pending = b""
-    async for chunk in response.aiter_bytes():
-        lines = (pending + chunk).split(b"\n") if pending else chunk.split(b"\n")
-        pending = lines.pop()
-        for line in lines:
-            if line.startswith(b"data:"):
-                data = line[5:].strip()
-                if data == b"[DONE]":
-                    return
-                yield _payload(data, response)
-    if pending.startswith(b"data:") and pending[5:].strip() not in (b"", b"[DONE]"):  # a last line, unended
-        yield _payload(pending[5:].strip(), response)
-
-
-def _payload(data: bytes, response: httpx.Response) -> dict:
-    try:
-        return json.loads(data)
-    except ValueError as exc:
-        text = data[:80].decode("utf-8", "replace")
-        raise NotAVLLMServer(str(response.request.url), f"a stream line is not JSON: {text!r}") from exc
+    """The JSON payloads of a server-sent event stream, up to ``[DONE]``."""
+    async for line in response.aiter_lines():
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            return
+        try:
+            yield json.loads(data)
+        except ValueError as exc:
+            raise NotAVLLMServer(str(response.request.url), f"a stream line is not JSON: {data[:80]!r}") from exc
 
 
 def _take_chunk(payload: dict, tally: StreamTally, on_text: Callable[[str], None]) -> None:

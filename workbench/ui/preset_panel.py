@@ -130,7 +130,9 @@ class PresetPanel(QWidget):
         self.resolved = resolve_preset(self.document, self.model.config, self.machine, facts)
         checked = "vllm" in sys.modules  # vLLM's own names once it is loaded; Apply always checks
         self.problems = check_preset(self.document, self.machine, facts) if checked else []
-        self.description.setText(self.document.description)
+        budget = self.document.gpu_memory_budget
+        self.description.setText(self.document.description + (f" Budget: {budget:.0%} of each GPU, the engine's "
+                                                               "processes in all." if budget else ""))
         self.origin.setText(origin_text(self.document.origin()))
         self.origin.setVisible(bool(self.origin.text()))
         running = config_rows(self.model.config, self.machine.on_cpu)

@@ -21,15 +21,20 @@ from workbench.bench.memory import engine_memory
 from workbench.bench.preset_bench import ORDER, preset_config
 from workbench.engine.metrics import percentile
 from workbench.engine.sampling import SamplingSettings
+from workbench.presets import store
 from workbench.presets.machine import this_machine
 
 LONG_OUTPUT = 16  # the long-context prompt leaves room for this many generated tokens
 
 
-def budget_bytes(config, machine) -> tuple[int | None, str]:
-    """The memory a preset allows the engine: a share of the GPU, or on CPU its KV budget in bytes."""
+def budget_bytes(config, machine, stated: float | None = None) -> tuple[int | None, str]:
+    """The memory a preset allows the engine: the share of the GPU it states (``gpu_memory_budget``), else
+    vLLM's utilisation; on CPU its KV budget in bytes."""
     if machine.on_cpu:
         return config.kv_cache_memory_bytes, "KV budget (kv_cache_memory_bytes)"
+    if stated is not None:
+        return int(stated * machine.gpu_total_bytes) * max(1, int(config.option("tensor_parallel_size", 1))), \
+            f"{stated:.0%} of the GPU (the preset's budget)"
     share = config.gpu_memory_utilization or 0.92  # vLLM's default where the preset leaves it out
     return int(share * machine.gpu_total_bytes) * max(1, int(config.option("tensor_parallel_size", 1))), \
         f"{share:.0%} of the GPU"
@@ -58,7 +63,7 @@ def measure_preset(app, name: str, base, vocab: int, requests: int, prompt_len: 
                        long_ttft_ms=served.ttft_s[0] * 1e3 if served.ttft_s else None)
         used, scope = engine_memory(session.engine_pids)
         kv_bytes = sum(w.kv_cache_bytes for w in session.workers)
-        budget, what = budget_bytes(config, machine)
+        budget, what = budget_bytes(config, machine, store.load_catalog().entries[name].document.gpu_memory_budget)
         measured = kv_bytes if machine.on_cpu else used
         row.update(memory_bytes=used, memory_scope=scope, kv_cache_bytes=kv_bytes, budget_bytes=budget,
                    budget_kind=what, fits_budget=bool(budget) and measured <= budget)
