@@ -108,3 +108,13 @@ for shape in ${REMOTE_SHAPES:-}; do
     --prompt-len 512 --output-len 256 ${REMOTE_GUI:+--gui} --out "$OUT/remote-$shape" > "$OUT/remote-$shape.log" 2>&1
   show '^| path' 4 "$OUT/remote-$shape.log"
 done
+# What an interactive preset is for: a chat's TTFT while a batch runs, each preset under the app's condition
+# (priority scheduling, the batch bounded to max_num_seqs - 4 in the engine, chats at priority 0), headless,
+# e.g. CHAT_TTFT_SHAPES=qwen2.5-7b CHAT_TTFT_PRESETS=balanced,low-latency. Raw output in $OUT/chat-ttft-$shape/.
+for shape in ${CHAT_TTFT_SHAPES:-}; do
+  step "chat ttft beside a batch, presets $shape"
+  timeout ${CHAT_TTFT_TIMEOUT:-400} python3 -m workbench bench --shape $shape batch chat-ttft \
+    --presets ${CHAT_TTFT_PRESETS:-balanced,low-latency} --requests ${CHAT_TTFT_REQUESTS:-3000} --output-len 256 \
+    --chats ${CHAT_TTFT_CHATS:-20} --chat-gap 0.25 --out "$OUT/chat-ttft-$shape" > "$OUT/chat-ttft-$shape.log" 2>&1
+  show '^| condition' 7 "$OUT/chat-ttft-$shape.log"
+done

@@ -126,5 +126,28 @@ def measure_chat_ttft(config: EngineConfig, prompt_file: Path, batch_sampling: S
     return measured
 
 
+def measure_presets(base: EngineConfig, presets: tuple[str, ...], prompt_file: Path, batch_sampling: SamplingSettings,
+                    num_chats: int, gap_s: float, system_prompt: str) -> list[ChatTTFT]:
+    """What an interactive preset is for: each shipped preset (resolved for this machine on ``base``'s model,
+    with the app's priority scheduling) under the app's condition, a bounded batch at priority 1 and chat
+    replies at priority 0 beside it."""
+    from workbench.bench.preset_bench import preset_config
+
+    the_app = next(c for c in CONDITIONS if c.batch and c.bounded and c.scheduling_policy == "priority")
+    app = HeadlessApp(base, system_prompt)
+    measured: list[ChatTTFT] = []
+    try:
+        for name in presets:
+            app.start(preset_config(name, replace(base, scheduling_policy="priority")))
+            print(f"  {name} (max_num_seqs {app.model.config.max_num_seqs}) …", flush=True)
+            figures = measure_condition(app, the_app, prompt_file, batch_sampling, num_chats, gap_s)
+            figures.condition = f"{name}: {the_app.name}"
+            measured.append(figures)
+            print("  " + figures.row(), flush=True)
+    finally:
+        app.shutdown()
+    return measured
+
+
 TABLE_HEADER = ("| condition | chat replies | vLLM TTFT ms p50 / p90 / max | user TTFT ms p50 / p90 / max | "
                 "batch requests in the engine (median) |\n|---|---|---|---|---|")

@@ -29,6 +29,8 @@ def add_parser(sub) -> None:
     batch.add_argument("--chats", type=int, default=10, help="chat-ttft: chat replies per condition")
     batch.add_argument("--chat-gap", type=float, default=0.5, help="chat-ttft: seconds between chat replies")
     batch.add_argument("--conditions", default="", help="chat-ttft: comma-separated parts of condition names")
+    batch.add_argument("--presets", default="", help="chat-ttft: shipped presets, comma-separated: each under the "
+                                                     "app's condition instead of the conditions")
     batch.add_argument("--prompt-file", default="", help="a JSONL prompt file (default: one is written)")
     batch.add_argument("--only", choices=["batch", "generate"], help=argparse.SUPPRESS)
     batch.add_argument("--out", default="bench-batch-out")
@@ -117,10 +119,18 @@ def _chat_ttft(args, config, prompt_file, sampling, out) -> int:
     from workbench.engine.demo_model import default_system_prompt
 
     names = tuple(n.strip() for n in args.conditions.split(",") if n.strip())
-    measured = measure_chat_ttft(config, prompt_file, sampling, args.chats, args.chat_gap, default_system_prompt(),
-                                 names)
+    presets = tuple(n.strip() for n in args.presets.split(",") if n.strip())
+    if presets:
+        from workbench.bench.batch_chat_ttft import measure_presets
+
+        measured = measure_presets(config, presets, prompt_file, sampling, args.chats, args.chat_gap,
+                                   default_system_prompt())
+    else:
+        measured = measure_chat_ttft(config, prompt_file, sampling, args.chats, args.chat_gap,
+                                     default_system_prompt(), names)
+    seqs = "each preset's max_num_seqs" if presets else f"max_num_seqs {config.max_num_seqs}"
     lines = [f"Chat replies (32 tokens) while a batch of {args.requests:,} prompts × {args.output_len} tokens runs; "
-             f"max_num_seqs {config.max_num_seqs}", TABLE_HEADER, *(m.row() for m in measured)]
+             f"{seqs}", TABLE_HEADER, *(m.row() for m in measured)]
     (out / "chat-ttft.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (out / "chat-ttft.json").write_text(json.dumps([m.__dict__ for m in measured], indent=1), encoding="utf-8")
     print("\n".join(lines))
