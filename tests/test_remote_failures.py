@@ -217,3 +217,51 @@ def test_recent_servers_never_hold_the_key_and_plain_http_elsewhere_asks_first(t
 
 def test_reconnect_backoff_doubles_up_to_ten_seconds():
     assert [backoff_s(n) for n in range(1, 8)] == [0.5, 1, 2, 4, 8, 10, 10]
+
+
+def stream_error(url: str, api_key: str = "") -> str:
+    """What one streamed request through the stream reader (``sse_stream``) raises against ``url``."""
+    import asyncio
+
+    from workbench.engine.backend import ChatRequest
+    from workbench.engine.sampling import SamplingSettings
+    from workbench.remote.errors import ServerError
+    from workbench.remote.sse_stream import open_stream_session, stream_request
+
+    spec = ServerSpec(url, api_key=api_key, timeout_s=2.0)
+
+    async def one() -> str:
+        session = open_stream_session(spec)
+        try:
+            await stream_request(session, spec, ChatRequest("r1", (), SamplingSettings(), prompt="hi"), "stand-in",
+                                 lambda text: None)
+        except ServerError as exc:
+            return str(exc)
+        finally:
+            await session.close()
+        return "no error"
+
+    return asyncio.run(one())
+
+
+def test_a_stream_refused_or_not_json_or_cut_off_gets_its_own_message(stand_in):
+    refused = stand_in({"/v1/completions": (401, '{"error": {"message": "bad key"}}')})
+    assert "refused the API key (HTTP 401)" in stream_error(refused.url, api_key="wrong")
+    busy = stand_in({"/v1/completions": (503, '{"error": {"message": "the server is full"}}')})
+    assert "refused the request (HTTP 503): the server is full" in stream_error(busy.url)
+    not_json = stand_in({"/v1/completions": (200, "data: <html>hello</html>\n\n")})
+    assert "not as a vLLM server" in stream_error(not_json.url) and "not JSON" in stream_error(not_json.url)
+    # Half an event, then the server closes: the reply was cut off, and the message says what is kept.
+    cut = stand_in({"/v1/completions": (200, 'data: {"choices": [{"text": "a"}]}\n\ndata: {"choi')})
+    message = stream_error(cut.url)
+    assert "not JSON" in message or "was lost during the reply" in message, message
+
+
+def test_a_stream_to_nothing_listening_says_so():
+    import socket
+
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    message = stream_error(f"http://127.0.0.1:{port}")
+    assert "Nothing answers at" in message and "running" in message

@@ -22,7 +22,8 @@ from workbench.engine.start_phases import EngineStartError, StartProgress, progr
 from workbench.remote.errors import ConnectionLost, MalformedMetrics, NoAnswer, ServerError
 from workbench.remote.events import ServerMetricsRead, ServerStateChanged
 from workbench.remote.io_loop import IOLoop
-from workbench.remote.openai_client import ServerFacts, explain, make_client, read_facts, stream_request
+from workbench.remote.openai_client import ServerFacts, explain, make_client, read_facts
+from workbench.remote.sse_stream import open_stream_session, stream_request
 from workbench.remote.prometheus import MetricsFormatError, ServerMetrics, parse_metrics, step_between
 from workbench.remote.serve import ServerProcess, ServerStartError, kv_endpoints
 from workbench.remote.spec import KVEventsEndpoint, ServerSpec
@@ -62,7 +63,8 @@ class RemoteBackend(Backend):
         self.scrape_cpu_s = 0.0  # CPU spent parsing scrapes (thread time)
         self.scrape_latencies: deque[float] = deque(maxlen=100_000)  # the server's answer time of each scrape
         self._io: IOLoop | None = None
-        self._client = None
+        self._client = None  # httpx: the model list, /metrics
+        self._session = None  # aiohttp: the streams (sse_stream)
         self._texts: dict[str, list[str]] = {}
         self._lock = threading.Lock()
         self._news: queue.SimpleQueue = queue.SimpleQueue()
@@ -78,6 +80,7 @@ class RemoteBackend(Backend):
         report(progress_for("process", f"Connecting to {self.spec.api_root}", 0.9))
         self._io = IOLoop()
         self._client = self._io.call(self._new_client())
+        self._session = self._io.call(self._new_session())
         try:
             self.facts = self._io.call(read_facts(self._client, self.spec))
         except ServerError as exc:
@@ -111,17 +114,21 @@ class RemoteBackend(Backend):
     async def _new_client(self):
         return make_client(self.spec)
 
+    async def _new_session(self):
+        return open_stream_session(self.spec)
+
     def shutdown(self) -> None:
         io, self._io = self._io, None
         if io is not None:
-            client = self._client
-            if client is not None:
+            for close in (self._client and self._client.aclose, self._session and self._session.close):
+                if close is None:
+                    continue
                 try:
-                    io.call(client.aclose(), timeout_s=5)
+                    io.call(close(), timeout_s=5)
                 except Exception:  # a client that will not close is dropped with the loop
                     pass
             io.stop()
-        self._client = None
+        self._client = self._session = None
         self._streams.clear()
         if self.server is not None:
             self.server.stop()
@@ -171,7 +178,7 @@ class RemoteBackend(Backend):
             wake.set()
 
         try:
-            tally = await stream_request(self._client, self.spec, request, self.model_name, on_text, send_priority)
+            tally = await stream_request(self._session, self.spec, request, self.model_name, on_text, send_priority)
         except asyncio.CancelledError:
             raise
         except ConnectionLost as exc:
@@ -313,6 +320,8 @@ class RemoteBackend(Backend):
                 await asyncio.sleep(delay)
                 old, self._client = self._client, make_client(self.spec)  # no pooled socket to the dead server
                 await old.aclose()
+                old_session, self._session = self._session, open_stream_session(self.spec)
+                await old_session.close()
                 try:
                     self.facts = await read_facts(self._client, self.spec)
                 except ServerError as exc:

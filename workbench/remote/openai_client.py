@@ -1,17 +1,17 @@
-"""vLLM's OpenAI-compatible API, asynchronously through httpx: the model list, and chat and
-completions streamed as server-sent events.
+"""vLLM's OpenAI-compatible API, asynchronously through httpx: the model list and ``/version``, and what
+each streamed chat and completion request sends and counts (the streams themselves are read through
+aiohttp: ``sse_stream``).
 
 Every failure is one of ``workbench.remote.errors``, each with its own message. The key goes only in
 the ``Authorization`` header of the requests; nothing here logs or keeps it.
 """
 from __future__ import annotations
 
-import json
 import logging
 import ssl
 import time
 from dataclasses import dataclass
-from typing import AsyncIterator, Callable
+from typing import Callable
 
 import httpx
 
@@ -152,51 +152,7 @@ class StreamTally:
             source="client", queue_s=None, e2e_s=time.monotonic() - self.submitted)
 
 
-async def stream_request(client: httpx.AsyncClient, spec: ServerSpec, request: ChatRequest, model: str,
-                         on_text: Callable[[str], None], send_priority: bool = False) -> StreamTally:
-    """Streams one request; ``on_text`` gets each new piece of text. Raises ServerError."""
-    path, body = request_body(request, model, send_priority)
-    tally = StreamTally(time.monotonic())
-    timeout = httpx.Timeout(spec.timeout_s, read=STREAM_READ_TIMEOUT_S)
-    try:
-        async with client.stream("POST", spec.openai_url + path, json=body, timeout=timeout) as response:
-            if response.status_code != 200:
-                await response.aread()
-                raise _refusal(response, spec)
-            async for payload in _events(response):
-                _take_chunk(payload, tally, on_text)
-    except ServerError:
-        raise
-    except Exception as exc:
-        raise explain(exc, spec.api_root, spec, during_stream=True) from exc
-    return tally
-
-
-def _refusal(response: httpx.Response, spec: ServerSpec) -> ServerError:
-    if response.status_code in (401, 403):
-        return AuthenticationFailed(spec.api_root, response.status_code)
-    try:
-        message = response.json().get("error", {}).get("message") or response.text
-    except ValueError:
-        message = response.text
-    return ServerError(f"The server refused the request (HTTP {response.status_code}): {message.strip()[:500]}")
-
-
-async def _events(response: httpx.Response) -> AsyncIterator[dict]:
-    """The JSON payloads of a server-sent event stream, up to ``[DONE]``."""
-    async for line in response.aiter_lines():
-        if not line.startswith("data:"):
-            continue
-        data = line[5:].strip()
-        if data == "[DONE]":
-            return
-        try:
-            yield json.loads(data)
-        except ValueError as exc:
-            raise NotAVLLMServer(str(response.request.url), f"a stream line is not JSON: {data[:80]!r}") from exc
-
-
-def _take_chunk(payload: dict, tally: StreamTally, on_text: Callable[[str], None]) -> None:
+def take_chunk(payload: dict, tally: StreamTally, on_text: Callable[[str], None]) -> None:
     if "error" in payload and not payload.get("choices"):
         error = payload["error"]
         raise ServerError(f"The server stopped the reply: {error.get('message', error) if isinstance(error, dict) else error}")

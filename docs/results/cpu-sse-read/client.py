@@ -22,9 +22,22 @@ async def one_aiohttp(session):
             if line.startswith(b"data:") and line[5:].strip() != b"[DONE]":
                 json.loads(line[5:]); n += 1
     return n
+async def one_workbench(session):
+    from workbench.remote.sse_stream import events
+    n = 0
+    async with session.post(f"http://127.0.0.1:{PORT}/v1/completions", json={"a": 1}) as response:
+        async for payload in events(response):
+            n += 1
+    return n
 async def main():
     start, wall = cpu(), time.perf_counter()
-    if MODE == "aiohttp":
+    if MODE == "workbench":
+        from workbench.remote.sse_stream import open_stream_session
+        from workbench.remote.spec import ServerSpec
+        s = open_stream_session(ServerSpec(f"http://127.0.0.1:{PORT}"))
+        counts = await asyncio.gather(*[one_workbench(s) for _ in range(STREAMS)])
+        await s.close()
+    elif MODE == "aiohttp":
         import aiohttp
         async with aiohttp.ClientSession() as s:
             counts = await asyncio.gather(*[one_aiohttp(s) for _ in range(STREAMS)])

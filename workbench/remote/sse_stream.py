@@ -1,0 +1,107 @@
+"""A reply streamed from vLLM's OpenAI-compatible API, read through aiohttp (a vLLM dependency).
+
+Each generated token arrives as one server-sent event, so this runs for every token of every stream:
+aiohttp's HTTP parser is in C, and reading the same stream cost 20 µs of CPU an event against httpx's
+41 µs (``docs/benchmarks.md``, "A server: the workbench attached"). The rest of the server's API (the
+model list, ``/metrics``) stays on httpx (``openai_client``). Every failure becomes one of
+``workbench.remote.errors``; the API key goes only in the ``Authorization`` header.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+import time
+from typing import AsyncIterator, Callable
+
+import aiohttp
+
+from workbench.engine.backend import ChatRequest
+from workbench.remote.errors import (
+    AuthenticationFailed, CannotConnect, ConnectionLost, NoAnswer, NotAVLLMServer, ServerError, TLSFailed,
+)
+from workbench.remote.openai_client import STREAM_READ_TIMEOUT_S, StreamTally, request_body, take_chunk
+from workbench.remote.spec import ServerSpec
+
+
+def open_stream_session(spec: ServerSpec) -> aiohttp.ClientSession:
+    """The session the streams share; made on the I/O loop (aiohttp binds it to the running loop)."""
+    headers = {"Authorization": f"Bearer {spec.api_key}"} if spec.api_key else {}
+    connector = aiohttp.TCPConnector(limit=1024, ssl=None if spec.verify_tls else False)
+    return aiohttp.ClientSession(headers=headers, connector=connector, trust_env=False)
+
+
+async def stream_request(session: aiohttp.ClientSession, spec: ServerSpec, request: ChatRequest, model: str,
+                         on_text: Callable[[str], None], send_priority: bool = False) -> StreamTally:
+    """Streams one request; ``on_text`` gets each new piece of text. Raises ServerError."""
+    path, body = request_body(request, model, send_priority)
+    tally = StreamTally(time.monotonic())
+    timeout = aiohttp.ClientTimeout(total=None, connect=spec.timeout_s, sock_connect=spec.timeout_s,
+                                    sock_read=STREAM_READ_TIMEOUT_S)
+    answered = False
+    try:
+        async with session.post(spec.openai_url + path, json=body, timeout=timeout) as response:
+            answered = True
+            if response.status != 200:
+                raise refusal(response.status, await response.text(errors="replace"), spec)
+            async for payload in events(response):
+                take_chunk(payload, tally, on_text)
+    except ServerError:
+        raise
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        raise explain_stream(exc, spec, answered) from exc
+    return tally
+
+
+def refusal(status: int, text: str, spec: ServerSpec) -> ServerError:
+    if status in (401, 403):
+        return AuthenticationFailed(spec.api_root, status)
+    try:
+        message = (json.loads(text).get("error") or {}).get("message") or text
+    except (ValueError, AttributeError):
+        message = text
+    return ServerError(f"The server refused the request (HTTP {status}): {str(message).strip()[:500]}")
+
+
+async def events(response: aiohttp.ClientResponse) -> AsyncIterator[dict]:
+    """The JSON payloads of a server-sent event stream, up to ``[DONE]``."""
+    pending = b""
+    async for chunk in response.content.iter_any():
+        lines = (pending + chunk).split(b"\n") if pending else chunk.split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            if line.startswith(b"data:"):
+                data = line[5:].strip()
+                if data == b"[DONE]":
+                    return
+                yield _payload(data, response)
+    if pending.startswith(b"data:") and pending[5:].strip() not in (b"", b"[DONE]"):  # a last line, unended
+        yield _payload(pending[5:].strip(), response)
+
+
+def _payload(data: bytes, response: aiohttp.ClientResponse) -> dict:
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        text = data[:80].decode("utf-8", "replace")
+        raise NotAVLLMServer(str(response.url), f"a stream line is not JSON: {text!r}") from exc
+
+
+def explain_stream(exc: Exception, spec: ServerSpec, answered: bool) -> ServerError:
+    """The workbench's message for what aiohttp raised, before the server answered or during the reply."""
+    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if isinstance(exc, (aiohttp.ClientConnectorCertificateError, aiohttp.ClientSSLError, ssl.SSLError)) \
+            or "CERTIFICATE_VERIFY_FAILED" in detail:
+        return TLSFailed(spec.api_root, detail)
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return CannotConnect(spec.api_root, detail)
+    if isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError,
+                        ConnectionError)):
+        return ConnectionLost(spec.api_root, detail)
+    if isinstance(exc, asyncio.TimeoutError):
+        return ConnectionLost(spec.api_root, detail) if answered else NoAnswer(spec.api_root, STREAM_READ_TIMEOUT_S)
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return NotAVLLMServer(spec.api_root, detail)
+    return ServerError(f"The server at {spec.api_root} could not be used: {detail}.")
