@@ -15,6 +15,7 @@ from workbench.presets.capacity import plan_capacity
 from workbench.presets.checks import check_preset
 from workbench.presets.document import PresetFileError, parse_preset
 from workbench.presets.machine import Machine
+from workbench.presets.model_facts import read_model_facts
 from workbench.presets.resolve import resolve_preset
 from preset_fixtures import config_folder, facts  # noqa: F401  (fixtures)
 
@@ -284,3 +285,47 @@ def test_config_with_changes():
     config = EngineConfig(model="m", extra=(("quantization", "awq"),))
     changed = config.with_changes((("quantization", None), ("max_model_len", 1024), ("kv_cache_dtype", "fp8")))
     assert changed.max_model_len == 1024 and dict(changed.extra) == {"kv_cache_dtype": "fp8"}
+
+
+SEVEN_B = dict(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
+               num_key_value_heads=4, max_position_embeddings=32768, vocab_size=152064, torch_dtype="bfloat16")
+
+
+def model_folder(tmp_path, name: str, quantization: dict | None = None):
+    import json
+
+    folder = tmp_path / name
+    folder.mkdir()
+    config = dict(SEVEN_B, **({"quantization_config": quantization} if quantization else {}))
+    (folder / "config.json").write_text(json.dumps(config))
+    return read_model_facts(folder)
+
+
+def test_low_latency_takes_fp8_weights_on_a_gpu_and_the_planner_counts_them(tmp_path):
+    sixteen_bit = model_folder(tmp_path, "bf16")
+    document = store.load_catalog().entries["low-latency"].document
+    resolved = resolve_preset(document, EngineConfig(model=sixteen_bit.path), ONE_GPU, sixteen_bit)
+    assert resolved.config.option("quantization") == "fp8"
+    assert check_preset(document, ONE_GPU, sixteen_bit) == []
+    # Linear layers at a byte a parameter, embeddings (untied: two tables) still at two bytes.
+    linear = 28 * (2 * 3584 * 3584 + 2 * 3584 * 512 + 3 * 3584 * 18944)
+    embeddings = 2 * 152064 * 3584
+    assert sixteen_bit.served_weights_bytes("fp8") == pytest.approx(linear + embeddings * 2, rel=1e-6)
+    assert sixteen_bit.served_weights_bytes(None) == (linear + embeddings) * 2
+    as_loaded, as_is = plan_capacity(resolved.config, sixteen_bit, ONE_GPU), \
+        plan_capacity(resolved.config.with_changes((("quantization", None),)), sixteen_bit, ONE_GPU)
+    assert as_loaded.weights_bytes == sixteen_bit.served_weights_bytes("fp8")
+    assert as_loaded.budget_bytes - as_is.budget_bytes == sixteen_bit.weights_bytes - as_loaded.weights_bytes
+    on_cpu = resolve_preset(document, EngineConfig(model=sixteen_bit.path), CPU, sixteen_bit)
+    assert on_cpu.config.option("quantization") is None  # the CPU build has no fp8 weights
+
+
+def test_a_model_quantized_already_keeps_its_own_under_low_latency(tmp_path):
+    awq = model_folder(tmp_path, "awq", {"quant_method": "awq", "bits": 4})
+    document = store.load_catalog().entries["low-latency"].document
+    resolved = resolve_preset(document, EngineConfig(model=awq.path), ONE_GPU, awq)
+    assert resolved.config.option("quantization") is None
+    note = next(v.note for v in resolved.values if v.key == "quantization")
+    assert note == "the model's files are quantized with awq: kept as they are"
+    assert check_preset(document, ONE_GPU, awq) == []
+    assert awq.served_weights_bytes("fp8") == awq.weights_bytes

@@ -78,7 +78,8 @@ def _budget(config: EngineConfig, model: ModelFacts, machine: Machine) -> tuple[
         space = os.environ.get("VLLM_CPU_KVCACHE_SPACE")
         return (int(float(space) * GIB), "VLLM_CPU_KVCACHE_SPACE") if space else (GIB, "the CPU default, 1 GiB")
     util = config.gpu_memory_utilization or 0.9
-    taken = model.weights_bytes + activation_peak_bytes(config, model) + NON_TORCH_BYTES
+    taken = model.served_weights_bytes(config.option("quantization")) + activation_peak_bytes(config, model) + \
+        NON_TORCH_BYTES
     return max(0, int(machine.gpu_total_bytes * util) - taken), \
         f"{util:.2f} of {machine.gpu_total_bytes / GIB:.0f} GiB less weights and activations"
 
@@ -93,7 +94,7 @@ def plan_capacity(config: EngineConfig, model: ModelFacts, machine: Machine) -> 
     else:  # each GPU holds 1/tp of the heads, and the pool counts blocks per GPU
         num_blocks = budget * tp // (per_token * block_size) if per_token else 0
     per_seq = math.ceil(config.max_model_len / block_size)
-    return CapacityPlan(model.weights_bytes, model.weights_from_files, per_token, block_size, budget, num_blocks,
+    return CapacityPlan(model.served_weights_bytes(config.option("quantization")), model.weights_from_files, per_token, block_size, budget, num_blocks,
                         config.max_model_len, num_blocks // per_seq if per_seq else 0, basis)
 
 

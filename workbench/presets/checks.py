@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from workbench.presets.document import PLATFORMS, PresetDocument
 from workbench.presets.machine import Machine, count_devices
-from workbench.presets.model_facts import ModelFacts
+from workbench.presets.model_facts import QUANTIZE_AT_LOAD, ModelFacts
 
 AUTO, MODEL_MAX = "auto", "model max"
 # Names that widely copied articles give as vLLM options; vLLM has none of them.
@@ -42,7 +42,6 @@ RANGES = {
 SAMPLING_RANGES = {"temperature": (0.0, 2.0), "top_p": (0.01, 1.0), "top_k": (0, 1000), "max_tokens": (1, 32768),
                    "seed": (-1, 2**31 - 1)}
 BLOCK_MULTIPLE = {"cpu": 32, "cuda": 16}
-QUANTIZE_AT_LOAD = {"fp8"}  # methods vLLM applies to unquantized weights as it loads them (CUDA)
 SIZE = re.compile(r"^\s*([\d.]+)\s*(B|KiB|MiB|GiB|TiB)\s*$")
 UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
 
@@ -182,6 +181,8 @@ def check_tensor_parallel(value: int, machine: Machine, visible_devices: str | N
 
 def _check_quantization(name: str, value: str, machine: Machine, model: ModelFacts) -> Problem | None:
     if model.quant_method:
+        if value in QUANTIZE_AT_LOAD:  # a preset's "fp8 as it loads" yields to the files' own (resolve_preset)
+            return None
         if value != model.quant_method:
             return Problem(name, value, f"{name} = {value!r}: the model's files are quantized with "
                                         f"{model.quant_method!r}; valid: {model.quant_method!r} or 'auto'.")

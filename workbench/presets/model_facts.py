@@ -8,6 +8,7 @@ from pathlib import Path
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.gguf")
 DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "fp8": 1, "fp8_e4m3": 1,
                "fp8_e5m2": 1, "fp8_inc": 1, "int8": 1}
+QUANTIZE_AT_LOAD = {"fp8"}  # methods vLLM applies to a 16-bit model's weights as it loads them (CUDA)
 
 
 @dataclass(frozen=True)
@@ -25,10 +26,22 @@ class ModelFacts:
     hidden_size: int = 0
     intermediate_size: int = 0
     vocab_size: int = 0
+    tie_word_embeddings: bool = False
 
     @property
     def dtype_bytes(self) -> int:
         return DTYPE_BYTES.get(self.dtype, 2)
+
+    def served_weights_bytes(self, quantization: str | None) -> int:
+        """The weights as vLLM holds them: quantized to fp8 as it loads a 16-bit model, the linear layers
+        take a byte a parameter and the embeddings keep their 16 bits; otherwise as the files hold them."""
+        if quantization not in QUANTIZE_AT_LOAD or self.quant_method or not self.hidden_size:
+            return self.weights_bytes
+        hidden, kv = self.hidden_size, self.num_kv_heads * self.head_size
+        linear = self.num_layers * (2 * hidden * hidden + 2 * hidden * kv + 3 * hidden * self.intermediate_size)
+        embeddings = self.vocab_size * hidden * (1 if self.tie_word_embeddings else 2)
+        share = linear / max(1, linear + embeddings)
+        return int(self.weights_bytes * (1 - share * (1 - 1 / max(1, self.dtype_bytes))))
 
 
 def _text_config(config: dict) -> dict:
@@ -67,6 +80,7 @@ def read_model_facts(folder: str | Path) -> ModelFacts:
         weights_from_files=bool(on_disk), quant_method=quant, trust_remote_code_needed="auto_map" in config,
         hidden_size=c.get("hidden_size", 0), intermediate_size=c.get("intermediate_size", 0),
         vocab_size=c.get("vocab_size", 0),
+        tie_word_embeddings=bool(c.get("tie_word_embeddings", config.get("tie_word_embeddings", False))),
     )
 
 

@@ -9,7 +9,7 @@ from workbench.engine.spec import EngineConfig
 from workbench.presets.checks import AUTO, MODEL_MAX, for_platform, parse_size
 from workbench.presets.document import PresetDocument
 from workbench.presets.machine import Machine
-from workbench.presets.model_facts import ModelFacts
+from workbench.presets.model_facts import QUANTIZE_AT_LOAD, ModelFacts
 from workbench.presets.trust import is_trusted
 
 CPU_KV_BYTES = 1 << 30  # the CPU KV budget when a preset says auto: host memory is not a KV budget
@@ -44,6 +44,9 @@ def _resolve_one(key: str, written, machine: Machine, model: ModelFacts | None) 
         return ResolvedValue(key, written, None, "not used on CPU: the KV budget is kv_cache_memory_bytes")
     if key == "kv_cache_memory_bytes" and machine.on_cpu and value == AUTO:
         return ResolvedValue(key, written, CPU_KV_BYTES, "on CPU the KV budget is host memory; 1 GiB")
+    if key == "quantization" and value in QUANTIZE_AT_LOAD and model is not None and model.quant_method:
+        return ResolvedValue(key, written, None, f"the model's files are quantized with {model.quant_method}: "
+                                                 "kept as they are")
     if key == "block_size" and value == AUTO:
         return ResolvedValue(key, written, 32 if machine.on_cpu else 16, "the platform's block size")
     if value == AUTO:
