@@ -80,8 +80,13 @@ def set_chat_sampling(chat, sampling: SamplingSettings) -> None:
 
 
 def type_and_send(chat, text: str) -> None:
-    """Types ``text`` into a fresh conversation's input and presses Send."""
+    """Types ``text`` into a fresh conversation's input and presses Send, with the sampling the panel
+    showed before: a new conversation starts from the preset's sampling (temperature 0.7, top-p 0.95),
+    and a benchmark's chat must sample as its other requests do (a top-p request among greedy ones
+    turns on vLLM's top-k/top-p kernel for the whole batch, compiled on first use)."""
     if chat.current.messages:
+        settings = chat.sampling.settings()
         chat.new_conversation()
+        set_chat_sampling(chat, settings)
     chat.input.setPlainText(text)
     chat.send()
