@@ -41,6 +41,7 @@ for LOOP_SHAPE in ${LOOP_SHAPES:-}; do
 done
 # COMPARE_SHAPES: shapes, each with its own paths after a colon where they differ from COMPARE_PATHS
 # (e.g. "qwen2.5-0.5b:a,d qwen2.5-7b:a,c,d"). APP_WITHOUT=heatmap,chat: (d) as an attribution run.
+# CLIENT=thread|process: where vLLM's client loop runs for (d) and gui-stall (default: the app's, process).
 for item in ${COMPARE_SHAPES:-}; do
   shape=${item%%:*}
   paths=${COMPARE_PATHS:-a,b,c}
@@ -49,8 +50,8 @@ for item in ${COMPARE_SHAPES:-}; do
   timeout ${COMPARE_TIMEOUT:-540} python3 -m workbench bench --shape $shape --gpu-memory-utilization 0.4 --max-model-len 4096 \
     compare --requests 256 --prompt-len 512 --output-len 256 --repeats ${REPEATS:-3} --paths $paths \
     --hf-time-box ${HF_TIME_BOX:-120} --single-samples ${SINGLE_SAMPLES:-3} ${APP_WITHOUT:+--app-without $APP_WITHOUT} \
-    --out "$OUT/compare-$shape" > "$OUT/compare-$shape.log" 2>&1
-  show '^Workload' 28 "$OUT/compare-$shape.log"
+    ${CLIENT:+--client $CLIENT} --out "$OUT/compare-$shape${CLIENT:+-$CLIENT}" > "$OUT/compare-$shape${CLIENT:+-$CLIENT}.log" 2>&1
+  show '^Workload' 28 "$OUT/compare-$shape${CLIENT:+-$CLIENT}.log"
 done
 # The batch path against LLM.generate on one 1,000-prompt file, e.g. BATCH_SHAPES=qwen2.5-7b (each path in
 # a process of its own, taking turns; raw output per run under $OUT/batch-$shape/).
@@ -66,8 +67,8 @@ done
 for blocks in ${STALL_BLOCKS:-}; do
   step "gui-stall $blocks blocks"
   QT_QPA_PLATFORM=offscreen timeout ${STALL_TIMEOUT:-300} python3 -m workbench bench gui-stall --requests 256 \
-    --output-len 256 --blocks $blocks > "$OUT/gui-stall-$blocks.log" 2>&1
-  show '^GUI event-loop' 14 "$OUT/gui-stall-$blocks.log"
+    --output-len 256 --blocks $blocks ${CLIENT:+--client $CLIENT} > "$OUT/gui-stall-$blocks${CLIENT:+-$CLIENT}.log" 2>&1
+  show '^GUI event-loop' 14 "$OUT/gui-stall-$blocks${CLIENT:+-$CLIENT}.log"
 done
 # Presets (needs tomlkit, in the kit's deps): the capacity planner's estimate against vLLM's block count at each
 # shape, e.g. PRESET_SHAPES="qwen2.5-0.5b qwen2.5-7b" (target within 5 %); and PRESET_SWITCHES=1 for five preset
