@@ -121,14 +121,15 @@ def cmd_compare(args) -> int:
     def progress(label: str, fraction: float) -> None:
         print(f"PROGRESS {fraction:.3f} {label}", flush=True)
 
-    supplied = {}
+    supplied, opened = {}, {}
     if "d" in args.paths:
         from workbench.bench.gui.app_path import AppPath
 
-        supplied["d"] = AppPath(without=args.app_without)
+        supplied["d"] = AppPath(without=args.app_without, client=args.client)
         if args.app_without:
             print(f"(d) runs without: {', '.join(sorted(args.app_without))} (an attribution run)", flush=True)
-    result = run_comparison(config, workload, _vocab(config), config.model, progress, supplied)
+        opened = _in_client(supplied, args.client)
+    result = run_comparison(config, workload, _vocab(config), config.model, progress, supplied, **opened)
     paths = write_outputs(result, Path(args.out))
     print()
     print(paths["md"].read_text(encoding="utf-8"))
@@ -136,10 +137,45 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def _in_client(supplied: dict, client: str | None) -> dict:
+    """With the process client the shared engine lives in the window's engine-client process, and (a)
+    and (b) run there, on it; returns ``run_comparison``'s ``open_session`` for that case."""
+    from workbench.bench.client_bench import InClientPath
+    from workbench.engine.client_wire import engine_client_kind
+
+    if engine_client_kind(client) != "process":
+        return {}
+    supplied.update({key: InClientPath(key) for key in ("a", "b")})
+    print("(d) runs the engine-client process; (a) and (b) step the same engine in it", flush=True)
+    return {"open_session": supplied["d"].open_session}
+
+
+def cmd_client_wire(args) -> int:
+    from workbench.bench.client_wire_cost import snapshot_cost, stats_cost
+
+    print("KV snapshot over the engine-client pipe, per snapshot: changed chunks (sent) against the engine's "
+          "deltas to a mirror in the window's process (ms p50 / p99; client: encode + pickle; window: unpickle "
+          "+ rebuild, on its receiver thread)")
+    print("| blocks | changed | chunks: client | chunks: window | chunks KiB | deltas: client | deltas: window "
+          "| deltas KiB |")
+    print("|---|---|---|---|---|---|---|---|")
+    for num_blocks in args.blocks:
+        c = snapshot_cost(num_blocks, args.frames, args.running)
+        print(f"| {num_blocks:,} | {c['changed_per_frame']} | {c['chunks_client_p50']:.3f} / {c['chunks_client_p99']:.3f} "
+              f"| {c['chunks_window_p50']:.3f} / {c['chunks_window_p99']:.3f} | {c['chunks_bytes_p50'] / 1024:.0f} "
+              f"| {c['deltas_client_p50']:.3f} / {c['deltas_client_p99']:.3f} "
+              f"| {c['deltas_window_p50']:.3f} / {c['deltas_window_p99']:.3f} | {c['deltas_bytes_p50'] / 1024:.1f} |")
+    s = stats_cost()
+    print(f"\nStatistics series of {s['points']:,} points: the whole series pickled and unpickled "
+          f"{s['whole_ms_p50']:.3f} ms ({s['whole_bytes'] / 1024:.0f} KiB); the new point sent and the window's "
+          f"ring rebuilt {s['new_points_ms_p50']:.3f} ms ({s['new_points_bytes'] / 1024:.1f} KiB)")
+    return 0
+
+
 def cmd_gui_stall(args) -> int:
     from workbench.bench.gui.gui_stall import run_gui_stall
 
-    r = run_gui_stall(args.requests, args.output_len, num_blocks=args.blocks)
+    r = run_gui_stall(args.requests, args.output_len, num_blocks=args.blocks, client=args.client)
     print(f"\nGUI event-loop stalls (5 ms probe timer), {r['num_blocks']:,} blocks, {r['requests']} requests × "
           f"{args.output_len} output tokens, {r['finished']} finished in {r['elapsed_s']:.1f} s, {r['ticks']} ticks, "
           f"{r['heatmap_versions_seen']} heatmap snapshot versions drawn, live plots drawn {r['plots_drawn']} times, "
@@ -275,7 +311,17 @@ def main(argv: list[str]) -> int:
                               "'storage' (nothing kept; by default (d) keeps its conversation in a database in a "
                               "temporary folder, as the app does), 'plots' (the live plots and the memory panel "
                               "not drawn)")
+    compare.add_argument("--client", choices=("process", "thread"), default=None,
+                         help="(d): vLLM's client loop in a process of its own or in a thread of the window's "
+                              "(default: WORKBENCH_ENGINE_CLIENT, else process)")
+    wire = sub.add_parser("client-wire", help="what the engine-client pipe costs per KV snapshot and series (no engine)")
+    wire.add_argument("--blocks", type=_block_counts, default=[120_000, 640_000],
+                      help="pool sizes, comma-separated (default: 120000,640000)")
+    wire.add_argument("--frames", type=int, default=50)
+    wire.add_argument("--running", type=int, default=64, help="requests each taking a block per frame")
     stall = sub.add_parser("gui-stall", help="GUI event-loop stalls while many requests stream (needs Qt)")
+    stall.add_argument("--client", choices=("process", "thread"), default=None,
+                       help="where vLLM's client loop runs (default: WORKBENCH_ENGINE_CLIENT, else process)")
     stall.add_argument("--requests", type=int, default=256)
     stall.add_argument("--output-len", type=int, default=256)
     stall.add_argument("--blocks", type=int, default=8192,
@@ -297,6 +343,7 @@ def main(argv: list[str]) -> int:
         return session_export_bench.cmd_session_export(args)
     args.bench_argv = argv  # bench batch throughput runs each path as this command again, in a process of its own
     commands = {"snapshot": cmd_snapshot, "loop": cmd_loop, "compare": cmd_compare, "gui-stall": cmd_gui_stall,
+                "client-wire": cmd_client_wire,
                 "heatmap": cmd_heatmap, "batch": lambda a: batch_cli.cmd_batch(a, _config(a)),
                 "presets": lambda a: cmd_preset_table(a) if a.what == "table" else preset_bench.cmd_presets(a, _config(a)),
                 "storage-size": cmd_storage_size, "remote": lambda a: remote_bench.cmd_remote(a, _config(a))}

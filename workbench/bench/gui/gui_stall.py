@@ -65,12 +65,13 @@ def _stall_figures(ticks: list[float], elapsed_s: float) -> dict:
             "blocked_share": sum(stalls) / (elapsed_s * 1e3) if elapsed_s > 0 else float("nan")}
 
 
-def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16, num_blocks: int = 8192) -> dict:
+def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16, num_blocks: int = 8192,
+                  client: str | None = None) -> dict:
     from workbench.app import build_window, demo_engine_config
 
     application()
     config = replace(demo_engine_config(), max_num_seqs=num_requests, num_gpu_blocks_override=num_blocks)
-    window, engine = build_window(config, start_engine=False)
+    window, engine = build_window(config, start_engine=False, client=client)
     window.resize(1500, 900)
     window.show()
     model = window.model
