@@ -107,6 +107,9 @@ def test_killed_client_process_is_an_engine_error_with_restart(client_window, qt
     qtbot.waitUntil(lambda: not any(is_running(p) for p in engine_pids), timeout=30_000)
     assert not set(_descendants()) & {client_pid, *engine_pids}, "no process of the dead client is left"
     assert window.engine.worker.latest_snapshot() is None
+    _, unsent = type_and_send(window, qtbot, "Still there?")  # no client now: refused at once, text kept
+    qtbot.waitUntil(lambda: unsent.status == "error", timeout=10_000)
+    assert "engine is not running" in unsent.error and window.engine.worker.client_pid == client_pid
     died_start = window.model.engine.start_id
     qtbot.mouseClick(window.findChild(QPushButton, "restartButton"), Qt.LeftButton)
     qtbot.waitUntil(lambda: window.model.engine.settled(died_start + 1), timeout=ENGINE_START_TIMEOUT_MS)

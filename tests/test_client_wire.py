@@ -120,3 +120,23 @@ def test_engine_client_setting(monkeypatch):
         assert "use process or thread" in str(exc)
     else:
         raise AssertionError("a wrong setting must be refused")
+
+
+def test_a_servers_messages_cross_the_pipe():
+    """A server's backend runs in the client too: its metrics, read-only mappings, cross as they are."""
+    from multiprocessing.reduction import ForkingPickler
+    from types import MappingProxyType
+
+    from workbench.remote.events import ServerMetricsRead, ServerStateChanged
+    from workbench.remote.prometheus import EngineMetrics, ServerMetrics
+
+    engine = EngineMetrics("0", MappingProxyType({"generation_tokens": 12.0}), MappingProxyType({"num_running": 1.0}),
+                           MappingProxyType({"ttft": ((0.1, 1.0), (float("inf"), 2.0))}))
+    for message in (ServerMetricsRead(ServerMetrics((engine,), 5.0, ("demo",))),
+                    ServerStateChanged("connected", "http://127.0.0.1:8000")):
+        received = pickle.loads(ForkingPickler.dumps(Batch((message,))))
+        assert received.messages == (message,)
+    assert received.messages[0].base_url == "http://127.0.0.1:8000"
+    got = pickle.loads(ForkingPickler.dumps(ServerMetricsRead(ServerMetrics((engine,), 5.0))))
+    assert got.metrics.total().counter("generation_tokens") == 12.0
+    assert isinstance(got.metrics.engines[0].counters, MappingProxyType)

@@ -172,6 +172,20 @@ def cmd_client_wire(args) -> int:
     return 0
 
 
+def _print_receipts(client: str, receipts: list[tuple[int, float]]) -> None:
+    """The process client: what receiving a snapshot cost the window's process (its receiver thread)."""
+    from workbench.engine.metrics import percentile
+
+    if client != "process" or not receipts:
+        print(f"Engine client: {client} (the snapshot is handed over in the process, nothing received)")
+        return
+    sizes, times = [b / 1024 for b, _ in receipts], [ms for _, ms in receipts]
+    print(f"Engine client: process. {len(receipts)} batches with a KV snapshot received; unpickle + rebuild on "
+          f"the receiver thread {percentile(times, 50):.3f} ms p50 / {percentile(times, 99):.3f} ms p99 "
+          f"(max {max(times):.3f}); batch size {percentile(sizes, 50):.0f} KiB p50 / {percentile(sizes, 99):.0f} "
+          f"KiB p99 (max {max(sizes):.0f})")
+
+
 def cmd_gui_stall(args) -> int:
     from workbench.bench.gui.gui_stall import run_gui_stall
 
@@ -185,6 +199,7 @@ def cmd_gui_stall(args) -> int:
     print(f"| {r['stall_ms_p50']:.1f} | {r['stall_ms_p90']:.1f} | {r['stall_ms_p99']:.1f} | "
           f"{r['stall_ms_max']:.1f} | {r['stall_ms_mean']:.2f} | {r['longest_gap_ms']:.1f} | {r['blocked_share']:.1%} |")
     _print_snapshot_path(r["snapshot_path"], r["elapsed_s"])
+    _print_receipts(r["client"], r["snapshot_receipts"])
     flags = []
     if r["finished"] < r["requests"]:
         flags.append(f"the run ended early: {r['finished']} of {r['requests']} requests finished")

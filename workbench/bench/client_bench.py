@@ -63,6 +63,11 @@ def prompt_token_ids(loop, request: ChatRequest) -> list[int]:
     return list(loop.bench_session.render_prompt(request))
 
 
+def backend_capabilities(loop):
+    """What the client's running backend declares (tests: a server's backend has no physical blocks)."""
+    return loop.backend.capabilities if loop.backend is not None else None
+
+
 def close_session(loop) -> None:
     session = _session(loop)
     loop.on_exit.remove(session.shutdown)

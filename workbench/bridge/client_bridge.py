@@ -16,6 +16,7 @@ so the window offers a restart, as after an engine-core crash.
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import os
 import queue
@@ -24,14 +25,17 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from workbench.engine.client_wire import Batch, CallInClient, ClientReady, Reply, SnapshotDecoder, StatsDecoder
-from workbench.engine.commands import Shutdown, StartEngine, StopEngine, Submit
+from workbench.engine.commands import AdoptEngine, Shutdown, StartEngine, Submit
 from workbench.engine.events import EngineReady, EngineState, RequestFailed, RequestFinished, StateChanged
 from workbench.engine.kv_snapshot import KVSnapshot
+from workbench.engine.loop import NOT_RUNNING
 from workbench.engine.process_guard import CLIENT_PARENT_ENV, child_pids, is_running, kill_processes
 from workbench.engine.stats import EMPTY_STATS, StatsSeries
 
@@ -94,23 +98,33 @@ class ClientProcessWorker(QObject):
         self._replied = threading.Condition()
         self._call_ids = itertools.count(1)
         self.client_pid: int | None = None  # the running client's pid (benchmarks count its CPU)
+        # Per batch that brought a KV snapshot: (bytes, ms to unpickle and rebuild it) on the receiver thread.
+        self.snapshot_receipts: collections.deque = collections.deque(maxlen=100_000)
 
     # -------------------------------------------------------------- the worker's face
     def post(self, command) -> None:
-        """Sends a command to the client, starting one first where none runs (not for stop commands)."""
+        """Sends a command to the client; a start (or a benchmark's call) starts a client first where
+        none runs. Without a client, a request fails at once, as the loop fails it with no engine."""
+        if isinstance(command, AdoptEngine):
+            raise TypeError("AdoptEngine hands over an engine object, which cannot cross to the engine-client "
+                            "process; the benchmarks share its engine through workbench.bench.client_bench")
         with self._lock:
-            if isinstance(command, Submit):
-                self._open.add(command.request.request_id)
-            elif isinstance(command, StartEngine):
-                self._start_id = command.start_id
             client = self._client
             if client is None or client.process.poll() is not None:
-                if isinstance(command, (Shutdown, StopEngine)) or self._stopping:
+                if self._stopping or not isinstance(command, (StartEngine, CallInClient, Submit)):
+                    return
+                if isinstance(command, Submit):  # told after the caller's own work, as a queued message is
+                    failed = RequestFailed(command.request.request_id, NOT_RUNNING)
+                    QTimer.singleShot(0, lambda: self.event_emitted.emit(failed))
                     return
                 client = self._client = _Client(self.check_with_scan)
                 self.client_pid = client.pid
                 self._clients.put(client)
-            if isinstance(command, Shutdown):
+            if isinstance(command, Submit):
+                self._open.add(command.request.request_id)
+            elif isinstance(command, StartEngine):
+                self._start_id = command.start_id
+            elif isinstance(command, Shutdown):
                 client.asked_to_end = True
         client.send(command)
 
@@ -154,11 +168,13 @@ class ClientProcessWorker(QObject):
             snapshots, series = SnapshotDecoder(), StatsDecoder()
             while True:
                 try:
-                    message = client.conn.recv()
+                    data = client.conn.recv_bytes()
                 except (EOFError, OSError):
                     break
+                received = time.perf_counter()
+                message = ForkingPickler.loads(data)
                 if isinstance(message, Batch):
-                    self._apply(message, snapshots, series)
+                    self._apply(message, snapshots, series, len(data), received)
             client.conn.close()
             if not client.asked_to_end and not self._stopping:
                 self._report_death(client)
@@ -169,8 +185,11 @@ class ClientProcessWorker(QObject):
         self._stopping = True
         self._clients.put(None)
 
-    def _apply(self, batch: Batch, snapshots: SnapshotDecoder, series: StatsDecoder) -> None:
+    def _apply(self, batch: Batch, snapshots: SnapshotDecoder, series: StatsDecoder, num_bytes: int,
+               received: float) -> None:
         snapshot = snapshots.decode(batch.snapshot) if batch.snapshot is not None else None
+        if snapshot is not None:
+            self.snapshot_receipts.append((num_bytes, (time.perf_counter() - received) * 1e3))
         stats = series.decode(batch.stats) if batch.stats is not None else None
         with self._lock:
             if batch.snapshot_reset:

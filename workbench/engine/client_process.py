@@ -23,6 +23,7 @@ import threading
 import time
 import traceback
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
 
 from workbench.engine.client_wire import (
     BATCH_INTERVAL_S, Batch, CallInClient, ClientReady, Reply, SnapshotEncoder, StatsEncoder,
@@ -115,6 +116,21 @@ class BatchingListener:
             return True
         except (OSError, EOFError, ValueError):  # the window's process is gone: nothing to tell
             return False
+        except Exception:  # a message that does not pickle: said on the console, the others still sent
+            traceback.print_exc()
+            if isinstance(message, Batch):
+                return self._send(Batch(tuple(m for m in message.messages if _pickles(m)), message.snapshot,
+                                        message.snapshot_reset, message.stats))
+            return True
+
+
+def _pickles(message) -> bool:
+    try:
+        ForkingPickler.dumps(message)
+        return True
+    except Exception:
+        print(f"engine client: a {type(message).__name__} could not be sent to the window", file=sys.stderr)
+        return False
 
 
 class ClientLoop(EngineLoop):

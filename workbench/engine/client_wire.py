@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
+from multiprocessing.reduction import ForkingPickler
 from types import MappingProxyType
 from typing import Any, Callable
 
@@ -27,6 +28,19 @@ from workbench.engine.ring_buffer import RingBuffer
 from workbench.engine.stats import CAPACITY, COLUMNS, StatsSeries, StatsTotals
 
 BATCH_INTERVAL_S = 0.025  # the most a message waits in the client before it is sent
+
+
+def read_only(mapping: dict) -> MappingProxyType:
+    return MappingProxyType(mapping)
+
+
+def _reduce_mapping_proxy(mapping: MappingProxyType):
+    return read_only, (dict(mapping),)
+
+
+# The messages' read-only mappings (a server's metrics, a flush's texts) cross the pipe as they are:
+# registered with the pickler that multiprocessing's connections use, not with pickle at large.
+ForkingPickler.register(MappingProxyType, _reduce_mapping_proxy)
 _SCALARS = tuple(f.name for f in dataclasses.fields(KVSnapshot) if f.name not in ("chunks", "tables"))
 
 
