@@ -26,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 
@@ -56,6 +57,10 @@ class _Client:
         self.conn = Connection(ours.detach())
         self.send_lock = threading.Lock()
         self.asked_to_end = False
+        # What a report of its death needs: the requests it holds, its latest start, its engine's processes.
+        self.open: set[str] = set()
+        self.start_id = 0
+        self.engine_pids: tuple[int, ...] = ()
 
     @property
     def pid(self) -> int:
@@ -80,6 +85,9 @@ class _Client:
 
 
 class ClientProcessWorker(QObject):
+    """``EngineWorker``'s face over an engine-client process: ``post`` from the GUI thread, the
+    ``event_emitted`` signal and the two mailboxes filled by :meth:`run` on the receiver thread."""
+
     event_emitted = Signal(object)  # one of workbench.engine.events, immutable
 
     def __init__(self, check_with_scan: bool = False):
@@ -91,9 +99,6 @@ class ClientProcessWorker(QObject):
         self._clients: queue.Queue = queue.Queue()  # clients for the receiver to read, None: stop
         self._client: _Client | None = None
         self._stopping = False
-        self._open: set[str] = set()  # requests submitted and not yet ended, for a client that dies
-        self._start_id = 0
-        self._engine_pids: tuple[int, ...] = ()
         self._replies: dict[int, Reply] = {}
         self._replied = threading.Condition()
         self._call_ids = itertools.count(1)
@@ -121,9 +126,9 @@ class ClientProcessWorker(QObject):
                 self.client_pid = client.pid
                 self._clients.put(client)
             if isinstance(command, Submit):
-                self._open.add(command.request.request_id)
+                client.open.add(command.request.request_id)
             elif isinstance(command, StartEngine):
-                self._start_id = command.start_id
+                client.start_id = command.start_id
             elif isinstance(command, Shutdown):
                 client.asked_to_end = True
         client.send(command)
@@ -172,9 +177,13 @@ class ClientProcessWorker(QObject):
                 except (EOFError, OSError):
                     break
                 received = time.perf_counter()
-                message = ForkingPickler.loads(data)
+                try:
+                    message = ForkingPickler.loads(data)
+                except Exception:  # a message this process cannot read: said on the console, the rest go on
+                    traceback.print_exc()
+                    continue
                 if isinstance(message, Batch):
-                    self._apply(message, snapshots, series, len(data), received)
+                    self._apply(client, message, snapshots, series, len(data), received)
             client.conn.close()
             if not client.asked_to_end and not self._stopping:
                 self._report_death(client)
@@ -185,8 +194,8 @@ class ClientProcessWorker(QObject):
         self._stopping = True
         self._clients.put(None)
 
-    def _apply(self, batch: Batch, snapshots: SnapshotDecoder, series: StatsDecoder, num_bytes: int,
-               received: float) -> None:
+    def _apply(self, client: _Client, batch: Batch, snapshots: SnapshotDecoder, series: StatsDecoder,
+               num_bytes: int, received: float) -> None:
         snapshot = snapshots.decode(batch.snapshot) if batch.snapshot is not None else None
         if snapshot is not None:
             self.snapshot_receipts.append((num_bytes, (time.perf_counter() - received) * 1e3))
@@ -204,34 +213,35 @@ class ClientProcessWorker(QObject):
                     self._replies[message.call_id] = message
                     self._replied.notify_all()
                 continue
-            self._note(message)
+            self._note(client, message)
             self.event_emitted.emit(message)
 
-    def _note(self, message) -> None:
+    def _note(self, client: _Client, message) -> None:
         """What a dying client's report needs: open requests, the start, the engine's processes."""
         if isinstance(message, (RequestFinished, RequestFailed)):
             request_id = message.event.request_id if isinstance(message, RequestFinished) else message.request_id
             with self._lock:
-                self._open.discard(request_id)
+                client.open.discard(request_id)
         elif isinstance(message, EngineReady):
-            self._engine_pids = tuple(message.info.engine_pids)
+            client.engine_pids = tuple(message.info.engine_pids)
         elif isinstance(message, StateChanged):
-            self._start_id = message.start_id
+            client.start_id = message.start_id
             if message.state is not EngineState.READY:
-                self._engine_pids = ()
+                client.engine_pids = ()
 
     def _report_death(self, client: _Client) -> None:
         how = client.how_it_ended()
-        kill_processes([pid for pid in self._engine_pids if is_running(pid)])  # die with it (PDEATHSIG too)
+        kill_processes([pid for pid in client.engine_pids if is_running(pid)])  # die with it (PDEATHSIG too)
         message = (f"The engine stopped: {how}. What was streamed so far is kept. Restart the engine "
                    "(Engine > Restart engine); if it happens again, the engine log has the details "
                    "(Engine > Show engine log).")
         with self._lock:
-            open_requests, self._open = sorted(self._open), set()
-            self._latest, self._engine_pids = None, ()
+            open_requests, client.open = sorted(client.open), set()
+            if self._client is client:  # not a new client's snapshot
+                self._latest = None
         for request_id in open_requests:
             self.event_emitted.emit(RequestFailed(request_id, message))
-        self.event_emitted.emit(StateChanged(EngineState.DIED, message, self._start_id))
+        self.event_emitted.emit(StateChanged(EngineState.DIED, message, client.start_id))
 
     # -------------------------------------------------------------- ending
     def end_client(self, timeout_s: float) -> bool:
