@@ -167,3 +167,20 @@ def test_client_and_engine_die_with_a_killed_app(tmp_path, demo_model_path):
     finally:
         if app.poll() is None:
             app.kill()
+
+
+def test_stop_kills_a_client_that_hangs(qapp):
+    """``stop``'s contract, as the thread's: shut down, wait, and kill a client that does not answer."""
+    from workbench.bench.client_bench import backend_capabilities
+    from workbench.bridge.client_bridge import ClientProcessThread
+
+    engine = ClientProcessThread()
+    engine.start()
+    assert engine.worker.call(backend_capabilities, timeout_s=120) is None, "a client with no engine yet"
+    client_pid = engine.worker.client_pid
+    os.kill(client_pid, signal.SIGSTOP)  # hung: it reads no command any more
+    started = time.monotonic()
+    assert engine.stop(timeout_ms=2_000)
+    assert time.monotonic() - started < 30
+    assert not is_running(client_pid) and not engine.thread.isRunning()
+    assert client_pid not in _descendants()

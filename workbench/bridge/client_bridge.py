@@ -30,14 +30,15 @@ import traceback
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 
+import psutil
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
-from workbench.engine.client_wire import Batch, CallInClient, ClientReady, Reply, SnapshotDecoder, StatsDecoder
+from workbench.engine.client_wire import Batch, CallInClient, Reply, SnapshotDecoder, StatsDecoder
 from workbench.engine.commands import AdoptEngine, Shutdown, StartEngine, Submit
 from workbench.engine.events import EngineReady, EngineState, RequestFailed, RequestFinished, StateChanged
 from workbench.engine.kv_snapshot import KVSnapshot
 from workbench.engine.loop import NOT_RUNNING
-from workbench.engine.process_guard import CLIENT_PARENT_ENV, child_pids, is_running, kill_processes
+from workbench.engine.process_guard import CLIENT_PARENT_ENV, is_running, kill_processes
 from workbench.engine.stats import EMPTY_STATS, StatsSeries
 
 BACKEND_FACTORY = "workbench.bridge.backends:backend_for"
@@ -253,8 +254,17 @@ class ClientProcessWorker(QObject):
             client.process.wait(timeout_s)
             return True
         except subprocess.TimeoutExpired:
-            kill_processes(sorted(child_pids()))  # a hung client or engine must not outlive the app
-            return client.process.poll() is not None
+            kill_processes(sorted(_process_tree(client.pid)))  # a hung client or engine must not outlive the app
+            client.process.poll()
+            return client.process.returncode is not None
+
+
+def _process_tree(pid: int) -> set[int]:
+    """A process and its descendants (the client, its engine core and workers)."""
+    try:
+        return {pid} | {p.pid for p in psutil.Process(pid).children(recursive=True)}
+    except psutil.Error:
+        return {pid}
 
 
 class ClientProcessThread:

@@ -26,7 +26,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 
 from workbench.engine.client_wire import (
-    BATCH_INTERVAL_S, Batch, CallInClient, ClientReady, Reply, SnapshotEncoder, StatsEncoder,
+    BATCH_INTERVAL_S, Batch, CallInClient, Reply, SnapshotEncoder, StatsEncoder,
 )
 from workbench.engine.commands import Shutdown
 from workbench.engine.events import EngineReady
@@ -180,7 +180,6 @@ def run_client(fd: int, factory: str, check_with_scan: bool) -> None:
     conn = Connection(fd)
     listener = BatchingListener(conn)
     loop = ClientLoop(listener, backend_factory=load_factory(factory), check_with_scan=check_with_scan)
-    listener._send(ClientReady(os.getpid()))
     threading.Thread(target=_read_commands, args=(conn, loop), name="client-reader", daemon=True).start()
     try:
         loop.run()

@@ -182,13 +182,6 @@ class Batch:
     stats: StatsUpdate | None = None
 
 
-@dataclass(frozen=True)
-class ClientReady:
-    """The client's first message: it runs, and under which pid."""
-
-    pid: int
-
-
 # ------------------------------------------------------------------ the setting
 ENGINE_CLIENT_ENV = "WORKBENCH_ENGINE_CLIENT"
 ENGINE_CLIENT_KINDS = ("process", "thread")
