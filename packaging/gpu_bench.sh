@@ -41,6 +41,7 @@ for LOOP_SHAPE in ${LOOP_SHAPES:-}; do
 done
 # COMPARE_SHAPES: shapes, each with its own paths after a colon where they differ from COMPARE_PATHS
 # (e.g. "qwen2.5-0.5b:a,d qwen2.5-7b:a,c,d"). APP_WITHOUT=heatmap,chat: (d) as an attribution run.
+# COMPARE_CLIENT=thread|process: where (d)'s vLLM client loop runs (default: the app's, process).
 for item in ${COMPARE_SHAPES:-}; do
   shape=${item%%:*}
   paths=${COMPARE_PATHS:-a,b,c}
@@ -49,6 +50,7 @@ for item in ${COMPARE_SHAPES:-}; do
   timeout ${COMPARE_TIMEOUT:-540} python3 -m workbench bench --shape $shape --gpu-memory-utilization 0.4 --max-model-len 4096 \
     compare --requests 256 --prompt-len 512 --output-len 256 --repeats ${REPEATS:-3} --paths $paths \
     --hf-time-box ${HF_TIME_BOX:-120} --single-samples ${SINGLE_SAMPLES:-3} ${APP_WITHOUT:+--app-without $APP_WITHOUT} \
+    ${COMPARE_CLIENT:+--client $COMPARE_CLIENT} \
     --out "$OUT/compare-$shape" > "$OUT/compare-$shape.log" 2>&1
   show '^Workload' 28 "$OUT/compare-$shape.log"
 done
