@@ -68,7 +68,7 @@ done
 for blocks in ${STALL_BLOCKS:-}; do
   step "gui-stall $blocks blocks"
   QT_QPA_PLATFORM=offscreen timeout ${STALL_TIMEOUT:-300} python3 -m workbench bench gui-stall --requests 256 \
-    --output-len 256 --blocks $blocks > "$OUT/gui-stall-$blocks.log" 2>&1
+    --output-len 256 --blocks $blocks ${COMPARE_CLIENT:+--client $COMPARE_CLIENT} > "$OUT/gui-stall-$blocks.log" 2>&1
   show '^GUI event-loop' 14 "$OUT/gui-stall-$blocks.log"
 done
 # Presets (needs tomlkit, in the kit's deps): the capacity planner's estimate against vLLM's block count at each
