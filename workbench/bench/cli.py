@@ -23,7 +23,7 @@ import statistics
 from workbench.bench import batch_cli, preset_bench, remote_bench
 from workbench.bench.engine_bench import measure_snapshot_cost
 from workbench.engine.spec import EngineConfig
-from workbench.bench import session_export_bench
+from workbench.bench import client_wire_cost, session_export_bench
 
 
 def _config(args, **overrides) -> EngineConfig:
@@ -128,62 +128,15 @@ def cmd_compare(args) -> int:
         supplied["d"] = AppPath(without=args.app_without, client=args.client)
         if args.app_without:
             print(f"(d) runs without: {', '.join(sorted(args.app_without))} (an attribution run)", flush=True)
-        opened = _in_client(supplied, args.client)
+        from workbench.bench.client_bench import in_client_paths
+
+        opened = in_client_paths(supplied, args.client)
     result = run_comparison(config, workload, _vocab(config), config.model, progress, supplied, **opened)
     paths = write_outputs(result, Path(args.out))
     print()
     print(paths["md"].read_text(encoding="utf-8"))
     print("written:", ", ".join(str(p) for p in paths.values()), flush=True)
     return 0
-
-
-def _in_client(supplied: dict, client: str | None) -> dict:
-    """With the process client the shared engine lives in the window's engine-client process, and (a)
-    and (b) run there, on it; returns ``run_comparison``'s ``open_session`` for that case."""
-    from workbench.bench.client_bench import InClientPath
-    from workbench.engine.client_wire import engine_client_kind
-
-    if engine_client_kind(client) != "process":
-        return {}
-    supplied.update({key: InClientPath(key) for key in ("a", "b")})
-    print("(d) runs the engine-client process; (a) and (b) step the same engine in it", flush=True)
-    return {"open_session": supplied["d"].open_session}
-
-
-def cmd_client_wire(args) -> int:
-    from workbench.bench.client_wire_cost import snapshot_cost, stats_cost
-
-    print("KV snapshot over the engine-client pipe, per snapshot: changed chunks (sent) against the engine's "
-          "deltas to a mirror in the window's process (ms p50 / p99; client: encode + pickle; window: unpickle "
-          "+ rebuild, on its receiver thread)")
-    print("| blocks | changed | chunks: client | chunks: window | chunks KiB | deltas: client | deltas: window "
-          "| deltas KiB |")
-    print("|---|---|---|---|---|---|---|---|")
-    for num_blocks in args.blocks:
-        c = snapshot_cost(num_blocks, args.frames, args.running)
-        print(f"| {num_blocks:,} | {c['changed_per_frame']} | {c['chunks_client_p50']:.3f} / {c['chunks_client_p99']:.3f} "
-              f"| {c['chunks_window_p50']:.3f} / {c['chunks_window_p99']:.3f} | {c['chunks_bytes_p50'] / 1024:.0f} "
-              f"| {c['deltas_client_p50']:.3f} / {c['deltas_client_p99']:.3f} "
-              f"| {c['deltas_window_p50']:.3f} / {c['deltas_window_p99']:.3f} | {c['deltas_bytes_p50'] / 1024:.1f} |")
-    s = stats_cost()
-    print(f"\nStatistics series of {s['points']:,} points: the whole series pickled and unpickled "
-          f"{s['whole_ms_p50']:.3f} ms ({s['whole_bytes'] / 1024:.0f} KiB); the new point sent and the window's "
-          f"ring rebuilt {s['new_points_ms_p50']:.3f} ms ({s['new_points_bytes'] / 1024:.1f} KiB)")
-    return 0
-
-
-def _print_receipts(client: str, receipts: list[tuple[int, float]]) -> None:
-    """The process client: what receiving a snapshot cost the window's process (its receiver thread)."""
-    from workbench.engine.metrics import percentile
-
-    if client != "process" or not receipts:
-        print(f"Engine client: {client} (the snapshot is handed over in the process, nothing received)")
-        return
-    sizes, times = [b / 1024 for b, _ in receipts], [ms for _, ms in receipts]
-    print(f"Engine client: process. {len(receipts)} batches with a KV snapshot received; unpickle + rebuild on "
-          f"the receiver thread {percentile(times, 50):.3f} ms p50 / {percentile(times, 99):.3f} ms p99 "
-          f"(max {max(times):.3f}); batch size {percentile(sizes, 50):.0f} KiB p50 / {percentile(sizes, 99):.0f} "
-          f"KiB p99 (max {max(sizes):.0f})")
 
 
 def cmd_gui_stall(args) -> int:
@@ -199,7 +152,7 @@ def cmd_gui_stall(args) -> int:
     print(f"| {r['stall_ms_p50']:.1f} | {r['stall_ms_p90']:.1f} | {r['stall_ms_p99']:.1f} | "
           f"{r['stall_ms_max']:.1f} | {r['stall_ms_mean']:.2f} | {r['longest_gap_ms']:.1f} | {r['blocked_share']:.1%} |")
     _print_snapshot_path(r["snapshot_path"], r["elapsed_s"])
-    _print_receipts(r["client"], r["snapshot_receipts"])
+    client_wire_cost.print_receipts(r["client"], r["snapshot_receipts"])
     flags = []
     if r["finished"] < r["requests"]:
         flags.append(f"the run ended early: {r['finished']} of {r['requests']} requests finished")
@@ -358,7 +311,7 @@ def main(argv: list[str]) -> int:
         return session_export_bench.cmd_session_export(args)
     args.bench_argv = argv  # bench batch throughput runs each path as this command again, in a process of its own
     commands = {"snapshot": cmd_snapshot, "loop": cmd_loop, "compare": cmd_compare, "gui-stall": cmd_gui_stall,
-                "client-wire": cmd_client_wire,
+                "client-wire": client_wire_cost.cmd_client_wire,
                 "heatmap": cmd_heatmap, "batch": lambda a: batch_cli.cmd_batch(a, _config(a)),
                 "presets": lambda a: cmd_preset_table(a) if a.what == "table" else preset_bench.cmd_presets(a, _config(a)),
                 "storage-size": cmd_storage_size, "remote": lambda a: remote_bench.cmd_remote(a, _config(a))}

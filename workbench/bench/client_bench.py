@@ -137,3 +137,16 @@ def vllm_metrics(loop=None) -> list[tuple[str, dict, float]]:
         if value is not None:
             found.append((metric.name, dict(metric.labels), float(value)))
     return found
+
+
+def in_client_paths(supplied: dict, client: str | None) -> dict:
+    """``bench compare``: with the process client the shared engine lives in the window's engine-client
+    process, and (a) and (b) run there, on it (added to ``supplied``); returns ``run_comparison``'s
+    ``open_session`` for that case, nothing for the thread client."""
+    from workbench.engine.client_wire import engine_client_kind
+
+    if engine_client_kind(client) != "process":
+        return {}
+    supplied.update({key: InClientPath(key) for key in ("a", "b")})
+    print("(d) runs the engine-client process; (a) and (b) step the same engine in it", flush=True)
+    return {"open_session": supplied["d"].open_session}

@@ -129,3 +129,37 @@ def stats_cost(points: int = CAPACITY, repeats: int = 50) -> dict:
         new_bytes = len(wire)
     return {"points": points, "whole_ms_p50": statistics.median(whole), "new_points_ms_p50": statistics.median(new_points),
             "whole_bytes": len(pickle.dumps(_plain(series))), "new_points_bytes": new_bytes}
+
+
+def cmd_client_wire(args) -> int:
+    """``bench client-wire``: both ways of sending a snapshot, per pool size, and the series."""
+    print("KV snapshot over the engine-client pipe, per snapshot: changed chunks (sent) against the engine's "
+          "deltas to a mirror in the window's process (ms p50 / p99; client: encode + pickle; window: unpickle "
+          "+ rebuild, on its receiver thread)")
+    print("| blocks | changed | chunks: client | chunks: window | chunks KiB | deltas: client | deltas: window "
+          "| deltas KiB |")
+    print("|---|---|---|---|---|---|---|---|")
+    for num_blocks in args.blocks:
+        c = snapshot_cost(num_blocks, args.frames, args.running)
+        print(f"| {num_blocks:,} | {c['changed_per_frame']} | {c['chunks_client_p50']:.3f} / {c['chunks_client_p99']:.3f} "
+              f"| {c['chunks_window_p50']:.3f} / {c['chunks_window_p99']:.3f} | {c['chunks_bytes_p50'] / 1024:.0f} "
+              f"| {c['deltas_client_p50']:.3f} / {c['deltas_client_p99']:.3f} "
+              f"| {c['deltas_window_p50']:.3f} / {c['deltas_window_p99']:.3f} | {c['deltas_bytes_p50'] / 1024:.1f} |")
+    s = stats_cost()
+    print(f"\nStatistics series of {s['points']:,} points: the whole series pickled and unpickled "
+          f"{s['whole_ms_p50']:.3f} ms ({s['whole_bytes'] / 1024:.0f} KiB); the new point sent and the window's "
+          f"ring rebuilt {s['new_points_ms_p50']:.3f} ms ({s['new_points_bytes'] / 1024:.1f} KiB)")
+    return 0
+
+
+def print_receipts(client: str, receipts: list[tuple[int, float]]) -> None:
+    """``bench gui-stall`` with the process client: what receiving a snapshot cost the window's process
+    (its receiver thread), per batch that brought one."""
+    if client != "process" or not receipts:
+        print(f"Engine client: {client} (the snapshot is handed over in the process, nothing received)")
+        return
+    sizes, times = [b / 1024 for b, _ in receipts], [ms for _, ms in receipts]
+    print(f"Engine client: process. {len(receipts)} batches with a KV snapshot received; unpickle + rebuild on "
+          f"the receiver thread {percentile(times, 50):.3f} ms p50 / {percentile(times, 99):.3f} ms p99 "
+          f"(max {max(times):.3f}); batch size {percentile(sizes, 50):.0f} KiB p50 / {percentile(sizes, 99):.0f} "
+          f"KiB p99 (max {max(sizes):.0f})")
