@@ -66,12 +66,14 @@ def shared_window(qapp, demo_model_path):
     yield window
     window.close()
     assert not engine.thread.isRunning(), "the engine thread outlived the window"
-    from workbench.engine.process_guard import child_pids
+    from workbench.engine.process_guard import child_pids, is_running
 
     deadline = time.monotonic() + 30
     while child_pids(vllm_only=True) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not child_pids(vllm_only=True), "vLLM processes outlived the window"
+    client = getattr(engine.worker, "client_pid", None)  # the engine-client process, where there is one
+    assert client is None or not is_running(client), "the engine-client process outlived the window"
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """The benchmark's smoke run: one small workload four ways, its table printed and written; path (d)
-runs the real window offscreen on the shared engine, handed over and back through AdoptEngine and
-ReleaseEngine."""
+runs the real window offscreen on the shared engine, handed over and back: with the process client
+(the default) the engine lives in the window's engine-client process and (a) and (b) run there; with
+the thread client through AdoptEngine and ReleaseEngine."""
 from __future__ import annotations
 
 import csv
@@ -20,6 +21,7 @@ def test_compare_benchmark_smoke_run(tmp_path, demo_model_path):
         capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     print(run.stdout[run.stdout.find("Workload"):])
+    assert "(d) runs the engine-client process" in run.stdout, "the default client is the process"
     for row in ("(a) plain vLLM", "(b) workbench loop", "(d) workbench app", "(c) HF generate, batch 1"):
         assert f"| {row}" in run.stdout
     assert "b/a throughput" in run.stdout and "a/c (HF generate, batch 1)" in run.stdout
@@ -41,3 +43,18 @@ def test_compare_benchmark_smoke_run(tmp_path, demo_model_path):
     cpu_line = next(line for line in run.stdout.splitlines() if line.startswith("- CPU µs per output token"))
     client_a = float(cpu_line.split("(a) ")[1].split(" /")[0])
     assert client_a > 0, cpu_line
+
+
+@pytest.mark.slow
+def test_compare_benchmark_with_the_thread_client(tmp_path, demo_model_path):
+    out = tmp_path / "bench"
+    run = subprocess.run(
+        [sys.executable, "-m", "workbench", "bench", "--model", demo_model_path, "--max-num-seqs", "8",
+         "compare", "--requests", "4", "--prompt-len", "32", "--output-len", "16", "--repeats", "1",
+         "--paths", "a,d", "--single-samples", "1", "--client", "thread", "--out", str(out)],
+        capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "engine-client process" not in run.stdout, "the thread client shares the engine in this process"
+    rows = {r[0]: r for r in csv.reader((out / "benchmark.csv").open())}
+    for path in ("(a) plain vLLM", "(d) workbench app"):
+        assert float(rows[path][1]) > 0 and float(rows[path][-1]) > 0, rows[path]

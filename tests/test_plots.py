@@ -27,17 +27,14 @@ VLLM_COUNTERS = {
 }
 
 
-def vllm_own_counters() -> dict[str, int]:
-    """vLLM's figures from its process-wide Prometheus registry (what ``LLMEngine.get_metrics()`` reads)."""
-    from vllm.v1.metrics.reader import Counter, Histogram, get_metrics_snapshot
+def vllm_own_counters(worker) -> dict[str, int]:
+    """vLLM's figures from its process-wide Prometheus registry (what ``LLMEngine.get_metrics()`` reads),
+    in the process that runs vLLM's client: the engine-client process, or this one (the thread client)."""
+    from workbench.bench.client_bench import vllm_metrics
 
-    found = {}
-    for metric in get_metrics_snapshot():
-        if metric.name in VLLM_COUNTERS and metric.labels.get("engine", "0") == "0":
-            value = metric.value if isinstance(metric, Counter) else metric.count if isinstance(metric, Histogram) else None
-            if value is not None:
-                found[VLLM_COUNTERS[metric.name]] = int(value)
-    return found
+    metrics = worker.call(vllm_metrics) if hasattr(worker, "call") else vllm_metrics()
+    return {VLLM_COUNTERS[name]: int(value) for name, labels, value in metrics
+            if name in VLLM_COUNTERS and labels.get("engine", "0") == "0"}
 
 
 def plots_counters(totals: StatsTotals) -> dict[str, int]:
@@ -61,7 +58,7 @@ def test_plots_counters_equal_vllms_own(window, qtbot):
     worker = window.engine.worker
 
     def counters_agree():
-        assert plots_counters(worker.latest_stats().totals) == vllm_own_counters()
+        assert plots_counters(worker.latest_stats().totals) == vllm_own_counters(worker)
     qtbot.waitUntil(counters_agree, timeout=5_000)
     totals = worker.latest_stats().totals
     assert totals.generation_tokens >= 96 and totals.prefix_hits > 0, totals

@@ -80,7 +80,10 @@ def test_chat_and_a_small_batch_go_through_the_server(attached, vllm_server, qtb
     assert str(vllm_server.kv_events_endpoints[0].publisher) in window.server.panel.kv_events.text()
     # Where the prefix-cache view subscribes; a server has no physical block layout to show.
     assert window.model.server.kv_events_endpoints == vllm_server.kv_events_endpoints
-    assert window.engine.worker.loop.backend.capabilities.kv_blocks == "prefix-events"
+    worker = window.engine.worker
+    from workbench.bench.client_bench import backend_capabilities  # the process client runs the backend
+    capabilities = worker.call(backend_capabilities) if hasattr(worker, "call") else worker.loop.backend.capabilities
+    assert capabilities.kv_blocks == "prefix-events"
 
     window.chat.new_conversation()
     window.chat.sampling.max_tokens.setValue(24)

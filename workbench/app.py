@@ -21,7 +21,7 @@ def demo_engine_config(model: str = DEMO_MODEL) -> EngineConfig:
 
 
 def build_window(config: EngineConfig, check_with_scan: bool = False, start_engine: bool = True, storage=None,
-                 keep: bool = True):
+                 keep: bool = True, client: str | None = None):
     """Creates the engine thread, the memory telemetry service and the window, restores what was
     stored, and starts the engine;
     returns (window, engine).
@@ -29,8 +29,9 @@ def build_window(config: EngineConfig, check_with_scan: bool = False, start_engi
     ``start_engine=False``: the engine thread runs with no engine, for a caller that hands it one
     (``AdoptEngine``) or starts it later. ``storage``: an opened ``Storage`` (default: the data
     folder's database). When another instance holds the database, no engine is started. ``keep=False``:
-    no storage at all (a benchmark's attribution run)."""
-    from workbench.bridge.worker import EngineThread
+    no storage at all (a benchmark's attribution run). ``client``: where vLLM's client loop runs,
+    "process" or "thread" (default: ``WORKBENCH_ENGINE_CLIENT``, see ``bridge.client_choice``)."""
+    from workbench.bridge.client_choice import engine_thread
     from workbench.engine.demo_model import default_system_prompt
     from workbench.engine.process_guard import mark_owner, reap_orphans
     from workbench.model.app_model import AppModel
@@ -44,7 +45,7 @@ def build_window(config: EngineConfig, check_with_scan: bool = False, start_engi
     set_gil_switch_interval()
     reap_orphans()
     mark_owner()
-    engine = EngineThread(check_with_scan=check_with_scan)
+    engine = engine_thread(client, check_with_scan)
     memory = MemoryService(gpu_telemetry())
     model = AppModel(config, default_system_prompt())
     if keep:

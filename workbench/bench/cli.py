@@ -23,7 +23,7 @@ import statistics
 from workbench.bench import batch_cli, preset_bench, remote_bench
 from workbench.bench.engine_bench import measure_snapshot_cost
 from workbench.engine.spec import EngineConfig
-from workbench.bench import session_export_bench
+from workbench.bench import client_wire_cost, session_export_bench
 
 
 def _config(args, **overrides) -> EngineConfig:
@@ -121,14 +121,17 @@ def cmd_compare(args) -> int:
     def progress(label: str, fraction: float) -> None:
         print(f"PROGRESS {fraction:.3f} {label}", flush=True)
 
-    supplied = {}
+    supplied, opened = {}, {}
     if "d" in args.paths:
         from workbench.bench.gui.app_path import AppPath
 
-        supplied["d"] = AppPath(without=args.app_without)
+        supplied["d"] = AppPath(without=args.app_without, client=args.client)
         if args.app_without:
             print(f"(d) runs without: {', '.join(sorted(args.app_without))} (an attribution run)", flush=True)
-    result = run_comparison(config, workload, _vocab(config), config.model, progress, supplied)
+        from workbench.bench.client_bench import in_client_paths
+
+        opened = in_client_paths(supplied, args.client)
+    result = run_comparison(config, workload, _vocab(config), config.model, progress, supplied, **opened)
     paths = write_outputs(result, Path(args.out))
     print()
     print(paths["md"].read_text(encoding="utf-8"))
@@ -139,7 +142,7 @@ def cmd_compare(args) -> int:
 def cmd_gui_stall(args) -> int:
     from workbench.bench.gui.gui_stall import run_gui_stall
 
-    r = run_gui_stall(args.requests, args.output_len, num_blocks=args.blocks)
+    r = run_gui_stall(args.requests, args.output_len, num_blocks=args.blocks, client=args.client)
     print(f"\nGUI event-loop stalls (5 ms probe timer), {r['num_blocks']:,} blocks, {r['requests']} requests × "
           f"{args.output_len} output tokens, {r['finished']} finished in {r['elapsed_s']:.1f} s, {r['ticks']} ticks, "
           f"{r['heatmap_versions_seen']} heatmap snapshot versions drawn, live plots drawn {r['plots_drawn']} times, "
@@ -149,6 +152,7 @@ def cmd_gui_stall(args) -> int:
     print(f"| {r['stall_ms_p50']:.1f} | {r['stall_ms_p90']:.1f} | {r['stall_ms_p99']:.1f} | "
           f"{r['stall_ms_max']:.1f} | {r['stall_ms_mean']:.2f} | {r['longest_gap_ms']:.1f} | {r['blocked_share']:.1%} |")
     _print_snapshot_path(r["snapshot_path"], r["elapsed_s"])
+    client_wire_cost.print_receipts(r["client"], r["snapshot_receipts"])
     flags = []
     if r["finished"] < r["requests"]:
         flags.append(f"the run ended early: {r['finished']} of {r['requests']} requests finished")
@@ -275,7 +279,17 @@ def main(argv: list[str]) -> int:
                               "'storage' (nothing kept; by default (d) keeps its conversation in a database in a "
                               "temporary folder, as the app does), 'plots' (the live plots and the memory panel "
                               "not drawn)")
+    compare.add_argument("--client", choices=("process", "thread"), default=None,
+                         help="(d): vLLM's client loop in a process of its own or in a thread of the window's "
+                              "(default: WORKBENCH_ENGINE_CLIENT, else process)")
+    wire = sub.add_parser("client-wire", help="what the engine-client pipe costs per KV snapshot and series (no engine)")
+    wire.add_argument("--blocks", type=_block_counts, default=[120_000, 640_000],
+                      help="pool sizes, comma-separated (default: 120000,640000)")
+    wire.add_argument("--frames", type=int, default=50)
+    wire.add_argument("--running", type=int, default=64, help="requests each taking a block per frame")
     stall = sub.add_parser("gui-stall", help="GUI event-loop stalls while many requests stream (needs Qt)")
+    stall.add_argument("--client", choices=("process", "thread"), default=None,
+                       help="where vLLM's client loop runs (default: WORKBENCH_ENGINE_CLIENT, else process)")
     stall.add_argument("--requests", type=int, default=256)
     stall.add_argument("--output-len", type=int, default=256)
     stall.add_argument("--blocks", type=int, default=8192,
@@ -297,6 +311,7 @@ def main(argv: list[str]) -> int:
         return session_export_bench.cmd_session_export(args)
     args.bench_argv = argv  # bench batch throughput runs each path as this command again, in a process of its own
     commands = {"snapshot": cmd_snapshot, "loop": cmd_loop, "compare": cmd_compare, "gui-stall": cmd_gui_stall,
+                "client-wire": client_wire_cost.cmd_client_wire,
                 "heatmap": cmd_heatmap, "batch": lambda a: batch_cli.cmd_batch(a, _config(a)),
                 "presets": lambda a: cmd_preset_table(a) if a.what == "table" else preset_bench.cmd_presets(a, _config(a)),
                 "storage-size": cmd_storage_size, "remote": lambda a: remote_bench.cmd_remote(a, _config(a))}

@@ -90,14 +90,16 @@ def _engine_cpu_s(pids: list[int]) -> float:
 
 
 class CpuClock:
-    """CPU seconds spent by this process and by the engine's processes between start and stop."""
+    """CPU seconds spent by this process and by the engine's processes between start and stop;
+    ``client_pids``: other processes whose CPU counts as the client's (the engine-client process)."""
 
-    def __init__(self, pids: list[int]):
-        self.pids = pids
-        self.client, self.engine = time.process_time(), _engine_cpu_s(pids)
+    def __init__(self, pids: list[int], client_pids: list[int] = ()):
+        self.pids, self.client_pids = pids, list(client_pids)
+        self.client = time.process_time() + _engine_cpu_s(self.client_pids)
+        self.engine = _engine_cpu_s(pids)
 
     def stop(self, stats: "RunStats") -> None:
-        stats.client_cpu_s = time.process_time() - self.client
+        stats.client_cpu_s = time.process_time() + _engine_cpu_s(self.client_pids) - self.client
         stats.engine_cpu_s = _engine_cpu_s(self.pids) - self.engine
 
 
@@ -217,8 +219,10 @@ def add_timings(stats: RunStats, submitted: float, all_arrivals) -> None:
 
 def run_comparison(config: EngineConfig, workload: Workload, vocab: int, hf_model: str,
                    progress: Progress = lambda label, fraction: None,
-                   supplied: dict[str, SessionPath] | None = None) -> ComparisonResult:
-    """Runs the workload's paths; ``supplied`` holds those this module cannot build itself ((d))."""
+                   supplied: dict[str, SessionPath] | None = None,
+                   open_session: Callable[[EngineConfig], BenchSession] = start_session) -> ComparisonResult:
+    """Runs the workload's paths; ``supplied`` holds those this module cannot build itself ((d)), and
+    ``open_session`` starts the shared engine (in the engine-client process: ``client_bench``)."""
     supplied = supplied or {}
     keys = workload.session_paths
     missing = [key for key in keys if key not in VARIANTS and key not in supplied]
@@ -228,7 +232,7 @@ def run_comparison(config: EngineConfig, workload: Workload, vocab: int, hf_mode
     sampling = SamplingSettings(temperature=0.0, max_tokens=workload.output_len, ignore_eos=workload.ignore_eos)
     single = SamplingSettings(temperature=0.0, max_tokens=workload.output_len, ignore_eos=True)
     progress("Starting the engine", 0.02)
-    session = start_session(config)
+    session = open_session(config)
     runs: dict[str, list[RunStats]] = {key: [] for key in keys}
     single_stream: dict[str, list[RunStats]] = {key: [] for key in keys}
     environment = {"vllm": session.vllm_version, "device": "cpu" if session.on_cpu else "cuda"}

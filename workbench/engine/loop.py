@@ -27,6 +27,9 @@ from workbench.engine.start_phases import EngineStartError, StartProgress
 from workbench.engine.stats import StatsRecorder, StatsSeries, StepStats
 
 
+NOT_RUNNING = "The engine is not running. Start it (Engine > Restart engine) and send again."
+
+
 def starting_message(model: str) -> str:
     return f"Starting the engine on {model}…"
 
@@ -215,8 +218,7 @@ class EngineLoop:
 
     def _submit(self, request: ChatRequest) -> None:
         if self.backend is None or not self.backend.running:
-            self.request_failed(request.request_id,
-                                "The engine is not running. Start it (Engine > Restart engine) and send again.")
+            self.request_failed(request.request_id, NOT_RUNNING)
             return
         try:
             self.backend.submit(request)

@@ -15,6 +15,9 @@ import psutil
 from workbench.engine.vllm_plugin.process_life import OWNER_ENV
 
 VLLM_PROCESS_PREFIX = "VLLM::"
+# Set for the engine-client process (``engine.client_process``): its parent's pid. The client keeps
+# that process's owner tag, so that it and its engine processes are leftovers of the app if it dies.
+CLIENT_PARENT_ENV = "WORKBENCH_CLIENT_PARENT"
 
 
 def owner_tag(pid: int | None = None) -> str:
@@ -23,8 +26,10 @@ def owner_tag(pid: int | None = None) -> str:
 
 
 def mark_owner() -> str:
-    """Tags this process's environment, so that engine processes started from here carry the tag."""
-    if not os.environ.get(OWNER_ENV) or not os.environ[OWNER_ENV].startswith(f"{os.getpid()}:"):
+    """Tags this process's environment, so that engine processes started from here carry the tag.
+    The engine-client process keeps its parent's tag (the app's)."""
+    owners = {f"{os.getpid()}:", f"{os.environ.get(CLIENT_PARENT_ENV)}:"}
+    if not os.environ.get(OWNER_ENV) or not any(os.environ[OWNER_ENV].startswith(p) for p in owners):
         os.environ[OWNER_ENV] = owner_tag()
     return os.environ[OWNER_ENV]
 

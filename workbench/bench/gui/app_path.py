@@ -11,12 +11,18 @@ window keeps its conversation (the streaming reply's text, its figures) and the 
 database in a temporary folder, written by the storage thread. Output tokens are counted as the
 other paths count them (``BenchSession.recording_arrivals``); the run ends when the window has heard
 that every request ended. The client CPU time counts every thread of the process, the GUI's too.
+
+With the process client (``client="process"``) the engine lives in the window's engine-client process:
+:meth:`AppPath.open_session` builds the window first and opens the shared engine there
+(``bench.client_bench``); the handover is a call in the client, and the client process's CPU time
+counts as the client's too.
 """
 from __future__ import annotations
 
 import random
 import time
 
+from workbench.bench.client_bench import ClientBenchSession
 from workbench.bench.compare import CpuClock, RunStats, add_timings, set_tracking
 from workbench.bench.engine_bench import BenchSession
 from workbench.bench.gui.window_driver import (
@@ -54,27 +60,34 @@ def typed_question(session: BenchSession, system_prompt: str, prompt_len: int, s
 class AppPath:
     """The window, built on first use and kept for every run; ``close`` before the engine shuts down."""
 
-    def __init__(self, without: frozenset[str] = frozenset()):
+    def __init__(self, without: frozenset[str] = frozenset(), client: str | None = None):
         self.window = None
+        self.client = client  # "process" or "thread" (None: the app's default)
         self.without = without  # attribution runs: "heatmap" (its timer stopped), "chat" (nothing rendered),
         # "storage" (nothing kept), "plots" (the live plots and the memory panel not drawn)
 
     def __call__(self, session: BenchSession, prompts: list[list[int]], sampling: SamplingSettings) -> RunStats:
-        set_tracking(session, True)  # the pool in sync, as after the window's own start (not timed)
-        session.set_stats_logging(True)  # the plots' statistics, as in the app
-        window = self._window(session)
+        in_client = isinstance(session, ClientBenchSession)
+        if not in_client:  # in the client, adopt_for_app does both
+            set_tracking(session, True)  # the pool in sync, as after the window's own start (not timed)
+            session.set_stats_logging(True)  # the plots' statistics, as in the app
+        window = self._window(session.config)
         set_chat_sampling(window.chat, sampling)
         question = typed_question(session, window.chat.sampling.system_prompt(), len(prompts[0]), prompts[0][0])
         worker = window.engine.worker
-        self._hand_over(lambda: worker.post(AdoptEngine(session, window.model.next_start_id())),
-                        lambda: window.model.engine.ready and window.model.engine.settled(window.model.latest_start_id))
+        calls = []
+        adopt = ((lambda: calls.append(session.post_adopt(window.model.next_start_id()))) if in_client
+                 else (lambda: worker.post(AdoptEngine(session, window.model.next_start_id()))))
+        self._hand_over(adopt, lambda: window.model.engine.ready and window.model.engine.settled(window.model.latest_start_id))
+        if calls:
+            worker.wait_reply(calls[0], timeout_s=10.0)
         ended, stats = EndedRequests(len(prompts)), RunStats("d")
         frames_before = window.heatmap.num_frames_drawn
         if "heatmap" in self.without:
             window.heatmap_timer.stop()
         window.draw_plots = "plots" not in self.without
         with session.recording_arrivals() as arrivals:
-            cpu = CpuClock(session.engine_pids)
+            cpu = CpuClock(session.engine_pids, getattr(session, "client_pids", ()))
             started = time.perf_counter()
 
             def send() -> None:
@@ -97,7 +110,11 @@ class AppPath:
         add_timings(stats, started, arrivals.values())
         return stats
 
-    def _window(self, session: BenchSession):
+    def open_session(self, config) -> ClientBenchSession:
+        """The shared engine in the window's engine-client process (``run_comparison``'s ``open_session``)."""
+        return ClientBenchSession(self._window(config).engine.worker, config)
+
+    def _window(self, config):
         if self.window is None:
             import tempfile
             from pathlib import Path
@@ -110,8 +127,8 @@ class AppPath:
             if "storage" not in self.without:
                 storage = Storage.open(Path(tempfile.mkdtemp(prefix="workbench-bench-d-")) / "workbench.db")
                 print(f"(d) keeps its conversation in {storage.path}", flush=True)
-            self.window, _ = build_window(session.config, start_engine=False, storage=storage,
-                                          keep=storage is not None)
+            self.window, _ = build_window(config, start_engine=False, storage=storage,
+                                          keep=storage is not None, client=self.client)
             self.window.resize(1400, 860)
             self.window.show()
         return self.window

@@ -65,12 +65,13 @@ def _stall_figures(ticks: list[float], elapsed_s: float) -> dict:
             "blocked_share": sum(stalls) / (elapsed_s * 1e3) if elapsed_s > 0 else float("nan")}
 
 
-def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16, num_blocks: int = 8192) -> dict:
+def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16, num_blocks: int = 8192,
+                  client: str | None = None) -> dict:
     from workbench.app import build_window, demo_engine_config
 
     application()
     config = replace(demo_engine_config(), max_num_seqs=num_requests, num_gpu_blocks_override=num_blocks)
-    window, engine = build_window(config, start_engine=False)
+    window, engine = build_window(config, start_engine=False, client=client)
     window.resize(1500, 900)
     window.show()
     model = window.model
@@ -85,6 +86,8 @@ def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16, num_bl
     timer.start()
     path.start()
     started = time.perf_counter()
+    receipts = getattr(engine.worker, "snapshot_receipts", None)
+    receipts_before = len(receipts) if receipts is not None else 0
     frames_before = window.heatmap._shown_version
     drawn_before = window.plots.num_draws, window.memory.num_draws
     run_until(engine.worker, ended, TIMEOUT_MS, lambda: _send_requests(window, engine, num_requests, num_chat, output_len))
@@ -93,7 +96,9 @@ def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16, num_bl
     path.stop()
     frames = window.heatmap._shown_version - frames_before
     plots_drawn, memory_drawn = window.plots.num_draws - drawn_before[0], window.memory.num_draws - drawn_before[1]
+    received = list(receipts)[receipts_before:] if receipts is not None else []
     window.close()
-    return {"requests": num_requests, "finished": ended.finished, "elapsed_s": elapsed, "ticks": len(probe.ticks),
+    return {"snapshot_receipts": received, "client": "process" if receipts is not None else "thread",
+            "requests": num_requests, "finished": ended.finished, "elapsed_s": elapsed, "ticks": len(probe.ticks),
             **_stall_figures(probe.ticks, elapsed), "heatmap_versions_seen": frames, "num_blocks": num_blocks,
             "plots_drawn": plots_drawn, "memory_panel_drawn": memory_drawn, "snapshot_path": path.figures(elapsed)}

@@ -26,7 +26,8 @@ def run_remote_gui_stall(spec, args, requests: list) -> dict:
     from workbench.remote.backend import scrape_interval_held
 
     application()
-    window, engine = build_window(demo_engine_config(), start_engine=False, keep=False)
+    # The thread client: this benchmark reads the server backend's scrape times, which live in the loop's process.
+    window, engine = build_window(demo_engine_config(), start_engine=False, keep=False, client="thread")
     window.resize(1500, 900)
     window.show()
     model = window.model

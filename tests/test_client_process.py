@@ -1,0 +1,186 @@
+"""vLLM's client loop in a process of its own: the window serves, streams, aborts and switches engines
+through the engine-client process; a killed client is a clear engine error with a restart, and no
+process of the app outlives it. The real window and the real vLLM CPU engine throughout."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+
+import psutil
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QPushButton
+
+from chat_driver import ENGINE_START_TIMEOUT_MS, type_and_send, wait_finished
+from workbench.engine.process_guard import is_running
+
+pytestmark = pytest.mark.slow  # the real engine
+
+
+@pytest.fixture
+def client_window(window):
+    from workbench.bridge.client_bridge import ClientProcessThread
+
+    if not isinstance(window.engine, ClientProcessThread):
+        pytest.skip("the window runs the thread client (WORKBENCH_ENGINE_CLIENT=thread)")
+    return window
+
+
+def _descendants() -> dict[int, str]:
+    found = {}
+    for process in psutil.Process().children(recursive=True):
+        try:
+            found[process.pid] = " ".join(process.cmdline())
+        except psutil.Error:
+            pass
+    return found
+
+
+def test_chat_streams_and_stops_through_the_client_process(client_window, qtbot):
+    window = client_window
+    worker = window.engine.worker
+    client = psutil.Process(worker.client_pid)
+    assert client.ppid() == os.getpid() and "workbench.engine.client_process" in " ".join(client.cmdline())
+    engine_pids = window.model.engine.info.engine_pids
+    assert engine_pids and set(engine_pids) <= {p.pid for p in client.children(recursive=True)}, \
+        "the engine's processes are the client's children"
+    # The memory panel reads the engine processes named by the engine's facts: the client's children now.
+    reading = window.memory_service.sample()
+    assert {p.pid for p in reading.processes} == set(engine_pids)
+    assert all(p.host_rss_bytes for p in reading.processes)
+
+    _, reply = type_and_send(window, qtbot, "What is a KV cache?")
+    wait_finished(qtbot, reply)
+    assert reply.status == "done" and len(reply.text.split()) >= 3, reply.error
+    qtbot.waitUntil(lambda: worker.latest_stats().totals.generation_tokens >= reply.figures.output_tokens,
+                    timeout=10_000)
+    snapshot = worker.latest_snapshot()
+    assert snapshot is not None and snapshot.scan_problems == (), "the rebuilt snapshot equals vLLM's pool"
+
+    window.chat.sampling.ignore_eos.setChecked(True)
+    window.chat.sampling.max_tokens.setValue(1800)
+    _, long_reply = type_and_send(window, qtbot, "Count to five.")
+    qtbot.waitUntil(lambda: len(long_reply.text) > 10, timeout=60_000)
+    qtbot.mouseClick(window.findChild(QPushButton, "stopButton"), Qt.LeftButton)
+    qtbot.waitUntil(lambda: long_reply.status == "stopped", timeout=10_000)
+    text_at_stop = long_reply.text
+    qtbot.waitUntil(lambda: (s := worker.latest_snapshot()) is not None and s.num_in_use == 0, timeout=10_000)
+    assert long_reply.text == text_at_stop, "nothing streams after Stop"
+
+
+def test_a_new_engine_in_the_same_client(client_window, qtbot):
+    window = client_window
+    worker = window.engine.worker
+    client_pid = worker.client_pid
+    old_engine = window.model.engine.info.engine_pids
+    start_id = window.start_engine(replace(window.model.config, max_num_seqs=16))
+    qtbot.waitUntil(lambda: window.model.engine.settled(start_id), timeout=ENGINE_START_TIMEOUT_MS)
+    assert window.model.engine.ready, window.model.engine.message
+    assert worker.client_pid == client_pid, "a new engine runs in the same client process"
+    assert set(window.model.engine.info.engine_pids).isdisjoint(old_engine)
+    qtbot.waitUntil(lambda: not any(is_running(p) for p in old_engine), timeout=30_000)
+    _, reply = type_and_send(window, qtbot, "Hello!")
+    wait_finished(qtbot, reply)
+    assert reply.status == "done" and reply.text
+    assert window.model.engine.info.resolved.get("max_num_seqs", 16) == 16
+
+
+def test_killed_client_process_is_an_engine_error_with_restart(client_window, qtbot):
+    window = client_window
+    window.chat.sampling.ignore_eos.setChecked(True)
+    window.chat.sampling.max_tokens.setValue(1800)
+    client_pid = window.engine.worker.client_pid
+    engine_pids = list(window.model.engine.info.engine_pids)
+    conversation, reply = type_and_send(window, qtbot, "What is a block?")
+    qtbot.waitUntil(lambda: len(reply.text) > 20, timeout=60_000)
+    os.kill(client_pid, signal.SIGKILL)
+    qtbot.waitUntil(lambda: window.model.engine.state == "died", timeout=60_000)
+    message = window.findChild(QLabel, "engineMessage").text()
+    assert f"the engine client process (pid {client_pid}) was killed by SIGKILL" in message
+    assert "Restart the engine" in message
+    assert reply.status == "error" and len(reply.text) > 20, "what streamed stays in the transcript"
+    assert conversation.messages[0].text == "What is a block?"
+    qtbot.waitUntil(lambda: not any(is_running(p) for p in engine_pids), timeout=30_000)
+    assert not set(_descendants()) & {client_pid, *engine_pids}, "no process of the dead client is left"
+    assert window.engine.worker.latest_snapshot() is None
+    _, unsent = type_and_send(window, qtbot, "Still there?")  # no client now: refused at once, text kept
+    qtbot.waitUntil(lambda: unsent.status == "error", timeout=10_000)
+    assert "engine is not running" in unsent.error and window.engine.worker.client_pid == client_pid
+    died_start = window.model.engine.start_id
+    qtbot.mouseClick(window.findChild(QPushButton, "restartButton"), Qt.LeftButton)
+    qtbot.waitUntil(lambda: window.model.engine.settled(died_start + 1), timeout=ENGINE_START_TIMEOUT_MS)
+    assert window.model.engine.state == "ready", window.model.engine.message
+    assert window.engine.worker.client_pid != client_pid, "a fresh client process"
+    window.chat.sampling.ignore_eos.setChecked(False)
+    _, again = type_and_send(window, qtbot, "Hello!")
+    wait_finished(qtbot, again)
+    assert again.status == "done" and again.text
+
+
+HEADLESS_APP = '''
+import os, sys, time
+if __name__ == "__main__":
+    from PySide6.QtCore import QCoreApplication, Qt
+    from workbench.bridge.client_bridge import ClientProcessThread
+    from workbench.engine.commands import StartEngine
+    from workbench.engine.events import EngineReady
+    from workbench.engine.process_guard import mark_owner
+    from workbench.engine.spec import EngineConfig
+    app = QCoreApplication([])
+    mark_owner()
+    engine = ClientProcessThread()
+    def on_event(event):
+        if isinstance(event, EngineReady):
+            print("READY", engine.worker.client_pid, *event.info.engine_pids, flush=True)
+    engine.worker.event_emitted.connect(on_event, Qt.DirectConnection)
+    engine.start()
+    engine.worker.post(StartEngine(EngineConfig(model=sys.argv[1], num_gpu_blocks_override=256), 1))
+    time.sleep(600)
+'''
+
+
+def test_client_and_engine_die_with_a_killed_app(tmp_path, demo_model_path):
+    script = tmp_path / "headless_app.py"
+    script.write_text(HEADLESS_APP)
+    app = subprocess.Popen([sys.executable, str(script), demo_model_path], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True, env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    try:
+        line = ""
+        deadline = time.monotonic() + 240
+        while not line.startswith("READY") and time.monotonic() < deadline:
+            line = app.stdout.readline() or line
+            if app.poll() is not None:
+                break
+        assert line.startswith("READY"), f"the headless app did not start its engine: {line!r}"
+        pids = [int(p) for p in line.split()[1:]]
+        assert len(pids) >= 2 and all(is_running(p) for p in pids), "the client and its engine core run"
+        app.send_signal(signal.SIGKILL)
+        app.wait(10)
+        deadline = time.monotonic() + 30
+        while any(is_running(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(is_running(p) for p in pids), "the client or its engine outlived the killed app"
+    finally:
+        if app.poll() is None:
+            app.kill()
+
+
+def test_stop_kills_a_client_that_hangs(qapp):
+    """``stop``'s contract, as the thread's: shut down, wait, and kill a client that does not answer."""
+    from workbench.bench.client_bench import backend_capabilities
+    from workbench.bridge.client_bridge import ClientProcessThread
+
+    engine = ClientProcessThread()
+    engine.start()
+    assert engine.worker.call(backend_capabilities, timeout_s=120) is None, "a client with no engine yet"
+    client_pid = engine.worker.client_pid
+    os.kill(client_pid, signal.SIGSTOP)  # hung: it reads no command any more
+    started = time.monotonic()
+    assert engine.stop(timeout_ms=2_000)
+    assert time.monotonic() - started < 30
+    assert not is_running(client_pid) and not engine.thread.isRunning()
+    assert client_pid not in _descendants()
