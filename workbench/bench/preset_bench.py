@@ -161,7 +161,7 @@ def run_capacity(base: EngineConfig, out: Path) -> list[dict]:
 
 
 def print_capacity(rows: list[dict]) -> None:
-    print(f"\n| preset | estimate | vLLM's blocks | off | KV bytes/token | budget |\n|---|---|---|---|---|---|")
+    print("\n| preset | estimate | vLLM's blocks | off | KV bytes/token | budget |\n|---|---|---|---|---|---|")
     for r in rows:
         off = f"{r['off']:+.2%}" if r["off"] is not None else "did not start"
         print(f"| {r['preset']} | {r['estimate']:,} | {r['vllm'] or 0:,} | {off} | {r['kv_bytes_per_token']:,} | "
@@ -182,6 +182,17 @@ def check_recorded(base: EngineConfig, table: Path, gpu_total_mib: int, num_gpus
                          off=(plan.num_blocks - real) / real if real else None, message=""))
     print_capacity(rows)
     return rows
+
+
+def session_facts(session) -> dict:
+    """vLLM's pool of a benchmark session: blocks, block size, and the KV bytes its workers allocated."""
+    return dict(num_kv_blocks=session.num_kv_blocks or 0, block_size=session.engine.vllm_config.cache_config.block_size,
+                kv_cache_bytes=sum(w.kv_cache_bytes for w in session.workers))
+
+
+def session_facts_in_client(loop) -> dict:
+    """``session_facts`` of the benchmark session the engine-client process holds (``worker.call``)."""
+    return session_facts(loop.bench_session)
 
 
 def cold(base: EngineConfig, name: str) -> int:
