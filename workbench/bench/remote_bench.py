@@ -102,6 +102,12 @@ class _Collector:
         self.series = series
 
 
+def scrape_record(loop) -> tuple[list[float], list[float]]:
+    """When each scrape of the attached server finished and how long the server took to answer it, from
+    the process that runs the engine loop (``worker.call`` in the engine-client process)."""
+    return list(loop.backend.scrape_times), list(loop.backend.scrape_latencies)
+
+
 def run_headless(spec, args, vocab: int) -> dict:
     """The loop and the remote backend alone: client CPU per token and the scrape interval."""
     from workbench.engine.commands import Shutdown, StartEngine, Submit
