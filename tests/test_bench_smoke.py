@@ -11,15 +11,20 @@ import sys
 import pytest
 
 
+def compare(model: str, out, *options: str) -> subprocess.CompletedProcess:
+    """``bench compare`` on the demo model, 4 requests of 32 + 16 tokens, one repeat; asserts it succeeded."""
+    run = subprocess.run(
+        [sys.executable, "-m", "workbench", "bench", "--model", model, "--max-num-seqs", "8", "compare",
+         "--requests", "4", "--prompt-len", "32", "--output-len", "16", "--repeats", "1", *options,
+         "--out", str(out)], capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return run
+
+
 @pytest.mark.slow
 def test_compare_benchmark_smoke_run(tmp_path, demo_model_path):
     out = tmp_path / "bench"
-    run = subprocess.run(
-        [sys.executable, "-m", "workbench", "bench", "--model", demo_model_path, "--max-num-seqs", "8",
-         "compare", "--requests", "4", "--prompt-len", "32", "--output-len", "16", "--repeats", "1",
-         "--paths", "a,b,c,d", "--single-samples", "2", "--out", str(out)],
-        capture_output=True, text=True, timeout=900)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    run = compare(demo_model_path, out, "--paths", "a,b,c,d", "--single-samples", "2")
     print(run.stdout[run.stdout.find("Workload"):])
     assert "(d) runs the engine-client process" in run.stdout, "the default client is the process"
     for row in ("(a) plain vLLM", "(b) workbench loop", "(d) workbench app", "(c) HF generate, batch 1"):
@@ -48,12 +53,7 @@ def test_compare_benchmark_smoke_run(tmp_path, demo_model_path):
 @pytest.mark.slow
 def test_compare_benchmark_with_the_thread_client(tmp_path, demo_model_path):
     out = tmp_path / "bench"
-    run = subprocess.run(
-        [sys.executable, "-m", "workbench", "bench", "--model", demo_model_path, "--max-num-seqs", "8",
-         "compare", "--requests", "4", "--prompt-len", "32", "--output-len", "16", "--repeats", "1",
-         "--paths", "a,d", "--single-samples", "1", "--client", "thread", "--out", str(out)],
-        capture_output=True, text=True, timeout=900)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    run = compare(demo_model_path, out, "--paths", "a,d", "--single-samples", "1", "--client", "thread")
     assert "engine-client process" not in run.stdout, "the thread client shares the engine in this process"
     rows = {r[0]: r for r in csv.reader((out / "benchmark.csv").open())}
     for path in ("(a) plain vLLM", "(d) workbench app"):

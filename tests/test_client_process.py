@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from dataclasses import replace
 
@@ -16,6 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton
 
 from chat_driver import ENGINE_START_TIMEOUT_MS, type_and_send, wait_finished
+from killed_app import killed_app_leaves
 from workbench.engine.process_guard import is_running
 
 pytestmark = pytest.mark.slow  # the real engine
@@ -144,29 +143,9 @@ if __name__ == "__main__":
 
 
 def test_client_and_engine_die_with_a_killed_app(tmp_path, demo_model_path):
-    script = tmp_path / "headless_app.py"
-    script.write_text(HEADLESS_APP)
-    app = subprocess.Popen([sys.executable, str(script), demo_model_path], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, text=True, env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
-    try:
-        line = ""
-        deadline = time.monotonic() + 240
-        while not line.startswith("READY") and time.monotonic() < deadline:
-            line = app.stdout.readline() or line
-            if app.poll() is not None:
-                break
-        assert line.startswith("READY"), f"the headless app did not start its engine: {line!r}"
-        pids = [int(p) for p in line.split()[1:]]
-        assert len(pids) >= 2 and all(is_running(p) for p in pids), "the client and its engine core run"
-        app.send_signal(signal.SIGKILL)
-        app.wait(10)
-        deadline = time.monotonic() + 30
-        while any(is_running(p) for p in pids) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not any(is_running(p) for p in pids), "the client or its engine outlived the killed app"
-    finally:
-        if app.poll() is None:
-            app.kill()
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    assert killed_app_leaves(HEADLESS_APP, tmp_path, demo_model_path, env, at_least=2) == [], \
+        "the client or its engine outlived the killed app"
 
 
 def test_stop_kills_a_client_that_hangs(qapp):

@@ -5,12 +5,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from workbench.engine.vllm_plugin.process_life import OWNER_ENV
-from workbench.engine.process_guard import is_running, owner_tag, reap_orphans
+from killed_app import killed_app_leaves
+from workbench.engine.process_guard import owner_tag, reap_orphans
 
 HEADLESS_APP = '''
 import sys, time
@@ -26,29 +26,7 @@ if __name__ == "__main__":
 
 @pytest.mark.slow
 def test_engine_processes_die_with_a_killed_app(tmp_path, demo_model_path):
-    script = tmp_path / "headless_app.py"
-    script.write_text(HEADLESS_APP)
-    app = subprocess.Popen([sys.executable, str(script), demo_model_path], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, text=True)
-    try:
-        line = ""
-        deadline = time.monotonic() + 240
-        while not line.startswith("READY") and time.monotonic() < deadline:
-            line = app.stdout.readline() or line
-            if app.poll() is not None:
-                break
-        assert line.startswith("READY"), f"the headless app did not start its engine: {line!r}"
-        engine_pids = [int(p) for p in line.split()[1:]]
-        assert engine_pids and all(is_running(p) for p in engine_pids)
-        app.send_signal(signal.SIGKILL)
-        app.wait(10)
-        deadline = time.monotonic() + 30
-        while any(is_running(p) for p in engine_pids) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not any(is_running(p) for p in engine_pids), "engine processes outlived the killed app"
-    finally:
-        if app.poll() is None:
-            app.kill()
+    assert killed_app_leaves(HEADLESS_APP, tmp_path, demo_model_path) == [], "engine processes outlived the killed app"
 
 
 def test_reaper_kills_leftovers_of_a_dead_app_and_spares_live_ones():

@@ -31,8 +31,9 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 
 import psutil
-from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
+from workbench.bridge.worker import WorkerThread
 from workbench.engine.client_wire import Batch, CallInClient, Reply, SnapshotDecoder, StatsDecoder
 from workbench.engine.commands import AdoptEngine, Shutdown, StartEngine, Submit
 from workbench.engine.events import EngineReady, EngineState, RequestFailed, RequestFinished, StateChanged
@@ -267,19 +268,12 @@ def _process_tree(pid: int) -> set[int]:
         return {pid}
 
 
-class ClientProcessThread:
+class ClientProcessThread(WorkerThread):
     """:class:`~workbench.bridge.worker.EngineThread`'s contract for the process client: :meth:`stop`
     shuts the engine down, waits for the client process, kills it if it hangs, and joins the receiver."""
 
     def __init__(self, check_with_scan: bool = False):
-        self.worker = ClientProcessWorker(check_with_scan=check_with_scan)
-        self.thread = QThread()
-        self.thread.setObjectName("engine-client-receiver")
-        self.worker.moveToThread(self.thread)
-        self.thread.started.connect(self.worker.run)
-
-    def start(self) -> None:
-        self.thread.start()
+        super().__init__(ClientProcessWorker(check_with_scan=check_with_scan), "engine-client-receiver")
 
     def stop(self, timeout_ms: int = 60_000) -> bool:
         if not self.thread.isRunning():

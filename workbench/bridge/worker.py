@@ -86,18 +86,25 @@ class ModelFeeder(QObject):
         self.model.apply(event)
 
 
-class EngineThread:
-    """Owns the worker thread; :meth:`stop` shuts the engine down and joins the thread."""
+class WorkerThread:
+    """A worker QObject on a QThread of its own, its ``run`` started with the thread."""
 
-    def __init__(self, check_with_scan: bool = False):
-        self.worker = EngineWorker(check_with_scan=check_with_scan)
+    def __init__(self, worker: QObject, name: str):
+        self.worker = worker
         self.thread = QThread()
-        self.thread.setObjectName("engine-worker")
+        self.thread.setObjectName(name)
         self.worker.moveToThread(self.thread)
         self.thread.started.connect(self.worker.run)
 
     def start(self) -> None:
         self.thread.start()
+
+
+class EngineThread(WorkerThread):
+    """Owns the worker thread; :meth:`stop` shuts the engine down and joins the thread."""
+
+    def __init__(self, check_with_scan: bool = False):
+        super().__init__(EngineWorker(check_with_scan=check_with_scan), "engine-worker")
 
     def stop(self, timeout_ms: int = 60_000) -> bool:
         if not self.thread.isRunning():
