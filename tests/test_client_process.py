@@ -47,10 +47,12 @@ def test_chat_streams_and_stops_through_the_client_process(client_window, qtbot)
     engine_pids = window.model.engine.info.engine_pids
     assert engine_pids and set(engine_pids) <= {p.pid for p in client.children(recursive=True)}, \
         "the engine's processes are the client's children"
-    # The memory panel reads the engine processes named by the engine's facts: the client's children now.
+    # The memory panel reads the engine processes named by the engine's facts (the client's children now)
+    # and the client process itself, which holds vLLM's client loop.
     reading = window.memory_service.sample()
-    assert {p.pid for p in reading.processes} == set(engine_pids)
+    assert {p.pid for p in reading.processes} == set(engine_pids) | {worker.client_pid}
     assert all(p.host_rss_bytes for p in reading.processes)
+    assert [p.name for p in reading.processes if p.pid == worker.client_pid] == ["engine client"]
 
     _, reply = type_and_send(window, qtbot, "What is a KV cache?")
     wait_finished(qtbot, reply)

@@ -84,7 +84,12 @@ def test_memory_panel_without_nvml_shows_host_memory_and_kv_space(window, qtbot)
     assert reading.nvml_unavailable and "No GPU figures" in text and "host" in text
     assert not reading.gpus
     assert all(f"pid {pid}" in text for pid in info.engine_pids)
-    assert [p.host_rss_bytes > 0 for p in reading.processes] == [True] * len(info.engine_pids)
+    # The engine's processes, and the engine-client process that runs vLLM's client loop where there is one.
+    client = getattr(window.engine.worker, "client_pid", None)
+    assert {p.pid for p in reading.processes} == set(info.engine_pids) | ({client} if client else set())
+    assert all(p.host_rss_bytes > 0 for p in reading.processes)
+    if client:
+        assert f"pid {client} engine client: host" in text
     worker = info.workers[0]
     assert worker.kv_cache_bytes > 0 and worker.weights_bytes > 0
     assert f"({info.num_kv_blocks:,} blocks)" in text and info.num_kv_blocks == 1024

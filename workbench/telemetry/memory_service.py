@@ -68,15 +68,17 @@ class MemoryService:
         self.interval_s = max(MIN_INTERVAL_S, interval_s)
         self._lock = threading.Lock()
         self._info: EngineInfo | None = None
+        self._client_pids: tuple[int, ...] = ()
         self._ring = RingBuffer(MEMORY_COLUMNS, CAPACITY)
         self._state = MemoryState(None, EMPTY_SERIES)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def watch(self, info: EngineInfo | None) -> None:
-        """The engine whose processes to read from now on (None: no engine)."""
+    def watch(self, info: EngineInfo | None, client_pids: tuple[int, ...] = ()) -> None:
+        """The engine whose processes to read from now on (None: no engine), and the process that runs
+        vLLM's client loop for it where that is a process of its own (the engine-client process)."""
         with self._lock:
-            self._info = info
+            self._info, self._client_pids = info, (client_pids if info is not None else ())
 
     def latest(self) -> MemoryState:
         with self._lock:
@@ -103,8 +105,8 @@ class MemoryService:
     def sample(self) -> MemoryReading:
         """One reading, added to the series; callable from any thread (the service's own, or a test)."""
         with self._lock:
-            info = self._info
-        reading = read_memory(self.telemetry, info)
+            info, client_pids = self._info, self._client_pids
+        reading = read_memory(self.telemetry, info, client_pids)
         row = series_row(reading)
         with self._lock:
             self._ring.append(row)
@@ -112,20 +114,26 @@ class MemoryService:
         return reading
 
 
-def read_memory(telemetry: GpuTelemetry, info: EngineInfo | None) -> MemoryReading:
+CLIENT_NAME = "engine client"  # the process that runs vLLM's client loop (LLMEngine, detokenizing)
+
+
+def read_memory(telemetry: GpuTelemetry, info: EngineInfo | None, client_pids: tuple[int, ...] = ()) -> MemoryReading:
     gpus = telemetry.read_devices() or ()
     by_pid = telemetry.memory_by_pid() if gpus else None
     workers = {w.pid: w for w in info.workers} if info is not None else {}
-    processes = tuple(_process_memory(pid, by_pid, workers.get(pid)) for pid in (info.engine_pids if info else ()))
+    engine_pids = tuple(info.engine_pids) if info else ()
+    processes = tuple(_process_memory(pid, by_pid, workers.get(pid)) for pid in engine_pids) + tuple(
+        _process_memory(pid, by_pid, None, CLIENT_NAME) for pid in client_pids if pid not in engine_pids)
     kv_bytes = sum(w.kv_cache_bytes for w in workers.values())
     return MemoryReading(time.monotonic(), telemetry.unavailable if not gpus else None, gpus, processes,
                          kv_bytes, (info.num_kv_blocks or 0) if info is not None else 0)
 
 
-def _process_memory(pid: int, gpu_by_pid: dict[int, int] | None, worker: WorkerMemory | None) -> ProcessMemory:
+def _process_memory(pid: int, gpu_by_pid: dict[int, int] | None, worker: WorkerMemory | None,
+                    label: str | None = None) -> ProcessMemory:
     try:
         process = psutil.Process(pid)
-        name, rss = process.name(), process.memory_info().rss
+        name, rss = label or process.name(), process.memory_info().rss
     except psutil.Error:  # gone between the engine's report and this reading
         name, rss = "(ended)", None
     gpu = gpu_by_pid.get(pid) if gpu_by_pid is not None else None

@@ -182,7 +182,8 @@ class MainWindow(QMainWindow):
             info = status.info
             self.chat.sampling.show_chat_template(info.chat_template)
             self.setWindowTitle(f"vLLM Workbench — {info.model} (vLLM {info.vllm_version}, {info.device})")
-            self.memory_service.watch(info)
+            client = getattr(self.engine.worker, "client_pid", None)  # the engine-client process, if any
+            self.memory_service.watch(info, (client,) if client else ())
         elif status.state is not EngineState.READY:
             self.heatmap.clear("Engine starting…" if status.state is EngineState.STARTING else "No engine running.")
             self.plots.clear()
