@@ -35,7 +35,9 @@ def _delta(version, full, n, ids, states, tables=(), removed=()):
 
 
 def _over_the_pipe(value):
-    return pickle.loads(pickle.dumps(value))
+    from multiprocessing.reduction import ForkingPickler  # the pickler the engine-client pipe uses
+
+    return pickle.loads(ForkingPickler.dumps(value))
 
 
 def test_every_message_and_command_pickles():

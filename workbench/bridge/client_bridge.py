@@ -30,17 +30,14 @@ import traceback
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 
-import psutil
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
-from workbench.bridge.worker import WorkerThread
+from workbench.bridge.worker import Mailboxes, WorkerThread
 from workbench.engine.client_wire import Batch, CallInClient, Reply, SnapshotDecoder, StatsDecoder
 from workbench.engine.commands import AdoptEngine, Shutdown, StartEngine, Submit
 from workbench.engine.events import EngineReady, EngineState, RequestFailed, RequestFinished, StateChanged
-from workbench.engine.kv_snapshot import KVSnapshot
 from workbench.engine.loop import NOT_RUNNING
-from workbench.engine.process_guard import CLIENT_PARENT_ENV, is_running, kill_processes
-from workbench.engine.stats import EMPTY_STATS, StatsSeries
+from workbench.engine.process_guard import CLIENT_PARENT_ENV, child_pids, is_running, kill_processes
 
 BACKEND_FACTORY = "workbench.bridge.backends:backend_for"
 
@@ -86,18 +83,16 @@ class _Client:
         return f"the engine client process (pid {self.pid}) exited with code {code}"
 
 
-class ClientProcessWorker(QObject):
+class ClientProcessWorker(QObject, Mailboxes):
     """``EngineWorker``'s face over an engine-client process: ``post`` from the GUI thread, the
     ``event_emitted`` signal and the two mailboxes filled by :meth:`run` on the receiver thread."""
 
     event_emitted = Signal(object)  # one of workbench.engine.events, immutable
 
     def __init__(self, check_with_scan: bool = False):
-        super().__init__()
+        QObject.__init__(self)
+        Mailboxes.__init__(self)  # its lock also guards the current client
         self.check_with_scan = check_with_scan
-        self._latest: KVSnapshot | None = None
-        self._stats: StatsSeries = EMPTY_STATS
-        self._lock = threading.Lock()
         self._clients: queue.Queue = queue.Queue()  # clients for the receiver to read, None: stop
         self._client: _Client | None = None
         self._stopping = False
@@ -134,15 +129,6 @@ class ClientProcessWorker(QObject):
             elif isinstance(command, Shutdown):
                 client.asked_to_end = True
         client.send(command)
-
-    def latest_snapshot(self) -> KVSnapshot | None:
-        with self._lock:
-            return self._latest
-
-    def latest_stats(self) -> StatsSeries:
-        """The engine's statistics as series, as last received (empty before the first)."""
-        with self._lock:
-            return self._stats
 
     def call(self, function, *args, timeout_s: float = 600.0):
         """Benchmarks only: runs ``function(loop, *args)`` in the client between steps; its result."""
@@ -255,17 +241,9 @@ class ClientProcessWorker(QObject):
             client.process.wait(timeout_s)
             return True
         except subprocess.TimeoutExpired:
-            kill_processes(sorted(_process_tree(client.pid)))  # a hung client or engine must not outlive the app
+            kill_processes(sorted({client.pid} | child_pids(pid=client.pid)))  # a hung client or engine must not outlive the app
             client.process.poll()
             return client.process.returncode is not None
-
-
-def _process_tree(pid: int) -> set[int]:
-    """A process and its descendants (the client, its engine core and workers)."""
-    try:
-        return {pid} | {p.pid for p in psutil.Process(pid).children(recursive=True)}
-    except psutil.Error:
-        return {pid}
 
 
 class ClientProcessThread(WorkerThread):

@@ -21,24 +21,20 @@ from workbench.engine.stats import EMPTY_STATS, StatsSeries
 from workbench.engine.process_guard import child_pids, kill_processes
 
 
-class EngineWorker(QObject):
-    event_emitted = Signal(object)  # one of workbench.engine.events, immutable
+class Mailboxes:
+    """The latest KV snapshot and the latest statistics series, each replaced whole by the side that
+    receives them and read by the window's timer (latest only: a stale one is never drawn)."""
 
-    def __init__(self, check_with_scan: bool = False):
-        super().__init__()
-        self.loop = EngineLoop(_SignalListener(self), backend_factory=backend_for, check_with_scan=check_with_scan)
+    def __init__(self):
         self._latest: KVSnapshot | None = None
         self._stats: StatsSeries = EMPTY_STATS
         self._lock = threading.Lock()
-
-    def post(self, command) -> None:
-        self.loop.post(command)
 
     def latest_snapshot(self) -> KVSnapshot | None:
         with self._lock:
             return self._latest
 
-    def _store_snapshot(self, snapshot: KVSnapshot) -> None:
+    def _store_snapshot(self, snapshot: KVSnapshot | None) -> None:
         with self._lock:
             self._latest = snapshot
 
@@ -50,6 +46,18 @@ class EngineWorker(QObject):
     def _store_stats(self, series: StatsSeries) -> None:
         with self._lock:
             self._stats = series
+
+
+class EngineWorker(QObject, Mailboxes):
+    event_emitted = Signal(object)  # one of workbench.engine.events, immutable
+
+    def __init__(self, check_with_scan: bool = False):
+        QObject.__init__(self)
+        Mailboxes.__init__(self)
+        self.loop = EngineLoop(_SignalListener(self), backend_factory=backend_for, check_with_scan=check_with_scan)
+
+    def post(self, command) -> None:
+        self.loop.post(command)
 
     @Slot()
     def run(self) -> None:

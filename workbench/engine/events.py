@@ -52,9 +52,6 @@ class TextFlushed:
     def of(chunks: dict[str, str]) -> "TextFlushed":
         return TextFlushed(MappingProxyType(chunks))
 
-    def __reduce__(self):  # a read-only mapping does not pickle; the engine-client process sends these
-        return TextFlushed.of, (dict(self.chunks),)
-
 
 @dataclass(frozen=True)
 class RequestFinished:

@@ -66,11 +66,11 @@ def reap_orphans() -> list[int]:
     return reaped
 
 
-def child_pids(vllm_only: bool = False) -> set[int]:
-    """This process's descendants; with ``vllm_only``, just vLLM's (named ``VLLM::...``)."""
+def child_pids(vllm_only: bool = False, pid: int | None = None) -> set[int]:
+    """This process's descendants (or ``pid``'s); with ``vllm_only``, just vLLM's (named ``VLLM::...``)."""
     pids = set()
     try:
-        for process in psutil.Process().children(recursive=True):
+        for process in psutil.Process(pid).children(recursive=True):
             try:
                 if not vllm_only or process.name().startswith(VLLM_PROCESS_PREFIX):
                     pids.add(process.pid)

@@ -1,6 +1,5 @@
-"""vLLM's OpenAI-compatible API, asynchronously through httpx: the model list and ``/version``, and what
-each streamed chat and completion request sends and counts (the streams themselves are read through
-aiohttp: ``sse_stream``).
+"""vLLM's OpenAI-compatible API, asynchronously through httpx: the model list and ``/version`` (the
+streamed replies are ``sse_stream``'s, through aiohttp).
 
 Every failure is one of ``workbench.remote.errors``, each with its own message. The key goes only in
 the ``Authorization`` header of the requests; nothing here logs or keeps it.
@@ -9,14 +8,10 @@ from __future__ import annotations
 
 import logging
 import ssl
-import time
 from dataclasses import dataclass
-from typing import Callable
 
 import httpx
 
-from workbench.engine.backend import ChatRequest
-from workbench.engine.metrics import RequestFigures, decode_tokens_per_s
 from workbench.remote.errors import (
     AuthenticationFailed, CannotConnect, ConnectionLost, NoAnswer, NotAVLLMServer, ServerError, TLSFailed,
 )
@@ -24,9 +19,6 @@ from workbench.remote.spec import ServerSpec
 
 # httpx logs each request at INFO: twice a second for /metrics alone. Its warnings still show.
 logging.getLogger("httpx").setLevel(logging.WARNING)
-
-STREAM_READ_TIMEOUT_S = 600.0  # a reply may wait its turn in the server's queue for a long time
-
 
 @dataclass(frozen=True)
 class ServerFacts:
@@ -105,71 +97,3 @@ async def read_facts(client: httpx.AsyncClient, spec: ServerSpec) -> ServerFacts
     except Exception:  # /version is a vLLM extra: an OpenAI server without it still works
         pass
     return ServerFacts(models, max_len, version)
-
-
-def request_body(request: ChatRequest, model: str, send_priority: bool) -> tuple[str, dict]:
-    """The endpoint path and JSON body for one request, streaming with usage at the end."""
-    s = request.sampling
-    body: dict = {"model": model, "stream": True, "stream_options": {"include_usage": True},
-                  "temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens,
-                  "ignore_eos": s.ignore_eos}
-    if s.top_k > 0:
-        body["top_k"] = s.top_k
-    if s.seed is not None:
-        body["seed"] = s.seed
-    if send_priority and request.priority:
-        body["priority"] = request.priority
-    if request.prompt_token_ids is not None:
-        return "/completions", {**body, "prompt": list(request.prompt_token_ids)}
-    if request.prompt is not None:
-        return "/completions", {**body, "prompt": request.prompt}
-    body["messages"] = [{"role": m.role, "content": m.content} for m in request.messages]
-    if request.chat_template:
-        body["chat_template"] = request.chat_template
-    return "/chat/completions", body
-
-
-@dataclass
-class StreamTally:
-    """One streaming request's client-side times and the server's usage at the end."""
-
-    submitted: float
-    first: float = 0.0
-    last: float = 0.0
-    num_chunks: int = 0
-    prompt_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int | None = None  # only where the server reports prompt_tokens_details
-    finish_reason: str | None = None
-
-    def figures(self) -> RequestFigures:
-        """Figures on the client's clock; queue time and (unless reported) cached tokens not available."""
-        output = self.output_tokens or self.num_chunks
-        return RequestFigures(
-            prompt_tokens=self.prompt_tokens, cached_prompt_tokens=self.cached_tokens, output_tokens=output,
-            ttft_s=self.first - self.submitted if self.first else None,
-            decode_tokens_per_s=decode_tokens_per_s(output, self.first, self.last) if self.first else None,
-            source="client", queue_s=None, e2e_s=time.monotonic() - self.submitted)
-
-
-def take_chunk(payload: dict, tally: StreamTally, on_text: Callable[[str], None]) -> None:
-    if "error" in payload and not payload.get("choices"):
-        error = payload["error"]
-        raise ServerError(f"The server stopped the reply: {error.get('message', error) if isinstance(error, dict) else error}")
-    for choice in payload.get("choices") or ():
-        text = (choice.get("delta") or {}).get("content") if "delta" in choice else choice.get("text")
-        if text:
-            now = time.monotonic()
-            tally.first = tally.first or now
-            tally.last = now
-            tally.num_chunks += 1
-            on_text(text)
-        if choice.get("finish_reason"):
-            tally.finish_reason = choice["finish_reason"]
-    usage = payload.get("usage")
-    if usage:
-        tally.prompt_tokens = int(usage.get("prompt_tokens") or 0)
-        tally.output_tokens = int(usage.get("completion_tokens") or 0)
-        details = usage.get("prompt_tokens_details") or {}
-        if details.get("cached_tokens") is not None:
-            tally.cached_tokens = int(details["cached_tokens"])

@@ -1,4 +1,5 @@
-"""A reply streamed from vLLM's OpenAI-compatible API, read through aiohttp (a vLLM dependency).
+"""A reply streamed from vLLM's OpenAI-compatible API: what a request sends, the reply read through
+aiohttp (a vLLM dependency), and what the client counts of it.
 
 Each generated token arrives as one server-sent event, so this runs for every token of every stream:
 aiohttp's HTTP parser is in C, and reading the same stream cost 20 µs of CPU an event against httpx's
@@ -12,16 +13,87 @@ import asyncio
 import json
 import ssl
 import time
+from dataclasses import dataclass
 from typing import AsyncIterator, Callable
 
 import aiohttp
 
 from workbench.engine.backend import ChatRequest
+from workbench.engine.metrics import RequestFigures, decode_tokens_per_s
 from workbench.remote.errors import (
     AuthenticationFailed, CannotConnect, ConnectionLost, NoAnswer, NotAVLLMServer, ServerError, TLSFailed,
 )
-from workbench.remote.openai_client import STREAM_READ_TIMEOUT_S, StreamTally, request_body, take_chunk
 from workbench.remote.spec import ServerSpec
+
+STREAM_READ_TIMEOUT_S = 600.0  # a reply may wait its turn in the server's queue for a long time
+
+
+def request_body(request: ChatRequest, model: str, send_priority: bool) -> tuple[str, dict]:
+    """The endpoint path and JSON body for one request, streaming with usage at the end."""
+    s = request.sampling
+    body: dict = {"model": model, "stream": True, "stream_options": {"include_usage": True},
+                  "temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens,
+                  "ignore_eos": s.ignore_eos}
+    if s.top_k > 0:
+        body["top_k"] = s.top_k
+    if s.seed is not None:
+        body["seed"] = s.seed
+    if send_priority and request.priority:
+        body["priority"] = request.priority
+    if request.prompt_token_ids is not None:
+        return "/completions", {**body, "prompt": list(request.prompt_token_ids)}
+    if request.prompt is not None:
+        return "/completions", {**body, "prompt": request.prompt}
+    body["messages"] = [{"role": m.role, "content": m.content} for m in request.messages]
+    if request.chat_template:
+        body["chat_template"] = request.chat_template
+    return "/chat/completions", body
+
+
+@dataclass
+class StreamTally:
+    """One streaming request's client-side times and the server's usage at the end."""
+
+    submitted: float
+    first: float = 0.0
+    last: float = 0.0
+    num_chunks: int = 0
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int | None = None  # only where the server reports prompt_tokens_details
+    finish_reason: str | None = None
+
+    def figures(self) -> RequestFigures:
+        """Figures on the client's clock; queue time and (unless reported) cached tokens not available."""
+        output = self.output_tokens or self.num_chunks
+        return RequestFigures(
+            prompt_tokens=self.prompt_tokens, cached_prompt_tokens=self.cached_tokens, output_tokens=output,
+            ttft_s=self.first - self.submitted if self.first else None,
+            decode_tokens_per_s=decode_tokens_per_s(output, self.first, self.last) if self.first else None,
+            source="client", queue_s=None, e2e_s=time.monotonic() - self.submitted)
+
+
+def take_chunk(payload: dict, tally: StreamTally, on_text: Callable[[str], None]) -> None:
+    if "error" in payload and not payload.get("choices"):
+        error = payload["error"]
+        raise ServerError(f"The server stopped the reply: {error.get('message', error) if isinstance(error, dict) else error}")
+    for choice in payload.get("choices") or ():
+        text = (choice.get("delta") or {}).get("content") if "delta" in choice else choice.get("text")
+        if text:
+            now = time.monotonic()
+            tally.first = tally.first or now
+            tally.last = now
+            tally.num_chunks += 1
+            on_text(text)
+        if choice.get("finish_reason"):
+            tally.finish_reason = choice["finish_reason"]
+    usage = payload.get("usage")
+    if usage:
+        tally.prompt_tokens = int(usage.get("prompt_tokens") or 0)
+        tally.output_tokens = int(usage.get("completion_tokens") or 0)
+        details = usage.get("prompt_tokens_details") or {}
+        if details.get("cached_tokens") is not None:
+            tally.cached_tokens = int(details["cached_tokens"])
 
 
 def open_stream_session(spec: ServerSpec) -> aiohttp.ClientSession:
