@@ -185,3 +185,17 @@ def test_app_attribution_parts_are_checked():
     assert _app_parts("plots") == {"plots"}
     with pytest.raises(argparse.ArgumentTypeError, match="unknown part.*'plot'.*choose from heatmap, chat"):
         _app_parts("heatmap,plot")
+
+
+def test_a_stats_bin_shows_the_busiest_step_of_a_request_that_ended_within_it():
+    """The last step of a finished request reports its blocks freed: the bin still shows it ran."""
+    from workbench.engine.stats import StatsRecorder, StepStats
+
+    recorder = StatsRecorder(0.0, bin_s=0.25)
+    for running, usage in ((1, 0.004), (1, 0.005), (0, 0.0)):
+        recorder.add(StepStats(running, 0, usage, 0, 0, 0, 1, 0))
+    assert recorder.tick(0.25, idle=True)
+    assert recorder.tick(0.5, idle=True)  # nothing ran in the second bin
+    series = recorder.publish().series
+    assert list(series["kv_usage_pct"]) == pytest.approx([0.5, 0.0])
+    assert list(series["num_running"]) == [1, 0]

@@ -123,6 +123,9 @@ class StatsRecorder:
         self._itls: list[float] = []
         self._ttfts_weighted: list = []  # (values, counts) of a server's histograms
         self._itls_weighted: list = []
+        # The highest running, waiting and KV usage any step of the bin reported: a request that
+        # starts and ends within one bin still shows (the last step of a finished request frees its blocks).
+        self._peak: tuple[int, int, float] | None = None
 
     def add(self, step: StepStats) -> None:
         """One step's figures; cheap, since it runs on every engine step."""
@@ -140,6 +143,9 @@ class StatsRecorder:
             self._ttfts.extend(step.ttfts_s)
             self._itls.extend(step.itls_s)
         self._last = step
+        peak = self._peak
+        self._peak = (step.num_running, step.num_waiting, step.kv_usage) if peak is None else \
+            (max(peak[0], step.num_running), max(peak[1], step.num_waiting), max(peak[2], step.kv_usage))
 
     def _add_weighted(self, step: StepStats) -> None:
         self.totals["num_ttft"] += sum(step.ttft_counts)
@@ -170,9 +176,10 @@ class StatsRecorder:
 
     def _row(self, now: float, elapsed: float) -> tuple[float, ...]:
         sums, last = self._bin, self._last
+        running, waiting, usage = self._peak or (last.num_running, last.num_waiting, last.kv_usage)
         queries = sums["prefix_queries"]
         return (now, sums["generation_tokens"] / elapsed, sums["prompt_tokens"] / elapsed,
-                last.num_running, last.num_waiting, last.kv_usage * 100, self._occupancy * 100,
+                running, waiting, usage * 100, self._occupancy * 100,
                 sums["prefix_hits"] / queries * 100 if queries else float("nan"), sums["preemptions"],
                 self._ttft.percentile_ms(50), self._ttft.percentile_ms(99),
                 self._itl.percentile_ms(50), self._itl.percentile_ms(99))
