@@ -91,9 +91,12 @@ def run_gui(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="vllm-workbench: %(message)s")
     from PySide6.QtWidgets import QApplication
 
+    from workbench.ui.window_layout import restore_layout
+
     app = QApplication.instance() or QApplication(sys.argv[:1])
     window, _ = build_window(demo_engine_config(args.model))
-    window.resize(1400, 860)
+    window.remember_layout = True
+    restore_layout(window)  # as the user left it, else fitted to the screen
     window.show()
     if args.quit_when_ready:
         return quit_when_ready(app, window)

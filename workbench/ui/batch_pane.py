@@ -21,6 +21,7 @@ from workbench.batch.run import BatchProgress, BatchRun, default_max_in_flight
 from workbench.model.app_model import AppModel
 from workbench.ui.batch_settings import ChunkedTask, OpenPromptDialog, RunSettingsForm
 from workbench.ui.batch_table import BatchTableModel, status_choices
+from workbench.ui.scrolling import scrolling
 
 REFRESH_MS = 250
 MAX_PROBLEMS_LISTED = 1000
@@ -141,7 +142,7 @@ class BatchPane(QWidget):
         filters.addWidget(self.finish_filter)
         filters.addStretch(1)
         filters.addWidget(self.export_progress)
-        rows = QSplitter(Qt.Vertical)
+        rows = QSplitter(Qt.Vertical, objectName="batchRowsSplitter")
         rows.addWidget(self.table)
         rows.addWidget(self.detail)
         rows.setSizes([500, 120])
@@ -155,10 +156,10 @@ class BatchPane(QWidget):
         column.addWidget(self.progress_label)
         column.addLayout(filters)
         column.addWidget(rows, 1)
-        splitter = QSplitter()
+        splitter = QSplitter(objectName="batchSplitter")
         splitter.addWidget(main)
-        splitter.addWidget(self.settings)
-        splitter.setSizes([1000, 240])
+        splitter.addWidget(scrolling(self.settings))
+        splitter.setSizes([1000, 260])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)

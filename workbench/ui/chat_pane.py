@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (
 from workbench.model.app_model import AppModel
 from workbench.model.conversations import ChatMessage, Conversation
 from workbench.ui.sampling_panel import SamplingPanel
+from workbench.ui.scrolling import scrolling
 
 
 def figures_text(turn: ChatMessage) -> str:
@@ -173,11 +174,11 @@ class ChatPane(QWidget):
         center_layout.addWidget(self.stack, 1)
         center_layout.addLayout(input_row)
 
-        splitter = QSplitter()
+        splitter = QSplitter(objectName="chatSplitter")
         splitter.addWidget(left)
         splitter.addWidget(center)
-        splitter.addWidget(self.sampling)
-        splitter.setSizes([140, 520, 240])
+        splitter.addWidget(scrolling(self.sampling))
+        splitter.setSizes([140, 520, 260])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)

@@ -82,7 +82,10 @@ class KVHeatmapView(QWidget):
         fit = QPushButton("Fit", objectName="kvFitButton")
         fit.setToolTip("Show the whole pool (scroll to zoom, drag to pan)")
         fit.clicked.connect(lambda: self.plot.autoRange())
-        legend = QHBoxLayout()
+        legend_row = QWidget()
+        legend_row.setMinimumWidth(1)  # the heatmap may be narrower than its legend: the legend is cut, not the window held wide
+        legend = QHBoxLayout(legend_row)
+        legend.setContentsMargins(0, 0, 0, 0)
         for name, colour in zip(BLOCK_STATE_NAMES, STATE_COLOURS):
             swatch = QLabel(f"■ {name}")
             swatch.setStyleSheet(f"color: rgb{colour};" if name != "free" else "color: #9aa0a6;")
@@ -93,7 +96,7 @@ class KVHeatmapView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.summary)
-        layout.addLayout(legend)
+        layout.addWidget(legend_row)
         layout.addWidget(self.plot, 1)
 
     def show_snapshot(self, snapshot: KVSnapshot) -> None:

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from workbench.bridge.worker import EngineThread, ModelFeeder
 from workbench.engine.commands import Abort, StartEngine, StopEngine, Submit
@@ -24,11 +24,13 @@ from workbench.ui.kv_heatmap import KVHeatmapView
 from workbench.ui.live_plot import share_time_axis
 from workbench.ui.memory_panel import MemoryPanel
 from workbench.ui.preset_panel import PresetPanel
+from workbench.ui.scrolling import scrolling
 from workbench.ui.server_actions import ServerActions
 from workbench.ui.stats_plots import StatsPlotsView
 from workbench.ui.storage_notice import StorageNotice
 
 HEATMAP_INTERVAL_MS = 100  # the GUI reads the latest snapshot, series and memory at 10 Hz
+DOCK_WIDTH = 330  # the presets and server column's first width; the user's own is kept (window_layout)
 MEMORY_EVERY_TICKS = 7  # the memory panel drawn every 7th tick (1.4 Hz); a plot on each of the others
 
 
@@ -54,11 +56,11 @@ class MainWindow(QMainWindow):
         self.panes = QTabWidget(objectName="panes")
         self.panes.addTab(self.chat, "Chat")
         self.panes.addTab(self.batch, "Batch")
-        monitors = QSplitter(Qt.Vertical)
+        monitors = QSplitter(Qt.Vertical, objectName="monitorsSplitter")  # named: its sizes are remembered
         monitors.addWidget(self.plots)
         monitors.addWidget(self.memory)
         monitors.setSizes([560, 300])
-        splitter = QSplitter()
+        splitter = QSplitter(objectName="mainSplitter")
         for pane in (self.panes, self.heatmap, monitors):
             splitter.addWidget(pane)
         splitter.setSizes([560, 420, 520])
@@ -73,20 +75,20 @@ class MainWindow(QMainWindow):
         self.presets = PresetPanel(model, engine.worker.post, self.restart_engine)
         self.preset_dock = self._dock("Presets", self.presets)
         self.server = ServerActions(self)  # Server menu and panel: attach to a server, or serve the preset
+        self.resizeDocks([self.preset_dock], [DOCK_WIDTH], Qt.Horizontal)  # the panes keep most of the width
         self._build_menus()
         self._wire()
         self._tick = 0
         self.draw_plots = True  # False: the plots and the memory panel left alone (attribution runs)
+        self.remember_layout = False  # True (the app, not tests): the layout is kept on close (window_layout)
         self.heatmap_timer = QTimer(self)
         self.heatmap_timer.timeout.connect(self._on_heatmap_timer)
         self.heatmap_timer.start(HEATMAP_INTERVAL_MS)
 
     def _dock(self, title: str, widget: QWidget) -> QDockWidget:
         """A pane docked at the right, beside the heatmap; more panes dock there as tabs or below."""
-        scroll = QScrollArea(widgetResizable=True)
-        scroll.setWidget(widget)
         dock = QDockWidget(title, self, objectName=f"{title.lower()}Dock")
-        dock.setWidget(scroll)
+        dock.setWidget(scrolling(widget))
         self.addDockWidget(Qt.RightDockWidgetArea, dock)
         return dock
 
@@ -214,6 +216,10 @@ class MainWindow(QMainWindow):
             self.memory.show_memory(self.memory_service.latest())
 
     def closeEvent(self, event) -> None:
+        if self.remember_layout:  # first: the rest may take a while, and the user may not wait for it
+            from workbench.ui.window_layout import save_layout
+
+            save_layout(self)
         self.heatmap_timer.stop()
         self.server.close()
         self.batch.shutdown()

@@ -36,6 +36,8 @@ class ServerActions(QObject):
         self.kv_dock = window._dock("Prefix cache (server)", self.kv_view)
         window.splitDockWidget(self.dock, self.kv_dock, Qt.Vertical)  # under the server panel
         self.kv_dock.hide()
+        window.tabifyDockWidget(window.preset_dock, self.dock)  # one column at the right: presets, server
+        window.preset_dock.raise_()
         window.model.engine_changed.connect(self._on_model_engine_changed)
         window.model.server_changed.connect(self._follow_kv_events)
 
@@ -60,6 +62,7 @@ class ServerActions(QObject):
         start_id = self.window.model.next_start_id()
         self.window.engine.worker.post(StartEngine(spec, start_id))
         self.dock.show()
+        self.dock.raise_()  # its tab in front of the presets'
         return start_id
 
     def serve(self, options: ServeOptions) -> int:

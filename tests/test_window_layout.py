@@ -1,0 +1,84 @@
+"""The window's layout is kept between runs: size, docks and splitter sizes come back as the user
+left them; a first run, an older layout or an unreadable file fits the window to its screen."""
+from __future__ import annotations
+
+import pytest
+
+from workbench.ui import window_layout
+from workbench.ui.window_layout import LAYOUT_VERSION, SCREEN_SHARE, layout_file, restore_layout
+
+
+@pytest.fixture
+def config_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_CONFIG_DIR", str(tmp_path))
+    return tmp_path
+
+
+def open_window(qtbot):
+    """The app's window with no engine and nothing stored (the layout is all this test reads)."""
+    from workbench.app import build_window, demo_engine_config
+
+    window, _ = build_window(demo_engine_config(), start_engine=False, keep=False, client="thread")
+    window.remember_layout = True
+    qtbot.addWidget(window)
+    return window
+
+
+def splitter(window, name):
+    return window.findChild(window_layout.QSplitter, name)
+
+
+def test_a_first_window_fits_the_screen_and_puts_presets_and_server_in_one_column(config_dir, qtbot):
+    window = open_window(qtbot)
+    assert not restore_layout(window)
+    free = window.screen().availableGeometry()
+    assert window.width() == int(free.width() * SCREEN_SHARE) and window.height() == int(free.height() * SCREEN_SHARE)
+    assert window.tabifiedDockWidgets(window.preset_dock) == [window.server.dock]
+    window.show()
+    qtbot.waitExposed(window)
+    assert not window.preset_dock.visibleRegion().isEmpty(), "the presets' tab is the one in front"
+    window.close()
+
+
+def test_the_layout_comes_back_as_the_user_left_it(config_dir, qtbot):
+    window = open_window(qtbot)
+    restore_layout(window)
+    window.show()
+    qtbot.waitExposed(window)
+    window.resize(1000, 700)
+    splitter(window, "mainSplitter").setSizes([300, 250, 400])
+    splitter(window, "chatSplitter").setSizes([100, 400, 0])  # the sampling settings folded away
+    window.preset_dock.hide()
+    main_sizes = splitter(window, "mainSplitter").sizes()
+    window.close()
+    assert layout_file().is_file()
+
+    again = open_window(qtbot)
+    assert restore_layout(again)
+    again.show()
+    qtbot.waitExposed(again)
+    assert again.height() == 700  # (its width is kept too, within what the offscreen screen's 800 pixels allow)
+    assert splitter(again, "mainSplitter").sizes() == main_sizes
+    assert splitter(again, "chatSplitter").sizes()[2] == 0
+    assert not again.preset_dock.isVisible()
+    again.close()
+
+
+@pytest.mark.parametrize("content", [f"[General]\nversion={LAYOUT_VERSION - 1}\n", "\x00\xff not a settings file",
+                                     f"[General]\nversion={LAYOUT_VERSION}\ngeometry=garbage\nstate=42\n"])
+def test_an_older_or_unreadable_layout_fits_the_window_to_its_screen(config_dir, qtbot, content):
+    layout_file().write_bytes(content.encode("latin-1"))
+    window = open_window(qtbot)
+    restore_layout(window)
+    free = window.screen().availableGeometry()
+    assert window.width() == int(free.width() * SCREEN_SHARE)
+    assert window.preset_dock.isVisibleTo(window)
+    window.close()
+
+
+def test_the_window_fits_a_laptop_screen(config_dir, qtbot):
+    """1280 × 720 free pixels: no pane holds the window wider (side forms scroll, the legend is cut)."""
+    window = open_window(qtbot)
+    hint = window.minimumSizeHint()
+    assert hint.width() <= 1280 and hint.height() <= 720, hint
+    window.close()

@@ -1,0 +1,67 @@
+"""The window's layout, kept between runs: its size and place, its docks, and the sizes of its named
+splitters, in ``window.ini`` in the user's config folder (Qt's own encodings of each). The first run,
+or a layout saved by a version with other docks, fits the window to its screen instead."""
+from __future__ import annotations
+
+from PySide6.QtCore import QByteArray, QSettings
+from PySide6.QtWidgets import QMainWindow, QSplitter
+
+from workbench.paths import config_dir
+
+LAYOUT_VERSION = 1  # raised when the docks change: a layout saved before is then not applied
+SCREEN_SHARE = 0.92  # a first window takes this share of the screen's free area
+DEFAULT_SIZE = (1400, 860)  # where the screen is unknown
+
+
+def layout_file():
+    return config_dir() / "window.ini"
+
+
+def _settings() -> QSettings:
+    return QSettings(str(layout_file()), QSettings.IniFormat)
+
+
+def _splitters(window: QMainWindow) -> dict[str, QSplitter]:
+    return {s.objectName(): s for s in window.findChildren(QSplitter) if s.objectName()}
+
+
+def _saved_bytes(settings: QSettings, key: str) -> QByteArray:
+    """What ``save_layout`` wrote under ``key``; empty (which Qt refuses to apply) for anything else."""
+    value = settings.value(key)
+    return value if isinstance(value, QByteArray) else QByteArray(value) if isinstance(value, bytes) else QByteArray()
+
+
+def save_layout(window: QMainWindow) -> None:
+    settings = _settings()
+    settings.setValue("version", LAYOUT_VERSION)
+    settings.setValue("geometry", window.saveGeometry())
+    settings.setValue("state", window.saveState(LAYOUT_VERSION))
+    for name, splitter in _splitters(window).items():
+        settings.setValue(f"splitters/{name}", splitter.saveState())
+    settings.sync()
+
+
+def restore_layout(window: QMainWindow) -> bool:
+    """Applies the saved layout; True if there was one. A missing, older or unreadable one (Qt ignores
+    what it cannot read) leaves the window fitted to its screen."""
+    settings = _settings()
+    if settings.value("version", type=int) != LAYOUT_VERSION:
+        fit_to_screen(window)
+        return False
+    if not window.restoreGeometry(_saved_bytes(settings, "geometry")):
+        fit_to_screen(window)
+    window.restoreState(_saved_bytes(settings, "state"), LAYOUT_VERSION)
+    for name, splitter in _splitters(window).items():
+        splitter.restoreState(_saved_bytes(settings, f"splitters/{name}"))
+    return True
+
+
+def fit_to_screen(window: QMainWindow) -> None:
+    screen = window.screen()
+    if screen is None:
+        window.resize(*DEFAULT_SIZE)
+        return
+    free = screen.availableGeometry()
+    width, height = int(free.width() * SCREEN_SHARE), int(free.height() * SCREEN_SHARE)
+    window.resize(width, height)
+    window.move(free.x() + (free.width() - width) // 2, free.y() + (free.height() - height) // 2)
