@@ -46,10 +46,10 @@ def test_the_layout_comes_back_as_the_user_left_it(config_dir, qtbot):
     window.show()
     qtbot.waitExposed(window)
     window.resize(1000, 700)
-    splitter(window, "mainSplitter").setSizes([300, 250, 400])
+    splitter(window, "monitorsSplitter").setSizes([200, 400])  # the plots short, the memory panel tall
     splitter(window, "chatSplitter").setSizes([100, 400, 0])  # the sampling settings folded away
     window.preset_dock.hide()
-    main_sizes = splitter(window, "mainSplitter").sizes()
+    monitor_sizes = splitter(window, "monitorsSplitter").sizes()
     window.close()
     assert layout_file().is_file()
 
@@ -58,7 +58,7 @@ def test_the_layout_comes_back_as_the_user_left_it(config_dir, qtbot):
     again.show()
     qtbot.waitExposed(again)
     assert again.height() == 700  # (its width is kept too, within what the offscreen screen's 800 pixels allow)
-    assert splitter(again, "mainSplitter").sizes() == main_sizes
+    assert splitter(again, "monitorsSplitter").sizes() == monitor_sizes
     assert splitter(again, "chatSplitter").sizes()[2] == 0
     assert not again.preset_dock.isVisible()
     again.close()
