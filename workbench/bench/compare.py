@@ -64,6 +64,8 @@ class RunStats:
     memory_bytes: int | None = None
     memory_scope: str = ""
     client_cpu_s: float = 0.0  # CPU time of this process (all its threads) during the run
+    # ... of which this process's own, where the client has a process of its own (the rest is that process's)
+    own_cpu_s: float | None = None
     engine_cpu_s: float = 0.0  # CPU time of the engine's processes during the run
     heatmap_frames: int | None = None  # frames the window's heatmap drew during the run: (d) only
 
@@ -95,12 +97,16 @@ class CpuClock:
 
     def __init__(self, pids: list[int], client_pids: list[int] = ()):
         self.pids, self.client_pids = pids, list(client_pids)
-        self.client = time.process_time() + _engine_cpu_s(self.client_pids)
+        self.own = time.process_time()
+        self.others = _engine_cpu_s(self.client_pids)
         self.engine = _engine_cpu_s(pids)
 
     def stop(self, stats: "RunStats") -> None:
-        stats.client_cpu_s = time.process_time() + _engine_cpu_s(self.client_pids) - self.client
+        own = time.process_time() - self.own
+        stats.client_cpu_s = own + _engine_cpu_s(self.client_pids) - self.others
         stats.engine_cpu_s = _engine_cpu_s(self.pids) - self.engine
+        if self.client_pids:
+            stats.own_cpu_s = own
 
 
 @dataclass

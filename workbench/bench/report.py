@@ -127,6 +127,8 @@ def markdown(result: ComparisonResult) -> str:
     lines.extend(f"- {name}: **{value:.3f}**" for name, value in ratios(result).items())
     lines.extend(_paired_notes(result))
     lines.append(f"- CPU µs per output token, client / engine processes (median): {cpu_per_token(result)}")
+    if split := client_cpu_split(result):
+        lines.append(f"- the client's part, this process (the window's, in (d)) + the engine-client process: {split}")
     lines.extend(_app_notes(result))
     lines.extend(_hf_notes(result.hf))
     return "\n".join(lines) + "\n"
@@ -172,6 +174,19 @@ def cpu_per_token(result: ComparisonResult) -> str:
             client, engine = (statistics.median(c) for c in zip(*per_run))
             parts.append(f"({key}) {client:.1f} / {engine:.1f}")
     return ", ".join(parts) or "not measured"
+
+
+def client_cpu_split(result: ComparisonResult) -> str:
+    """Where the engine client has a process of its own: the client CPU per output token of this
+    process and of that one (medians), so that the window's share is seen apart from vLLM's loop."""
+    parts = []
+    for key, runs in result.runs.items():
+        split = [(r.own_cpu_s, r.client_cpu_s - r.own_cpu_s, r.output_tokens or 1) for r in runs if r.own_cpu_s is not None]
+        if split:
+            own = statistics.median(o / n * 1e6 for o, _, n in split)
+            other = statistics.median(c / n * 1e6 for _, c, n in split)
+            parts.append(f"({key}) {own:.1f} + {other:.1f}")
+    return ", ".join(parts)
 
 
 def benchmark_results(result: ComparisonResult) -> BenchmarkResults:
