@@ -199,3 +199,13 @@ def test_a_stats_bin_shows_the_busiest_step_of_a_request_that_ended_within_it():
     series = recorder.publish().series
     assert list(series["kv_usage_pct"]) == pytest.approx([0.5, 0.0])
     assert list(series["num_running"]) == [1, 0]
+
+
+def test_the_heatmap_grid_takes_the_views_shape():
+    """Square cells fill a tall or a wide view: columns over rows follows width over height (1:4 to 4:1)."""
+    for aspect in (0.25, 0.5, 1.0, 2.0, 4.0):
+        per_cell, rows, columns = grid_shape(120_000, aspect=aspect)
+        assert rows * columns * per_cell >= 120_000
+        assert columns / rows == pytest.approx(aspect, rel=0.05)
+    assert grid_shape(120_000, aspect=100.0) == grid_shape(120_000, aspect=4.0)
+    assert grid_shape(1024) == (1, 32, 32)

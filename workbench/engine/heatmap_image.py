@@ -21,6 +21,7 @@ CHANGED_COLOURS = [  # the same states, highlighted: changed since the last fram
     (90, 90, 90), (255, 255, 255), (30, 64, 255), (255, 214, 0), (255, 0, 128),
 ]
 MAX_CELLS = 256 * 256
+MIN_ASPECT = 0.25  # the grid follows the view's shape from 1:4 to 4:1
 
 
 def colour_table() -> np.ndarray:
@@ -28,17 +29,21 @@ def colour_table() -> np.ndarray:
     return np.array(STATE_COLOURS + CHANGED_COLOURS, dtype=np.ubyte)
 
 
-def grid_shape(num_blocks: int, max_cells: int = MAX_CELLS) -> tuple[int, int, int]:
-    """(blocks per cell, rows, columns) for a pool: square-ish, at most ``max_cells`` cells."""
+def grid_shape(num_blocks: int, max_cells: int = MAX_CELLS, aspect: float = 1.0) -> tuple[int, int, int]:
+    """(blocks per cell, rows, columns) for a pool: at most ``max_cells`` cells, about ``aspect`` (the
+    view's width over its height, 1/4 to 4) times as many columns as rows, so that square cells fill the view."""
     per_cell = max(1, math.ceil(num_blocks / max_cells))
     cells = math.ceil(num_blocks / per_cell)
-    columns = max(8, math.ceil(math.sqrt(cells)))
+    aspect = min(max(aspect, MIN_ASPECT), 1 / MIN_ASPECT)
+    columns = max(8, math.ceil(math.sqrt(cells * aspect)))
     return per_cell, math.ceil(cells / columns), columns
 
 
-def heatmap_image(snapshot: KVSnapshot, since_version: int, max_cells: int = MAX_CELLS) -> np.ndarray:
-    """The uint8 image: one cell per block (or per bin), changed blocks in the highlight colours."""
-    per_cell, rows, columns = grid_shape(snapshot.num_blocks, max_cells)
+def heatmap_image(snapshot: KVSnapshot, since_version: int, max_cells: int = MAX_CELLS,
+                  aspect: float = 1.0) -> np.ndarray:
+    """The uint8 image: one cell per block (or per bin), changed blocks in the highlight colours; its
+    shape is ``grid_shape``'s rows and columns for the same arguments."""
+    per_cell, rows, columns = grid_shape(snapshot.num_blocks, max_cells, aspect)
     padded = rows * columns * per_cell
     states = np.zeros(padded, np.uint8)
     changed = np.zeros(padded, np.bool_)

@@ -44,10 +44,17 @@ class _CellsImage(pg.ImageItem):
 class _PoolPlot(pg.PlotWidget):
     """The plot, keeping the GUI thread's time spent painting it (the benchmarks read it)."""
 
+    resized = None  # the view's hook: the grid follows the plot's shape (resizes come from __init__ too)
+
     def __init__(self):
         super().__init__()
         self.paint_ms_total = 0.0
         self.num_paints = 0
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        if self.resized is not None:
+            self.resized()
 
     def paintEvent(self, event):
         started = time.perf_counter()
@@ -65,6 +72,7 @@ class KVHeatmapView(QWidget):
         self.owner_name = owner_name
         self.snapshot: KVSnapshot | None = None
         self._shown_version = 0
+        self._since = 0  # the version the shown frame's highlights are counted from
         self.num_frames_drawn = 0  # since the view was made; the benchmarks read it
         self.last_update_ms = 0.0  # the GUI thread's time to turn the latest snapshot into the image
         self.grid = (1, 1, 1)
@@ -79,6 +87,7 @@ class KVHeatmapView(QWidget):
         self.image = _CellsImage(colour_table())
         self.image.hoverEvent = self._on_image_hover
         self.plot.addItem(self.image)
+        self.plot.resized = self._on_plot_resized
         fit = QPushButton("Fit", objectName="kvFitButton")
         fit.setToolTip("Show the whole pool (scroll to zoom, drag to pan)")
         fit.clicked.connect(lambda: self.plot.autoRange())
@@ -105,14 +114,29 @@ class KVHeatmapView(QWidget):
         started = time.perf_counter()
         new_pool = self.snapshot is None or snapshot.num_blocks != self.snapshot.num_blocks
         since = self._shown_version if not new_pool else snapshot.version
-        self.grid = grid_shape(snapshot.num_blocks)
-        self.image.setImage(heatmap_image(snapshot, since), autoLevels=False)
-        self.snapshot, self._shown_version = snapshot, snapshot.version
+        self._draw(snapshot, since)
+        self.snapshot, self._shown_version, self._since = snapshot, snapshot.version, since
         self.num_frames_drawn += 1
         self.summary.setText(summary_text(snapshot))
-        if new_pool:
-            self.plot.autoRange()
         self.last_update_ms = (time.perf_counter() - started) * 1e3
+
+    def _draw(self, snapshot: KVSnapshot, since_version: int) -> None:
+        """The image in a grid shaped like the plot; a new grid is fitted to the view."""
+        aspect = self._plot_aspect()
+        grid = grid_shape(snapshot.num_blocks, aspect=aspect)
+        self.image.setImage(heatmap_image(snapshot, since_version, aspect=aspect), autoLevels=False)
+        if grid != self.grid:
+            self.grid = grid
+            self.plot.autoRange()
+
+    def _plot_aspect(self) -> float:
+        size = self.plot.size()
+        return size.width() / size.height() if size.height() > 0 and size.width() > 0 else 1.0
+
+    def _on_plot_resized(self) -> None:
+        """The grid follows the plot's shape: the frame is drawn again, its highlights with it."""
+        if self.snapshot is not None:
+            self._draw(self.snapshot, self._since)
 
     def clear(self, message: str) -> None:
         self.snapshot = None
