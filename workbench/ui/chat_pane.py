@@ -1,7 +1,9 @@
 """The chat pane: conversations, streaming Markdown replies, Stop / Regenerate and sampling settings."""
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal, Slot
+import time
+
+from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
     QFrame, QHBoxLayout, QLabel, QListWidget, QMessageBox, QPushButton, QScrollArea, QSplitter, QStackedWidget,
     QVBoxLayout, QWidget, QPlainTextEdit,
@@ -9,6 +11,7 @@ from PySide6.QtWidgets import (
 
 from workbench.model.app_model import AppModel
 from workbench.model.conversations import ChatMessage, Conversation
+from workbench.ui.render_pacer import RenderPacer
 from workbench.ui.sampling_panel import SamplingPanel
 from workbench.ui.scrolling import scrolling
 
@@ -79,6 +82,13 @@ class TranscriptView(QScrollArea):
         self.column.addStretch(1)
         self.setWidget(inner)
         self.views: dict[str, MessageView] = {}  # message id -> its view
+        # Streaming text is drawn at the pacer's pace: a long reply's draws would otherwise fill the GUI thread.
+        self.pacer = RenderPacer()
+        self._pending: set[str] = set()  # messages whose new text waits for the next draw
+        self._draw_timer = QTimer(self, singleShot=True)
+        self._draw_timer.timeout.connect(self._draw_pending)
+        self._settling = False  # a draw's layout and paint are still to run
+        self.num_text_draws = 0  # the tests read it
 
     def sync(self) -> None:
         """Adds views for new messages, drops views of removed ones (Regenerate)."""
@@ -93,9 +103,37 @@ class TranscriptView(QScrollArea):
         self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
 
     def render_message(self, message_id: str, text_only: bool = False) -> None:
+        """A whole message (its end, its figures) is drawn at once; new streaming text at the pacer's pace."""
         view = self.views.get(message_id)
-        if view is not None:
-            view.render_text() if text_only else view.render()
+        if view is None:
+            return
+        if not text_only:
+            self._pending.discard(message_id)
+            view.render()
+            return
+        self._pending.add(message_id)
+        self._schedule_draw()
+
+    def _schedule_draw(self) -> None:
+        if self._pending and not self._draw_timer.isActive() and not self._settling:
+            self._draw_timer.start(round(self.pacer.delay_s(time.monotonic()) * 1e3))
+
+    def _draw_pending(self) -> None:
+        at, started = time.monotonic(), time.perf_counter()
+        for message_id in self._pending:
+            if (view := self.views.get(message_id)) is not None:
+                view.render_text()
+        self._pending.clear()
+        self.num_text_draws += 1
+        # Qt lays the labels out and paints them in the events this posted: the draw's cost is known
+        # once they have run, which a zero timer posted now waits for.
+        self._settling = True
+        QTimer.singleShot(0, self, lambda: self._draw_settled(at, started))
+
+    def _draw_settled(self, at: float, started: float) -> None:
+        self.pacer.drawn(at, time.perf_counter() - started)
+        self._settling = False
+        self._schedule_draw()
 
 
 def ask_to_confirm(parent: QWidget, title: str, text: str) -> bool:

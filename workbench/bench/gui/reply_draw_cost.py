@@ -1,0 +1,73 @@
+"""The GUI thread's time spent drawing a streaming reply, paced (the app) against drawn at every text
+flush (as before the pacer), with the chat's real transcript view offscreen. No engine: the reply grows
+by ``--words-per-flush`` words every 50 ms, as the loop's text flushes arrive, up to ``--words``.
+
+    python -m workbench.bench.gui.reply_draw_cost [--words 2000] [--words-per-flush 6]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+
+def stream_reply(total_words: int, per_flush: int, paced: bool) -> dict:
+    from PySide6.QtWidgets import QApplication
+
+    from workbench.model.conversations import ChatMessage, Conversation
+    from workbench.ui.chat_pane import TranscriptView
+    from workbench.ui.render_pacer import RenderPacer
+
+    app = QApplication.instance() or QApplication([])
+    conversation = Conversation("bench")
+    reply = ChatMessage("assistant", "", status="streaming")
+    conversation.messages += [ChatMessage("user", "Tell me about vLLM."), reply]
+    view = TranscriptView(conversation)
+    view.resize(450, 760)
+    view.show()
+    view.sync()
+    if not paced:
+        view.pacer = RenderPacer(min_interval_s=0.0, share=float("inf"))  # every flush drawn at once
+    words = open(__file__).read().split()
+    words = (words * (total_words // len(words) + 1))[:total_words]
+    busy_s, longest_s, started = 0.0, 0.0, time.perf_counter()
+    for n in range(per_flush, total_words + per_flush, per_flush):
+        flush_at = started + n / per_flush * 0.05
+        while (now := time.perf_counter()) < flush_at:  # the event loop runs until the next flush is due
+            t = time.thread_time()
+            app.processEvents()
+            spent = time.thread_time() - t
+            busy_s, longest_s = busy_s + spent, max(longest_s, spent)
+            time.sleep(0.001)
+        reply.text = " ".join(words[:n])
+        t = time.thread_time()
+        view.render_message(reply.message_id, text_only=True)
+        app.processEvents()
+        spent = time.thread_time() - t
+        busy_s, longest_s = busy_s + spent, max(longest_s, spent)
+    wall_s = time.perf_counter() - started
+    shown = len(view.views[reply.message_id].body.text().split())
+    view.close()
+    return {"paced": paced, "wall_s": wall_s, "gui_busy_share": busy_s / wall_s, "longest_ms": longest_s * 1e3,
+            "draws": view.num_text_draws, "words_shown_at_end": shown}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="reply_draw_cost", description=__doc__.splitlines()[0])
+    parser.add_argument("--words", type=int, default=2000)
+    parser.add_argument("--words-per-flush", type=int, default=6)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    print(f"A reply of {args.words:,} words, {args.words_per_flush} words a flush, a flush every 50 ms.")
+    print("| drawing | wall s | GUI thread busy | longest event-loop turn ms | draws | words shown at the end |")
+    print("|---|---|---|---|---|---|")
+    for paced in (False, True):
+        r = stream_reply(args.words, args.words_per_flush, paced)
+        print(f"| {'paced (the app)' if paced else 'every flush'} | {r['wall_s']:.1f} | {r['gui_busy_share']:.0%} | "
+              f"{r['longest_ms']:.1f} | {r['draws']} | {r['words_shown_at_end']:,} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
