@@ -134,8 +134,9 @@ class KVHeatmapView(QWidget):
         return size.width() / size.height() if size.height() > 0 and size.width() > 0 else 1.0
 
     def _on_plot_resized(self) -> None:
-        """The grid follows the plot's shape: the frame is drawn again, its highlights with it."""
-        if self.snapshot is not None:
+        """The grid follows the plot's shape: where it changes, the frame is drawn again, highlights and all
+        (a resize that keeps the grid, most of a drag, draws nothing)."""
+        if self.snapshot is not None and grid_shape(self.snapshot.num_blocks, aspect=self._plot_aspect()) != self.grid:
             self._draw(self.snapshot, self._since)
 
     def clear(self, message: str) -> None:

@@ -28,6 +28,7 @@ from workbench.ui.scrolling import scrolling
 from workbench.ui.server_actions import ServerActions
 from workbench.ui.stats_plots import StatsPlotsView
 from workbench.ui.storage_notice import StorageNotice
+from workbench.ui.window_layout import save_layout
 
 HEATMAP_INTERVAL_MS = 100  # the GUI reads the latest snapshot, series and memory at 10 Hz
 DOCK_WIDTH = 330  # the presets and server column's first width; the user's own is kept (window_layout)
@@ -217,8 +218,6 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event) -> None:
         if self.remember_layout:  # first: the rest may take a while, and the user may not wait for it
-            from workbench.ui.window_layout import save_layout
-
             save_layout(self)
         self.heatmap_timer.stop()
         self.server.close()
