@@ -1,6 +1,9 @@
 """The engine layer without Qt: block tracking taken out and put back stays exact against a scan;
-the benchmarks' session records when each request's tokens arrive."""
+the benchmarks' session records when each request's tokens arrive; the engine core placed as
+``engine/placement.py`` decides."""
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
@@ -8,6 +11,7 @@ import pytest
 from workbench.bench.engine_bench import BenchSession
 from workbench.engine.backend import ChatRequest, SamplingSettings, wait_for_snapshot
 from workbench.engine.kv_snapshot import BLOCK_STATE_IN_USE, BLOCK_STATE_SHARED
+from workbench.engine.placement import cores_for_engine_core
 from workbench.engine.session import EngineSession
 from workbench.engine.spec import EngineConfig
 
@@ -24,6 +28,14 @@ def test_tracking_removed_and_restored_matches_a_full_scan(demo_model_path):
                                          kv_cache_memory_bytes=64 << 20))
     session.start(lambda progress: None)
     try:
+        workers = {w.pid for w in session.workers}
+        worker_cores = [set(os.sched_getaffinity(pid)) for pid in workers]
+        expected = cores_for_engine_core(worker_cores, set(os.sched_getaffinity(0)))
+        assert set(session.engine_core_cores) == (expected or set())
+        for pid in set(session.engine_pids) - workers:  # the engine core, each of its threads
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                if expected:
+                    assert os.sched_getaffinity(int(tid)) == expected
         sampling = SamplingSettings(temperature=0.0, max_tokens=80, ignore_eos=True)
         shared_prefix = list(range(20, 20 + 96))  # three full blocks that both requests share
         for i in range(2):

@@ -209,3 +209,14 @@ def test_the_heatmap_grid_takes_the_views_shape():
         assert columns / rows == pytest.approx(aspect, rel=0.05)
     assert grid_shape(120_000, aspect=100.0) == grid_shape(120_000, aspect=4.0)
     assert grid_shape(1024) == (1, 32, 32)
+
+
+def test_the_engine_core_joins_a_single_threaded_worker_only_where_one_core_is_spare():
+    from workbench.engine.placement import cores_for_engine_core
+
+    assert cores_for_engine_core([{0}], {0, 1}) == {0}  # vLLM's CPU build on two cores
+    assert cores_for_engine_core([{0}, {1}], {0, 1, 2}) == {0, 1}  # two single-core workers, one core spare
+    assert cores_for_engine_core([{0, 1, 2}], {0, 1, 2, 3}) is None  # OpenMP threads spin between steps
+    assert cores_for_engine_core([{0}], {0, 1, 2}) is None  # cores enough for the scheduler and the app
+    assert cores_for_engine_core([], {0, 1}) is None  # no bound worker: a GPU, or the model in the engine core
+    assert cores_for_engine_core([{0}, {0}], {0, 1}) is None  # workers crowded onto one core

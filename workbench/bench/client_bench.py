@@ -27,7 +27,7 @@ def open_session(loop, config: EngineConfig) -> dict:
     loop.bench_session = session
     loop.on_exit.append(session.shutdown)  # the window's close ends the client: the engine goes with it
     return {"engine_pids": list(session.engine_pids), "vllm_version": session.vllm_version,
-            "on_cpu": session.on_cpu}
+            "on_cpu": session.on_cpu, "engine_core_cores": session.engine_core_cores}
 
 
 def _session(loop) -> BenchSession:
@@ -83,6 +83,7 @@ class ClientBenchSession:
         facts = worker.call(open_session, config, timeout_s=1800.0)
         self.engine_pids: list[int] = facts["engine_pids"]
         self.vllm_version, self.on_cpu = facts["vllm_version"], facts["on_cpu"]
+        self.engine_core_cores: tuple[int, ...] = tuple(facts.get("engine_core_cores", ()))
 
     @property
     def client_pids(self) -> list[int]:

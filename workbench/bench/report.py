@@ -109,7 +109,9 @@ def markdown(result: ComparisonResult) -> str:
     lines = [
         f"Workload: {w.num_requests} requests × {w.prompt_len} prompt / {w.output_len} output tokens, "
         f"ignore_eos={w.ignore_eos}, {w.repeats} interleaved repeats of {turns}; model `{result.config.model}`; "
-        f"vLLM {result.environment.get('vllm')} on {result.environment.get('device')}.",
+        f"vLLM {result.environment.get('vllm')} on {result.environment.get('device')}."
+        + (f" vLLM's engine core runs on the model worker's CPU {cores} for every path (the engine is shared;"
+           " see `engine/placement.py`)." if (cores := result.environment.get("engine_core_cores")) else ""),
         "",
         "| path | output tok/s (median) | spread | TTFT ms p50 / p99 | ITL ms p50 / p99 | peak memory MiB | single-stream tok/s |",
         "|---|---|---|---|---|---|---|",

@@ -21,6 +21,7 @@ from workbench.engine.engine_log import EngineLogCapture, new_log_path
 from workbench.engine.kv_probe import LocalKVProbe
 from workbench.engine.metrics import figures_from_output
 from workbench.engine.model_source import resolve_model
+from workbench.engine.placement import place_engine_core
 from workbench.engine.process_guard import EngineWatchdog, child_pids, describe_exit, kill_processes, mark_owner
 from workbench.engine.sampling_params import to_sampling_params
 from workbench.engine.spec import DEMO_MODEL, EngineConfig
@@ -89,6 +90,7 @@ class EngineSession(Backend):
         self.stats_logging = True  # vLLM's per-step statistics reach the events (set_stats_logging)
         self._stats_switch: StatLoggerSwitch | None = None
         self.workers: tuple[WorkerMemory, ...] = ()
+        self.engine_core_cores: tuple[int, ...] = ()  # where the engine core was moved (placement)
 
     # -------------------------------------------------------------- life cycle
     def start(self, report: Callable[[StartProgress], None]) -> None:
@@ -158,6 +160,11 @@ class EngineSession(Backend):
         self._stats_switch = StatLoggerSwitch(self.engine, stat_logger)
         self._stats_switch.set(self.stats_logging)
         self.workers = self._read_memory_split()
+        if self.on_cpu:
+            self.engine_core_cores = place_engine_core(self.engine_pids, [w.pid for w in self.workers])
+            if self.engine_core_cores:  # into the engine's log, beside vLLM's own lines on its cores
+                print(f"workbench: vLLM's engine core moved to CPU {list(self.engine_core_cores)}, the model "
+                      "worker's, leaving the spare core to the window and the client", flush=True)
 
     def _read_memory_split(self) -> tuple[WorkerMemory, ...]:
         """Each worker's weights and KV cache, as vLLM measured and allocated them; () where the
