@@ -73,6 +73,34 @@ def test_chat_streams_and_stops_through_the_client_process(client_window, qtbot)
     assert long_reply.text == text_at_stop, "nothing streams after Stop"
 
 
+def test_requests_posted_together_reach_the_engine_as_one_command(client_window, qtbot):
+    """A batch's top-up (here three requests posted in one turn of the event loop) crosses to the client
+    as one SubmitAll, so the engine has them all before its next step; any other command sends what
+    waits first, so a request's Abort never overtakes it."""
+    from workbench.bench.gui.window_driver import EndedRequests, run_until
+    from workbench.engine.backend import ChatRequest, SamplingSettings
+    from workbench.engine.commands import Abort, Submit, SubmitAll
+
+    worker = client_window.engine.worker
+    sent = []
+    send = worker._post_now
+    worker._post_now = lambda command: (sent.append(command), send(command))
+    sampling = SamplingSettings(temperature=0.0, max_tokens=8, ignore_eos=True)
+    try:
+        requests = [ChatRequest(f"together-{i}", (), sampling, prompt_token_ids=(20 + i, 21, 22)) for i in range(3)]
+        ended = EndedRequests(3)
+        assert run_until(worker, ended, 60_000, lambda: [worker.post(Submit(r)) for r in requests])
+        assert ended.failures == [] and ended.finished == 3
+        assert sent == [SubmitAll(tuple(requests))]
+
+        late = ChatRequest("late", (), sampling, prompt_token_ids=(30, 31))
+        worker.post(Submit(late))
+        worker.post(Abort("late"))
+        assert sent[1:] == [Submit(late), Abort("late")]
+    finally:
+        del worker._post_now
+
+
 def test_a_new_engine_in_the_same_client(client_window, qtbot):
     window = client_window
     worker = window.engine.worker

@@ -1,5 +1,6 @@
 """What crosses the engine-client pipe: every message pickles, and a KV snapshot or a statistics series
-rebuilt from what changed equals the one the client had, sharing the chunks that did not change."""
+rebuilt from what changed equals the one the client had, sharing the chunks that did not change; the
+client's batches wait out their interval, except the last message of a run."""
 from __future__ import annotations
 
 import pickle
@@ -10,7 +11,7 @@ from workbench.engine.backend import ChatRequest, EngineInfo, Message, StreamEve
 from workbench.engine.client_wire import (
     Batch, SnapshotDecoder, SnapshotEncoder, StatsDecoder, StatsEncoder, engine_client_kind,
 )
-from workbench.engine.commands import Abort, Shutdown, StartEngine, StopEngine, Submit
+from workbench.engine.commands import Abort, Shutdown, StartEngine, StopEngine, Submit, SubmitAll
 from workbench.engine.events import (
     EngineLogOpened, EngineReady, EngineState, RequestFailed, RequestFinished, StartProgressed, StateChanged,
     TextFlushed,
@@ -50,6 +51,7 @@ def test_every_message_and_command_pickles():
         EngineReady(info), EngineLogOpened("/tmp/engine.log"), TextFlushed.of({"r1": "Hello", "r2": " wor"}),
         RequestFinished(StreamEvent("r1", "", True, "stop", figures)), RequestFailed("r2", "gone"),
         StartEngine(EngineConfig(model="demo"), 4), Submit(ChatRequest("r3", (Message("user", "Hi"),))), Abort("r1"), StopEngine(), Shutdown(),
+        SubmitAll((ChatRequest("r4", (Message("user", "Hi"),)), ChatRequest("r5", (), prompt_token_ids=(1, 2)))),
     ]
     for message in messages:
         assert _over_the_pipe(message) == message
@@ -142,3 +144,26 @@ def test_a_servers_messages_cross_the_pipe():
     got = pickle.loads(ForkingPickler.dumps(ServerMetricsRead(ServerMetrics((engine,), 5.0))))
     assert got.metrics.total().counter("generation_tokens") == 12.0
     assert isinstance(got.metrics.engines[0].counters, MappingProxyType)
+
+
+def test_the_batch_that_ends_a_run_is_sent_without_waiting_out_the_interval():
+    import socket
+    from multiprocessing.connection import Connection
+
+    from workbench.engine.client_process import BatchingListener
+
+    ours, theirs = socket.socketpair()
+    window_end = Connection(ours.detach())
+    listener = BatchingListener(Connection(theirs.detach()), interval_s=30.0)
+    try:
+        listener.publish(TextFlushed.of({"r1": "Hello"}))  # the first batch goes at once
+        assert window_end.poll(10) and window_end.recv().messages == (TextFlushed.of({"r1": "Hello"}),)
+        finished = RequestFinished(StreamEvent("r1", "", True, "stop", None))
+        listener.publish(finished)
+        assert not window_end.poll(0.5), "a batch waits out the interval for more to join it"
+        listener.send_now()
+        assert window_end.poll(10), "the run's last message did not wait the interval's 30 s"
+        assert window_end.recv().messages == (finished,)
+    finally:
+        listener.close()
+        window_end.close()

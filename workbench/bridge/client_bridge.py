@@ -30,11 +30,11 @@ import traceback
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 
-from PySide6.QtCore import QObject, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from workbench.bridge.worker import Mailboxes, WorkerThread
 from workbench.engine.client_wire import Batch, CallInClient, Reply, SnapshotDecoder, StatsDecoder
-from workbench.engine.commands import AdoptEngine, Shutdown, StartEngine, Submit
+from workbench.engine.commands import AdoptEngine, Shutdown, StartEngine, Submit, SubmitAll
 from workbench.engine.events import EngineReady, EngineState, RequestFailed, RequestFinished, StateChanged
 from workbench.engine.loop import NOT_RUNNING
 from workbench.engine.process_guard import CLIENT_PARENT_ENV, child_pids, is_running, kill_processes
@@ -96,6 +96,8 @@ class ClientProcessWorker(QObject, Mailboxes):
         self._clients: queue.Queue = queue.Queue()  # clients for the receiver to read, None: stop
         self._client: _Client | None = None
         self._stopping = False
+        self._gui_thread = QThread.currentThread()  # this object itself moves to the receiver's thread
+        self._outbox: list[Submit] = []  # requests posted in this turn of the GUI's event loop
         self._replies: dict[int, Reply] = {}
         self._replied = threading.Condition()
         self._call_ids = itertools.count(1)
@@ -106,24 +108,49 @@ class ClientProcessWorker(QObject, Mailboxes):
     # -------------------------------------------------------------- the worker's face
     def post(self, command) -> None:
         """Sends a command to the client; a start (or a benchmark's call) starts a client first where
-        none runs. Without a client, a request fails at once, as the loop fails it with no engine."""
+        none runs. Without a client, a request fails at once, as the loop fails it with no engine.
+
+        Requests posted on the GUI thread go together at the end of the event loop's turn (one
+        :class:`SubmitAll`): the engine gets a batch's top-up, or a benchmark's streams, before its
+        next step rather than over several. Any other command sends them first, so order is kept."""
         if isinstance(command, AdoptEngine):
             raise TypeError("AdoptEngine hands over an engine object, which cannot cross to the engine-client "
                             "process; the benchmarks share its engine through workbench.bench.client_bench")
+        on_gui_thread = QThread.currentThread() == self._gui_thread
+        if isinstance(command, Submit) and on_gui_thread:
+            self._outbox.append(command)
+            if len(self._outbox) == 1:  # a plain callable: it runs on this thread, not the receiver's
+                QTimer.singleShot(0, lambda: self._send_outbox())
+            return
+        if on_gui_thread:
+            self._send_outbox()
+        self._post_now(command)
+
+    def _send_outbox(self) -> None:
+        submits, self._outbox = self._outbox, []
+        if len(submits) == 1:
+            self._post_now(submits[0])
+        elif submits:
+            self._post_now(SubmitAll(tuple(s.request for s in submits)))
+
+    def _post_now(self, command) -> None:
         with self._lock:
             client = self._client
             if client is None or client.process.poll() is not None:
-                if self._stopping or not isinstance(command, (StartEngine, CallInClient, Submit)):
+                if self._stopping or not isinstance(command, (StartEngine, CallInClient, Submit, SubmitAll)):
                     return
-                if isinstance(command, Submit):  # told after the caller's own work, as a queued message is
-                    failed = RequestFailed(command.request.request_id, NOT_RUNNING)
-                    QTimer.singleShot(0, lambda: self.event_emitted.emit(failed))
+                if isinstance(command, (Submit, SubmitAll)):  # told after the caller's own work, as queued
+                    requests = command.requests if isinstance(command, SubmitAll) else (command.request,)
+                    for failed in [RequestFailed(r.request_id, NOT_RUNNING) for r in requests]:
+                        QTimer.singleShot(0, lambda failed=failed: self.event_emitted.emit(failed))
                     return
                 client = self._client = _Client(self.check_with_scan)
                 self.client_pid = client.pid
                 self._clients.put(client)
             if isinstance(command, Submit):
                 client.open.add(command.request.request_id)
+            elif isinstance(command, SubmitAll):
+                client.open.update(r.request_id for r in command.requests)
             elif isinstance(command, StartEngine):
                 client.start_id = command.start_id
             elif isinstance(command, Shutdown):

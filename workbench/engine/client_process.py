@@ -49,6 +49,7 @@ class BatchingListener:
         self._snapshot_reset = False
         self._stats: StatsSeries | None = None
         self._closed = False
+        self._now = False  # send without waiting out the interval (the engine has gone idle)
         self._snapshots = SnapshotEncoder()
         self._series = StatsEncoder()
         self._thread = threading.Thread(target=self._send_loop, name="client-sender", daemon=True)
@@ -74,6 +75,12 @@ class BatchingListener:
             self._stats = series
             self._lock.notify()
 
+    def send_now(self) -> None:
+        """The last open request has ended: what waits goes at once, not at the next interval."""
+        with self._lock:
+            self._now = True
+            self._lock.notify()
+
     def close(self) -> None:
         """Sends what is left and stops the sender."""
         with self._lock:
@@ -92,9 +99,9 @@ class BatchingListener:
                 while not self._has_news() and not self._closed:
                     self._lock.wait()
                 due = last_sent + self.interval_s
-                while not self._closed and (wait_s := due - time.monotonic()) > 0:
+                while not self._closed and not self._now and (wait_s := due - time.monotonic()) > 0:
                     self._lock.wait(wait_s)  # more may come in the meantime: one batch for all of it
-                batch, closed = self._take(), self._closed
+                batch, closed, self._now = self._take(), self._closed, False
             last_sent = time.monotonic()
             if batch is not None and not self._send(batch):
                 return

@@ -24,6 +24,14 @@ class Submit:
 
 
 @dataclass(frozen=True)
+class SubmitAll:
+    """Requests sent together (a batch's top-up, a benchmark's streams): the loop hands them all to the
+    engine before its next step, as plain vLLM's ``add_request`` calls before a ``step()`` are."""
+
+    requests: tuple[ChatRequest, ...]
+
+
+@dataclass(frozen=True)
 class Abort:
     request_id: str
 

@@ -13,7 +13,8 @@ import time
 from typing import Callable, Protocol
 
 from workbench.engine.backend import Backend, ChatRequest, PromptTooLongError, StreamEvent
-from workbench.engine.commands import AdoptEngine, Abort, ReleaseEngine, Shutdown, StartEngine, StopEngine, Submit
+from workbench.engine.commands import (AdoptEngine, Abort, ReleaseEngine, Shutdown, StartEngine, StopEngine, Submit,
+                                       SubmitAll)
 from workbench.engine.engine_log import read_log, root_cause
 from workbench.engine.events import (
     EngineLogOpened, EngineReady, EngineState, RequestFailed, RequestFinished, StartProgressed, StateChanged,
@@ -136,6 +137,9 @@ class EngineLoop:
             self._set_state(EngineState.STOPPED, "Engine stopped.")
         elif isinstance(command, Submit):
             self._submit(command.request)
+        elif isinstance(command, SubmitAll):
+            for request in command.requests:
+                self._submit(request)
         elif isinstance(command, Abort):
             self._abort(command.request_id)
         elif isinstance(command, AdoptEngine):
@@ -256,6 +260,8 @@ class EngineLoop:
         self._flush_text()
         self._open.discard(event.request_id)
         self.listener.publish(RequestFinished(event))
+        if not self._open and (send_now := getattr(self.listener, "send_now", None)) is not None:
+            send_now()  # the last one: nothing more is coming to batch it with
 
     def request_failed(self, request_id: str, message: str) -> None:
         self._open.discard(request_id)
