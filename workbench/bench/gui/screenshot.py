@@ -8,6 +8,7 @@
     python -m workbench.bench.gui.screenshot --presets OUT.png  the preset panel: a diff and the capacity planner
     python -m workbench.bench.gui.screenshot --storage OUT.png
                                                             a session restored from a read-only database
+    python -m workbench.bench.gui.screenshot --engine-log OUT.png  the engine log, at the engine core's placement
 """
 from __future__ import annotations
 
@@ -213,7 +214,34 @@ def storage_trouble(path: str) -> int:
     return 0
 
 
+def engine_log(path: str) -> int:
+    """The engine log of a start on this machine, scrolled to the workbench's line on where vLLM's
+    engine core runs (on a two-core machine: moved onto the model worker's core)."""
+    from PySide6.QtGui import QTextCursor
+    from PySide6.QtWidgets import QApplication
+
+    from workbench.ui.engine_log_view import EngineLogDialog
+
+    window, wait = _started_window()
+    if window is None:
+        return 1
+    dialog = EngineLogDialog(window.model.engine.log_path, window)
+    dialog.show()
+    dialog.text.moveCursor(QTextCursor.MoveOperation.Start)
+    found = dialog.text.find("vLLM's engine core moved")  # selects the line's words
+    if found:
+        dialog.text.centerCursor()  # the line in the middle of the view, the start's phases above it
+    QApplication.processEvents()
+    size = save_small(dialog, path)
+    print("saved", path, f"{size:,} bytes |", "the placement line found" if found else "no placement line")
+    dialog.close()
+    window.close()
+    return 0 if found else 1
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--engine-log":
+        sys.exit(engine_log(sys.argv[2]))
     if len(sys.argv) == 3 and sys.argv[1] == "--presets":
         sys.exit(preset_panel(sys.argv[2]))
     if len(sys.argv) == 3 and sys.argv[1] == "--storage":
