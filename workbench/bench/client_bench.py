@@ -83,7 +83,7 @@ class ClientBenchSession:
         facts = worker.call(open_session, config, timeout_s=1800.0)
         self.engine_pids: list[int] = facts["engine_pids"]
         self.vllm_version, self.on_cpu = facts["vllm_version"], facts["on_cpu"]
-        self.engine_core_cores: tuple[int, ...] = tuple(facts.get("engine_core_cores", ()))
+        self.engine_core_cores: tuple[int, ...] = tuple(facts["engine_core_cores"])
 
     @property
     def client_pids(self) -> list[int]:

@@ -242,7 +242,7 @@ def run_comparison(config: EngineConfig, workload: Workload, vocab: int, hf_mode
     runs: dict[str, list[RunStats]] = {key: [] for key in keys}
     single_stream: dict[str, list[RunStats]] = {key: [] for key in keys}
     environment = {"vllm": session.vllm_version, "device": "cpu" if session.on_cpu else "cuda",
-                   "engine_core_cores": ",".join(map(str, getattr(session, "engine_core_cores", ())))}
+                   "engine_core_cores": ",".join(map(str, session.engine_core_cores))}
     try:
         _warm_up(session, runners, workload.num_requests, workload.prompt_len, vocab, sampling)
         per_repeat = len(keys) + 1

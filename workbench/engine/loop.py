@@ -66,6 +66,7 @@ class EngineLoop:
         self._stats: StatsRecorder | None = None  # while an engine with live statistics runs
         self._tick_on_push = False  # a server's statistics: a point per scrape, not per 0.25 s
         self._stats_out: Callable[[StatsSeries], None] | None = getattr(listener, "stats_published", None)
+        self._send_now: Callable[[], None] | None = getattr(listener, "send_now", None)  # a batching listener
 
     def post(self, command) -> None:
         """Thread-safe: queue a command for the loop."""
@@ -260,8 +261,8 @@ class EngineLoop:
         self._flush_text()
         self._open.discard(event.request_id)
         self.listener.publish(RequestFinished(event))
-        if not self._open and (send_now := getattr(self.listener, "send_now", None)) is not None:
-            send_now()  # the last one: nothing more is coming to batch it with
+        if not self._open and self._send_now is not None:
+            self._send_now()  # the last one: nothing more is coming to batch it with
 
     def request_failed(self, request_id: str, message: str) -> None:
         self._open.discard(request_id)
