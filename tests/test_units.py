@@ -220,3 +220,28 @@ def test_the_engine_core_joins_a_single_threaded_worker_only_where_one_core_is_s
     assert cores_for_engine_core([{0}], {0, 1, 2}) is None  # cores enough for the scheduler and the app
     assert cores_for_engine_core([], {0, 1}) is None  # no bound worker: a GPU, or the model in the engine core
     assert cores_for_engine_core([{0}, {0}], {0, 1}) is None  # workers crowded onto one core
+
+
+def test_installer_names_the_disk_and_the_fix_when_space_is_short(tmp_path):
+    """A first install that cannot fit stops before pip starts, not half-way with [Errno 28]."""
+    import importlib.util
+    from collections import namedtuple
+
+    spec = importlib.util.spec_from_file_location("install_script", ROOT / "packaging/install.py")
+    install = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(install)
+    usage = namedtuple("usage", "total used free")
+    venv, temp = tmp_path / "project" / ".venv", tmp_path / "tmp"
+    temp.mkdir()
+    one_disk = {"device_of": lambda path: 1}
+    message = install.space_problem("cpu", venv, temp, disk_usage=lambda path: usage(0, 0, 5 * install.GIB), **one_disk)
+    assert message is not None and f"5.0 GiB free where {venv} and {temp} are" in message
+    assert "6.0 GiB" in message and "TMPDIR" in message  # the venv and pip's unpacking share that disk
+    assert install.space_problem("cpu", venv, temp, disk_usage=lambda path: usage(0, 0, 7 * install.GIB), **one_disk) is None
+    # two disks: each is asked only for its own part
+    two_disks = {"device_of": lambda path: 2 if path == temp else 1}
+    small_temp = lambda path: usage(0, 0, (1 if path == temp else 50) * install.GIB)  # noqa: E731
+    message = install.space_problem("cpu", venv, temp, disk_usage=small_temp, **two_disks)
+    assert message is not None and f"where {temp} is" in message and "1.5 GiB" in message
+    assert install.space_problem("cuda", venv, temp, disk_usage=lambda path: usage(0, 0, 10 * install.GIB),
+                                 **two_disks).startswith("install: 10.0 GiB free where")
