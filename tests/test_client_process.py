@@ -75,23 +75,33 @@ def test_chat_streams_and_stops_through_the_client_process(client_window, qtbot)
 
 def test_requests_posted_together_reach_the_engine_as_one_command(client_window, qtbot):
     """A batch's top-up (here three requests posted in one turn of the event loop) crosses to the client
-    as one SubmitAll, so the engine has them all before its next step; any other command sends what
-    waits first, so a request's Abort never overtakes it."""
+    as one SubmitAll, so the engine has them all before its next step, and before the window's own
+    work of that turn (a zero timer set before the posts fires after the send); any other command
+    sends what waits first, so a request's Abort never overtakes it."""
+    from PySide6.QtCore import QTimer
+
     from workbench.bench.gui.window_driver import EndedRequests, run_until
     from workbench.engine.backend import ChatRequest, SamplingSettings
     from workbench.engine.commands import Abort, Submit, SubmitAll
 
     worker = client_window.engine.worker
-    sent = []
+    sent, order = [], []
     send = worker._post_now
-    worker._post_now = lambda command: (sent.append(command), send(command))
+    worker._post_now = lambda command: (sent.append(command), order.append("sent"), send(command))
     sampling = SamplingSettings(temperature=0.0, max_tokens=8, ignore_eos=True)
+
+    def post_all() -> None:
+        QTimer.singleShot(0, lambda: order.append("zero timer"))  # the window's work queued in this turn
+        for request in requests:
+            worker.post(Submit(request))
+
     try:
         requests = [ChatRequest(f"together-{i}", (), sampling, prompt_token_ids=(20 + i, 21, 22)) for i in range(3)]
         ended = EndedRequests(3)
-        assert run_until(worker, ended, 60_000, lambda: [worker.post(Submit(r)) for r in requests])
+        assert run_until(worker, ended, 60_000, post_all)
         assert ended.failures == [] and ended.finished == 3
         assert sent == [SubmitAll(tuple(requests))]
+        assert order == ["sent", "zero timer"], "the requests leave before the rest of the turn's work"
 
         late = ChatRequest("late", (), sampling, prompt_token_ids=(30, 31))
         worker.post(Submit(late))

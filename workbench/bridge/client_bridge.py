@@ -30,7 +30,7 @@ import traceback
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 
-from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, QThread, QTimer, Signal, Slot
 
 from workbench.bridge.worker import Mailboxes, WorkerThread
 from workbench.engine.client_wire import Batch, CallInClient, Reply, SnapshotDecoder, StatsDecoder
@@ -83,6 +83,29 @@ class _Client:
         return f"the engine client process (pid {self.pid}) exited with code {code}"
 
 
+_SEND_OUTBOX = QEvent.Type(QEvent.registerEventType())
+
+
+class _OutboxSender(QObject):
+    """Lives on the GUI thread and sends the requests posted in one turn of its event loop, from a
+    high-priority posted event: Qt delivers it before the layout and paint events that the same turn
+    posted (drawing the question just asked, a batch's rows), where a zero timer would come after
+    them. The request leaves for the engine before the window draws anything of it."""
+
+    def __init__(self, send):
+        super().__init__()
+        self._send = send
+
+    def post(self) -> None:
+        QCoreApplication.postEvent(self, QEvent(_SEND_OUTBOX), Qt.HighEventPriority.value)
+
+    def event(self, event) -> bool:
+        if event.type() == _SEND_OUTBOX:
+            self._send()
+            return True
+        return super().event(event)
+
+
 class ClientProcessWorker(QObject, Mailboxes):
     """``EngineWorker``'s face over an engine-client process: ``post`` from the GUI thread, the
     ``event_emitted`` signal and the two mailboxes filled by :meth:`run` on the receiver thread."""
@@ -98,6 +121,7 @@ class ClientProcessWorker(QObject, Mailboxes):
         self._stopping = False
         self._gui_thread = QThread.currentThread()  # this object itself moves to the receiver's thread
         self._outbox: list[Submit] = []  # requests posted in this turn of the GUI's event loop
+        self._outbox_sender = _OutboxSender(lambda: self._send_outbox())  # no parent: it stays on the GUI thread
         self._replies: dict[int, Reply] = {}
         self._replied = threading.Condition()
         self._call_ids = itertools.count(1)
@@ -119,8 +143,8 @@ class ClientProcessWorker(QObject, Mailboxes):
         on_gui_thread = QThread.currentThread() == self._gui_thread
         if isinstance(command, Submit) and on_gui_thread:
             self._outbox.append(command)
-            if len(self._outbox) == 1:  # a plain callable: it runs on this thread, not the receiver's
-                QTimer.singleShot(0, lambda: self._send_outbox())
+            if len(self._outbox) == 1:
+                self._outbox_sender.post()
             return
         if on_gui_thread:
             self._send_outbox()
