@@ -1,9 +1,11 @@
 """The storage thread: takes records from a queue and writes them, committing about twice a second.
 
-Records are applied inside one open transaction as they come (SQLite keeps them in memory and the
-WAL), so a burst of streamed text costs one commit, not one per flush; what streamed more than a
-second before a crash is on disk. A failed write (a full disk, a file gone read-only) is rolled
-back, reported once through ``on_problem`` (called on this thread), and every record since the last
+Records wait at most ``COMMIT_INTERVAL_S`` from the first one since the last commit, then are
+written and committed in one transaction, so a burst of streamed text costs one commit, not one per
+flush; what streamed more than a second before a crash is on disk. Nothing is written the moment a
+question is asked (the first record after a quiet spell): the thread would take the window's
+process, and its GIL, from sending that request to the engine. A failed write (a full disk, a file
+gone read-only) is rolled back, reported once through ``on_problem`` (called on this thread), and every record since the last
 commit is kept and written again a few seconds later: nothing is dropped while the trouble lasts.
 """
 from __future__ import annotations
@@ -32,6 +34,7 @@ class StorageWriter:
         self.connection, self.path, self.on_problem = connection, path, on_problem
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._unsaved: list = []  # records since the last commit, written again after a failure
+        self._first_unsaved = 0.0  # when the oldest of them came
         self._in_transaction = False
         self._last_commit = time.monotonic()
         self._failing_since: float | None = None
@@ -71,8 +74,8 @@ class StorageWriter:
                 record.done.set()
             elif record is not ...:
                 self.num_records += 1
-                self._apply(record)
-            if time.monotonic() - self._last_commit >= self._interval_s():
+                self._keep(record)
+            if self._unsaved and time.monotonic() >= self._commit_due():
                 self._commit()
         self._commit()
         self.connection.close()
@@ -81,15 +84,20 @@ class StorageWriter:
     def _interval_s(self) -> float:
         return RETRY_INTERVAL_S if self._failing_since is not None else COMMIT_INTERVAL_S
 
-    def _wait_s(self) -> float | None:
-        if not self._in_transaction and not self._unsaved:
-            return None  # nothing to commit: sleep until a record comes
-        return max(0.0, self._last_commit + self._interval_s() - time.monotonic())
+    def _commit_due(self) -> float:
+        """A record waits at most the interval; after a failure, the retry waits it from the last try."""
+        since = self._last_commit if self._failing_since is not None else self._first_unsaved
+        return since + self._interval_s()
 
-    def _apply(self, record) -> None:
+    def _wait_s(self) -> float | None:
+        if not self._unsaved:
+            return None  # nothing to commit: sleep until a record comes
+        return max(0.0, self._commit_due() - time.monotonic())
+
+    def _keep(self, record) -> None:
+        if not self._unsaved:
+            self._first_unsaved = time.monotonic()
         self._unsaved.append(record)
-        if self._failing_since is None:
-            self._write([record])
 
     def _write(self, records) -> bool:
         try:
@@ -117,9 +125,7 @@ class StorageWriter:
 
     def _commit(self) -> None:
         self._last_commit = time.monotonic()
-        if not self._unsaved:
-            return
-        if self._failing_since is not None and not self._write(self._unsaved):
+        if not self._unsaved or not self._write(self._unsaved):
             return
         try:
             self.connection.execute("COMMIT")
