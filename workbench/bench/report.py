@@ -143,7 +143,8 @@ def _paired_notes(result: ComparisonResult) -> list[str]:
         count = f"{len(pairs)} pair{'s' if len(pairs) != 1 else ''}"
         few = " (fewer than 8 pairs: too few to resolve 2 %)" if len(pairs) < 8 else ""
         lines.append(f"- {name}, per repeat (each ({name[0]}) run against the (a) run beside it): median "
-                     f"**{statistics.median(pairs):.3f}** ({min(pairs):.3f}–{max(pairs):.3f}), {count}{few}")
+                     f"**{statistics.median(pairs):.3f}** ({min(pairs):.3f}–{max(pairs):.3f}), {count}{few}; "
+                     f"in run order: {' '.join(f'{pair:.3f}' for pair in pairs)}")  # to pool several commands
     return lines
 
 
