@@ -77,8 +77,9 @@ def space_problem(flavor: str, venv_dir: Path, temp_dir: Path, disk_usage=shutil
     needs: dict[int, tuple[Path, float, list[str]]] = {}  # file system -> (a folder on it, bytes, names)
     for folder, amount in ((venv_dir, VENV_BYTES[flavor]), (temp_dir, UNPACK_BYTES)):
         existing = _existing(folder)
-        _, total, names = needs.get(device_of(existing), (existing, 0.0, []))
-        needs[device_of(existing)] = (existing, total + amount, names + [str(folder)])  # one disk counts once
+        device = device_of(existing)
+        _, total, names = needs.get(device, (existing, 0.0, []))
+        needs[device] = (existing, total + amount, names + [str(folder)])  # one disk counts once
     for existing, amount, names in needs.values():
         free = disk_usage(existing).free
         if free < amount:
@@ -105,7 +106,7 @@ def install(run: Runner, flavor: str) -> None:
             sys.exit(problem)
     if not venv_python().exists():
         run([sys.executable, "-m", "venv", str(VENV)])
-    # No wheel cache: the environment is about 3.5 GB, and pip's cache would hold as much again
+    # No wheel cache: the environment is about 3.7 GiB, and pip's cache would hold as much again
     # of wheels that are never read a second time (CI installs on a clean clone, once).
     pip = [str(venv_python()), "-m", "pip", "install", "--no-cache-dir"]
     if flavor == "cpu":

@@ -121,7 +121,7 @@ class ClientProcessWorker(QObject, Mailboxes):
         self._stopping = False
         self._gui_thread = QThread.currentThread()  # this object itself moves to the receiver's thread
         self._outbox: list[Submit] = []  # requests posted in this turn of the GUI's event loop
-        self._outbox_sender = _OutboxSender(lambda: self._send_outbox())  # no parent: it stays on the GUI thread
+        self._outbox_sender = _OutboxSender(self._send_outbox)  # no parent: it stays on the GUI thread
         self._replies: dict[int, Reply] = {}
         self._replied = threading.Condition()
         self._call_ids = itertools.count(1)

@@ -5,8 +5,9 @@ written and committed in one transaction, so a burst of streamed text costs one 
 flush; what streamed more than a second before a crash is on disk. Nothing is written the moment a
 question is asked (the first record after a quiet spell): the thread would take the window's
 process, and its GIL, from sending that request to the engine. A failed write (a full disk, a file
-gone read-only) is rolled back, reported once through ``on_problem`` (called on this thread), and every record since the last
-commit is kept and written again a few seconds later: nothing is dropped while the trouble lasts.
+gone read-only) is rolled back, reported once through ``on_problem`` (called on this thread), and
+every record since the last commit is kept and written again a few seconds later: nothing is
+dropped while the trouble lasts.
 """
 from __future__ import annotations
 
