@@ -121,6 +121,32 @@ def test_chat_and_a_small_batch_go_through_the_server(attached, vllm_server, qtb
     assert window.engine.worker.latest_stats().totals.generation_tokens >= figures.output_tokens + 32
 
 
+def test_the_served_engine_core_runs_on_its_workers_core_where_one_core_is_spare(vllm_server):  # noqa: F811
+    """As for the local engine (``engine.placement``): on a CPU machine with one core beside the model
+    worker's, the server's engine core is moved onto the worker's core, every thread of it, and the API
+    server is left on the spare core with the window. Otherwise the engine core's spinning holds the
+    spare core and the API server sends a reply only when it has ended."""
+    import os
+
+    import psutil
+
+    from workbench.engine.placement import cores_for_engine_core
+
+    group = psutil.Process(vllm_server.process.pid).children(recursive=True)
+    workers = [p for p in group if p.name().startswith("VLLM::Worker")]
+    cores = [p for p in group if p.name().startswith("VLLM::EngineCore")]
+    assert workers and len(cores) == 1, [p.name() for p in group]
+    expected = cores_for_engine_core([set(os.sched_getaffinity(p.pid)) for p in workers], set(os.sched_getaffinity(0)))
+    if expected is None:  # a machine with cores enough: nothing is moved
+        assert vllm_server.process.engine_core_cores == ()
+        return
+    assert vllm_server.process.engine_core_cores == tuple(sorted(expected))
+    threads = os.listdir(f"/proc/{cores[0].pid}/task")
+    assert {tid: os.sched_getaffinity(int(tid)) for tid in threads} == {tid: expected for tid in threads}
+    assert os.sched_getaffinity(vllm_server.process.pid) != expected  # the API server is left where it was
+    assert "engine core moved to CPU" in vllm_server.process.log_path.read_text()
+
+
 def replayed_stored_blocks(replay_endpoint: str) -> set:
     """The server's prefix-cache contents rebuilt here, not by the workbench: every batch its replay
     endpoint still holds, from the first, decoded with vLLM's own KVEventBatch."""
@@ -185,6 +211,7 @@ def long_reply_streaming(window, qtbot, question: str, min_chars: int, attempts:
     asked again (at most ``attempts`` times)."""
     window.chat.sampling.max_tokens.setValue(1850)  # the longest reply the demo's context holds
     window.chat.sampling.ignore_eos.setChecked(True)
+    ended = []
     for _ in range(attempts):
         window.chat.new_conversation()
         window.chat.sampling.max_tokens.setValue(1850)
@@ -194,7 +221,9 @@ def long_reply_streaming(window, qtbot, question: str, min_chars: int, attempts:
         if reply.status == "streaming":
             return reply
         wait_finished(qtbot, reply)
-    pytest.fail(f"{attempts} replies of 1,850 tokens each ended before {min_chars} characters were shown")
+        ended.append((reply.status, len(reply.text), reply.error))
+    pytest.fail(f"{attempts} replies of 1,850 tokens each ended before {min_chars} characters were shown "
+                f"(status, characters, error): {ended}")
 
 
 def test_stop_ends_the_reply_with_its_text(attached, vllm_server, qtbot):  # noqa: F811

@@ -4,7 +4,10 @@ app that never outlives it.
 The server runs in a process group of its own (so stopping it stops its engine-core process too),
 carries the app's owner tag (``process_guard.reap_orphans`` kills it at the next start if the app was
 killed) and dies with the thread that started it (Linux ``PDEATHSIG``). Its whole output goes to a
-log file under the data folder's ``logs/``.
+log file under the data folder's ``logs/``. On a CPU-only machine with one core to spare, its engine
+core is moved onto its model worker's core once it answers (``engine.placement``, as for the local
+engine): otherwise the API server that streams the replies waits behind the engine core's spinning on
+the spare core, and a reply arrives whole at its end.
 """
 from __future__ import annotations
 
@@ -19,9 +22,11 @@ import time
 from pathlib import Path
 
 import httpx
+import psutil
 
 from workbench.engine.engine_log import read_log, root_cause
-from workbench.engine.process_guard import mark_owner
+from workbench.engine.placement import place_engine_core
+from workbench.engine.process_guard import VLLM_PROCESS_PREFIX, mark_owner
 from workbench.engine.vllm_plugin.process_life import die_with_parent
 from workbench.paths import data_dir
 from workbench.remote.spec import KVEventsEndpoint, ServeOptions
@@ -89,6 +94,7 @@ class ServerProcess:
         self.log_dir = Path(log_dir) if log_dir else data_dir() / "logs"
         self.process: subprocess.Popen | None = None
         self.log_path: Path | None = None
+        self.engine_core_cores: tuple[int, ...] = ()  # where its engine core was moved, () if left
 
     @property
     def base_url(self) -> str:
@@ -122,6 +128,7 @@ class ServerProcess:
                 raise ServerStartError(self._exit_message(code))
             try:
                 if httpx.get(f"{self.base_url}/v1/models", timeout=2.0, trust_env=False).status_code == 200:
+                    self._place_engine_core()
                     return
             except httpx.HTTPError:
                 pass
@@ -133,6 +140,26 @@ class ServerProcess:
             if on_wait is not None:
                 on_wait(elapsed)
             time.sleep(0.5)
+
+    def _place_engine_core(self) -> None:
+        """The server's engine core onto its model worker's core, where ``placement`` says so (CPU only)."""
+        if not vllm_is_cpu_build():
+            return
+        workers, others = [], []
+        for process in psutil.Process(self.process.pid).children(recursive=True):
+            try:
+                name = process.name()
+            except psutil.Error:
+                continue
+            if name.startswith(VLLM_PROCESS_PREFIX + "Worker"):
+                workers.append(process.pid)
+            elif name.startswith(VLLM_PROCESS_PREFIX):
+                others.append(process.pid)
+        self.engine_core_cores = place_engine_core(others + workers, workers)
+        if self.engine_core_cores and self.log_path is not None:
+            with open(self.log_path, "a") as log:  # beside vLLM's own lines on its cores
+                log.write(f"workbench: vLLM's engine core moved to CPU {list(self.engine_core_cores)}, the model "
+                          "worker's, leaving the spare core to the API server and the window\n")
 
     def _exit_message(self, code: int) -> str:
         text = read_log(self.log_path) if self.log_path else ""
