@@ -127,3 +127,16 @@ def test_capture_without_standard_streams_leaves_them_alone(tmp_path, monkeypatc
     assert capture.attach() is False
     capture.detach_parent()  # nothing to give back
     assert capture.wait_closed(timeout_s=0.1) and capture.text() == ""
+
+
+def test_a_model_workers_death_is_named_with_its_signal_and_what_it_usually_means():
+    from workbench.engine.engine_log import worker_death
+
+    line = ("(EngineCore pid=4651) ERROR 12-01 22:43:32 [multiproc_executor.py:315] Worker proc VllmWorker-0 "
+            "died unexpectedly (exit code: {}), shutting down executor.\n")
+    said = worker_death("(EngineCore pid=4651) INFO starting\n" + line.format(-4))
+    assert said.startswith("its model worker VllmWorker-0 was killed by SIGILL (exit code -4)")
+    assert "does not fit this CPU" in said
+    assert "out-of-memory killer" in worker_death(line.format(-9))
+    assert worker_death(line.format(1)) == "its model worker VllmWorker-0 exited with code 1"
+    assert worker_death("(EngineCore pid=4651) INFO all well\n") == ""

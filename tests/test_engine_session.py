@@ -1,6 +1,6 @@
 """The engine layer without Qt: block tracking taken out and put back stays exact against a scan;
 the benchmarks' session records when each request's tokens arrive; the engine core placed as
-``engine/placement.py`` decides."""
+``engine/placement.py`` decides; a prompt of a few tokens as a new engine's first."""
 from __future__ import annotations
 
 import os
@@ -69,6 +69,25 @@ def test_tracking_removed_and_restored_matches_a_full_scan(demo_model_path):
         assert np.count_nonzero(last.hashed) >= 3
     finally:
         session.shutdown()
+
+
+@pytest.mark.slow
+def test_an_engines_first_prompt_may_be_a_few_tokens(demo_model_path):
+    """vLLM 0.32's CPU worker died with SIGILL when its first batch was 4 prompt tokens or fewer on a
+    CPU with AMX (``vllm_plugin/cpu_features``); each prompt here is the first of a new engine."""
+    for length in (3, 1):
+        session = BenchSession(EngineConfig(model=demo_model_path, max_model_len=512, max_num_seqs=8,
+                                             kv_cache_memory_bytes=64 << 20))
+        session.start(lambda progress: None)
+        try:
+            sampling = SamplingSettings(temperature=0.0, max_tokens=8, ignore_eos=True)
+            session.submit(ChatRequest("short", (), sampling, prompt_token_ids=tuple(range(20, 20 + length))))
+            with session.recording_arrivals() as arrivals:
+                _step(session, 40)
+            assert not session.has_work()
+            assert sum(count for _, count in arrivals["short"]) == 8
+        finally:
+            session.shutdown()
 
 
 def test_plugin_mirror_small_and_large_deltas_match_a_scan():

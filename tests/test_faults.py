@@ -92,6 +92,24 @@ def test_engine_that_fails_to_start_kv_cache_too_small(window, qtbot, demo_model
     assert re.search(advice, message), message  # the fix: whole CPU blocks of 32 tokens, or a smaller KV dtype
 
 
+def test_model_worker_killed_mid_stream_is_named_with_its_signal(window, qtbot):
+    """The engine core's own error is then only a consequence ("RuntimeError: cancelled"); the
+    message names the worker, the signal and what it usually means."""
+    window.chat.sampling.ignore_eos.setChecked(True)
+    window.chat.sampling.max_tokens.setValue(1800)
+    _, reply = type_and_send(window, qtbot, "What is a block?")
+    qtbot.waitUntil(lambda: len(reply.text) > 20, timeout=60_000)
+    workers = [p.pid for p in psutil.Process().children(recursive=True) if p.name().startswith("VLLM::Worker")]
+    assert workers, "no model-worker process found"
+    os.kill(workers[0], signal.SIGKILL)
+    qtbot.waitUntil(lambda: window.model.engine.state == "died", timeout=60_000)
+    message = engine_message(window)
+    assert "was killed by SIGKILL (exit code -9): most often the system's out-of-memory killer" in message, message
+    assert "Restart the engine" in message and "cancelled" not in message
+    assert reply.status == "error" and "SIGKILL" in reply.error and len(reply.text) > 20
+    window.chat.sampling.ignore_eos.setChecked(False)
+
+
 def _engine_core_pids() -> list[int]:
     pids = []
     for process in psutil.Process().children(recursive=True):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -193,6 +194,33 @@ def root_cause(log_text: str, max_error_lines: int = 4) -> RootCause | None:
     if chosen is None:
         return RootCause("", "", tuple(errors[-max_error_lines:]))
     return RootCause(chosen.exception, chosen.process, tuple(errors[-max_error_lines:]), chosen.frames)
+
+
+_WORKER_DIED = re.compile(r"Worker proc (?P<name>\S+) died unexpectedly \(exit code: (?P<code>-?\d+)\)")
+_SIGNAL_HINTS = {
+    "SIGKILL": "most often the system's out-of-memory killer: lower max_num_seqs or max_model_len, or choose a "
+               "smaller model",
+    "SIGILL": "the CPU refused one of its instructions: this vLLM build does not fit this CPU",
+    "SIGSEGV": "a crash in vLLM's or PyTorch's native code",
+    "SIGBUS": "memory it had mapped went away (a full /dev/shm, or a model file changed while loaded)",
+}
+
+
+def worker_death(log_text: str) -> str:
+    """What vLLM's executor logged of a model worker that died: "its model worker VllmWorker-0 was
+    killed by SIGILL (exit code -4): <what that usually means>"; "" when the log holds no such line."""
+    found = list(_WORKER_DIED.finditer(_ANSI.sub("", log_text)))
+    if not found:
+        return ""
+    name, code = found[-1].group("name"), int(found[-1].group("code"))
+    if code >= 0:
+        return f"its model worker {name} exited with code {code}"
+    try:
+        signal_name = signal.Signals(-code).name
+    except ValueError:
+        return f"its model worker {name} was killed by signal {-code} (exit code {code})"
+    hint = _SIGNAL_HINTS.get(signal_name)
+    return f"its model worker {name} was killed by {signal_name} (exit code {code})" + (f": {hint}" if hint else "")
 
 
 def _read_tracebacks(lines: list[LogLine]) -> tuple[list[_Traceback], list[str]]:

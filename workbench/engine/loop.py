@@ -15,7 +15,7 @@ from typing import Callable, Protocol
 from workbench.engine.backend import Backend, ChatRequest, PromptTooLongError, StreamEvent
 from workbench.engine.commands import (AdoptEngine, Abort, ReleaseEngine, Shutdown, StartEngine, StopEngine, Submit,
                                        SubmitAll)
-from workbench.engine.engine_log import read_log, root_cause
+from workbench.engine.engine_log import read_log, root_cause, worker_death
 from workbench.engine.events import (
     EngineLogOpened, EngineReady, EngineState, RequestFailed, RequestFinished, StartProgressed, StateChanged,
     TextFlushed,
@@ -318,9 +318,13 @@ class EngineLoop:
         self._flush_text()
         how = backend.describe_end() if backend is not None else "it is gone"
         self._stop_engine()
-        cause = root_cause(read_log(getattr(backend, "log_path", None) or ""))
-        said = (f"\n\nvLLM said (in its {cause.process or 'client'} process): {cause.exception}"
-                if cause and cause.exception else "")
+        log_text = read_log(getattr(backend, "log_path", None) or "")
+        cause, worker = root_cause(log_text), worker_death(log_text)
+        if worker:  # the worker's end first: the engine core's exception is only its consequence
+            said = f"\n\nvLLM's log says {worker}."
+        else:
+            said = (f"\n\nvLLM said (in its {cause.process or 'client'} process): {cause.exception}"
+                    if cause and cause.exception else "")
         message = (f"The engine stopped during a reply: {how} ({type(exc).__name__}: {exc}). "
                    "What was streamed so far is kept. Restart the engine (Engine > Restart engine); if it "
                    "happens again, lower max_num_seqs or max_model_len, or choose a smaller model. "

@@ -19,13 +19,15 @@ vLLM calls :func:`register` in every one of its processes (entry point group
 - ``phase_hooks``: engine start phases (weights, profiling, KV allocation) written to a file;
 - ``process_life``: engine processes die with the app, even when it is killed;
 - ``stat_logger``: the stat logger vLLM feeds each step in the client (the live plots' figures);
-- ``memory_figures``: each worker's weights and KV cache bytes, as vLLM measured and allocated them.
+- ``memory_figures``: each worker's weights and KV cache bytes, as vLLM measured and allocated them;
+- ``cpu_features``: AMX asked for on the CPU build, before vLLM's own kernels use it.
 """
 from __future__ import annotations
 
 import multiprocessing
 import os
 
+from workbench.engine.vllm_plugin.cpu_features import on_cpu_build, request_amx
 from workbench.engine.vllm_plugin.phase_hooks import PHASE_FILE_ENV, report_phase_on
 from workbench.engine.vllm_plugin.process_life import OWNER_ENV, die_with_parent
 
@@ -36,6 +38,8 @@ def register() -> None:
     """Entry point: called by vLLM in each of its processes."""
     if multiprocessing.parent_process() is not None and os.environ.get(OWNER_ENV):
         die_with_parent()
+    if on_cpu_build():
+        request_amx()
     try:
         from vllm.v1.engine.core import EngineCore
         from vllm.v1.executor.abstract import Executor
