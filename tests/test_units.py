@@ -245,3 +245,29 @@ def test_installer_names_the_disk_and_the_fix_when_space_is_short(tmp_path):
     assert message is not None and f"where {temp} is" in message and "1.5 GiB" in message
     assert install.space_problem("cuda", venv, temp, disk_usage=lambda path: usage(0, 0, 10 * install.GIB),
                                  **two_disks).startswith("install: 10.0 GiB free where")
+
+
+def test_the_switch_target_is_judged_on_the_preset_that_the_cold_start_starts_too(tmp_path):
+    """A switch to a preset compiled before is held against the cold start of it (the same compile
+    cache state); a first switch to another preset compiles its graphs and is listed, not judged."""
+    import json
+
+    from workbench.bench.preset_bench import read_switch_rows, switch_verdict
+
+    def row(step, preset, start_s, engine_gib):
+        return dict(step=step, preset=preset, start_s=start_s, app_rss_bytes=1 << 30, engine_bytes=engine_gib << 30,
+                    engine_scope="NVML", num_kv_blocks=1000)
+
+    rows = [row(0, "balanced", 125.5, 100), row(1, "low-latency", 84.0, 100), row(2, "balanced", 50.9, 101),
+            dict(cold_start_s=68.3, preset="balanced")]
+    log = tmp_path / "switches.log"
+    log.write_text("INFO something\n" + "".join(json.dumps(r) + "\n" for r in rows))
+    assert read_switch_rows(log) == rows
+    text = "\n".join(switch_verdict(rows))
+    assert "Switch 2 back to balanced (compiled before, as for the cold start): 50.9 s; target at most cold + 5 s " \
+           "= 73.3 s: met" in text
+    assert "low-latency 84.0 s" in text and "+0.99% of its first start; target within 2 %: met" in text
+    slow = rows[:2] + [row(2, "balanced", 80.0, 110), rows[3]]
+    text = "\n".join(switch_verdict(slow))
+    assert "80.0 s; target at most cold + 5 s = 73.3 s: NOT met" in text and "target within 2 %: NOT met" in text
+    assert "cannot be judged" in "\n".join(switch_verdict(rows[:2] + rows[3:]))
