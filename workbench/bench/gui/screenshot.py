@@ -9,6 +9,8 @@
     python -m workbench.bench.gui.screenshot --storage OUT.png
                                                             a session restored from a read-only database
     python -m workbench.bench.gui.screenshot --engine-log OUT.png  the engine log, at the engine core's placement
+    python -m workbench.bench.gui.screenshot --worker-killed OUT.png
+                                                            the model worker SIGKILLed mid-reply: the message
 """
 from __future__ import annotations
 
@@ -239,7 +241,39 @@ def engine_log(path: str) -> int:
     return 0 if found else 1
 
 
+def worker_killed(path: str) -> int:
+    """A reply streaming when vLLM's model worker is killed (SIGKILL, as the out-of-memory killer does):
+    the engine's message names the worker and the signal, and the reply keeps its text."""
+    import signal
+
+    import psutil
+
+    window, wait = _started_window()
+    if window is None:
+        return 1
+    chat = window.chat
+    chat.sampling.ignore_eos.setChecked(True)
+    chat.sampling.max_tokens.setValue(1500)
+    chat.input.setPlainText("What is a KV cache?")
+    chat.send()
+    reply = chat.current.messages[-1]
+    wait(lambda: len(reply.text) > 300, 120)
+    workers = [p.pid for p in psutil.Process().children(recursive=True) if p.name().startswith("VLLM::Worker")]
+    if not workers:
+        print("no model-worker process found")
+        return 1
+    os.kill(workers[0], signal.SIGKILL)
+    died = wait(lambda: window.model.engine.state == "died", 60)
+    wait(lambda: False, 1.0)  # the window draws the state
+    save_small(window, path, max_bytes=250_000)
+    print("saved", path, "|", window.model.engine.message[:300].replace("\n", " "))
+    window.close()
+    return 0 if died and "SIGKILL" in window.model.engine.message else 1
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--worker-killed":
+        sys.exit(worker_killed(sys.argv[2]))
     if len(sys.argv) == 3 and sys.argv[1] == "--engine-log":
         sys.exit(engine_log(sys.argv[2]))
     if len(sys.argv) == 3 and sys.argv[1] == "--presets":
