@@ -74,13 +74,18 @@ def save_small(widget, path: str, max_bytes: int = 200_000) -> int:
     return Path(path).stat().st_size
 
 
+def _long_replies(chat) -> None:
+    """Replies run to 1,500 tokens, so that they are still streaming when the picture is taken."""
+    chat.sampling.ignore_eos.setChecked(True)
+    chat.sampling.max_tokens.setValue(1500)
+
+
 def main(path: str) -> int:
     window, wait = _started_window()
     if window is None:
         return 1
     chat = window.chat
-    chat.sampling.ignore_eos.setChecked(True)
-    chat.sampling.max_tokens.setValue(1500)
+    _long_replies(chat)
     for question in ("What is prefix caching?", "What is a KV cache?", "Why do two chats share blocks?",
                      "What is continuous batching?"):
         if chat.current.messages:
@@ -252,8 +257,7 @@ def worker_killed(path: str) -> int:
     if window is None:
         return 1
     chat = window.chat
-    chat.sampling.ignore_eos.setChecked(True)
-    chat.sampling.max_tokens.setValue(1500)
+    _long_replies(chat)
     chat.input.setPlainText("What is a KV cache?")
     chat.send()
     reply = chat.current.messages[-1]
