@@ -178,6 +178,36 @@ def read_switch_rows(log: Path) -> list[dict]:
     return rows
 
 
+def run_capacity(base: EngineConfig, out: Path) -> list[dict]:
+    runner = LoopRunner()
+    machine, facts, rows = this_machine(), read_model_facts(base.model), []
+    try:
+        for name in ORDER:
+            config = preset_config(name, base)
+            plan = plan_capacity(config, facts, machine)
+            state, _ = runner.start(config)
+            real = runner.listener.info.num_kv_blocks if state.state is EngineState.READY else None
+            rows.append(dict(preset=name, estimate=plan.num_blocks, vllm=real, budget_bytes=plan.budget_bytes,
+                             kv_bytes_per_token=plan.kv_bytes_per_token, basis=plan.basis,
+                             off=(plan.num_blocks - real) / real if real else None,
+                             message="" if real else state.message[:400]))
+            print(json.dumps(rows[-1]), flush=True)
+    finally:
+        runner.close()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "capacity.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    print_capacity(rows)
+    return rows
+
+
+def print_capacity(rows: list[dict]) -> None:
+    print("\n| preset | estimate | vLLM's blocks | off | KV bytes/token | budget |\n|---|---|---|---|---|---|")
+    for r in rows:
+        off = f"{r['off']:+.2%}" if r["off"] is not None else "did not start"
+        print(f"| {r['preset']} | {r['estimate']:,} | {r['vllm'] or 0:,} | {off} | {r['kv_bytes_per_token']:,} | "
+              f"{r['basis']} |")
+
+
 def check_recorded(base: EngineConfig, table: Path, gpu_total_mib: int, num_gpus: int) -> list[dict]:
     """The planner's estimate against vLLM's block counts that an earlier run recorded (``presets table``'s
     jsonl, from a GPU machine): each preset resolved for that machine, nothing started here."""
