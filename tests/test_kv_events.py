@@ -544,6 +544,50 @@ def test_a_restarted_server_starts_the_contents_again():
     assert rank.num_restarts == 1 and rank.last_seq == 2 and rank.caught_up and rank.gaps == ()
 
 
+def test_a_live_copy_of_a_replayed_batch_is_not_a_restart():
+    """After a (re)connection the replay may deliver a batch before its live copy arrives: the copy is
+    the same batch (number and timestamp) and is dropped. A batch with an applied number and another
+    timestamp is a restarted server's, and starts the contents again."""
+    ctx = zmq.Context()
+    pub, router = ctx.socket(zmq.XPUB), ctx.socket(zmq.ROUTER)  # XPUB: the test sees the subscription land
+    for sock in (pub, router):
+        sock.setsockopt(zmq.LINGER, 0)
+    pub_port, replay_port = pub.bind_to_random_port("tcp://127.0.0.1"), router.bind_to_random_port("tcp://127.0.0.1")
+    batches = [msgspec.msgpack.encode(stored_batch([1])), msgspec.msgpack.encode(stored_batch([2], parent=1))]
+
+    def frame(seq: int) -> bytes:
+        return seq.to_bytes(8, "big")
+
+    try:
+        endpoint = EventsEndpoint(f"tcp://127.0.0.1:{pub_port}", replay_endpoint=f"tcp://127.0.0.1:{replay_port}")
+        with KVEventsSubscriber([endpoint], replay_timeout_s=10, min_interval_s=0.02) as subscriber:
+            assert pub.poll(10_000) and pub.recv() == b"\x01", "the subscription did not reach the publisher"
+            assert router.poll(10_000), "the subscriber asked for no replay"
+            client, _empty, from_seq = router.recv_multipart()
+            assert int.from_bytes(from_seq, "big") == 0
+            for seq, payload in enumerate(batches):
+                router.send_multipart((client, b"", b"", frame(seq), payload))
+            router.send_multipart((client, b"", b"", (-1).to_bytes(8, "big", signed=True), b""))
+            assert subscriber.wait_for(lambda s: s.ranks[0].last_seq == 1, 10) is not None, subscriber.latest()
+
+            pub.send_multipart((b"", frame(1), batches[1]))  # the live copy, after the replay
+            pub.send_multipart((b"", frame(2), msgspec.msgpack.encode(stored_batch([3], parent=2))))
+            state = subscriber.wait_for(lambda s: s.ranks[0].last_seq == 2, 10)
+            assert state is not None, subscriber.latest()
+            rank = state.ranks[0]
+            assert rank.num_restarts == 0 and {key[2] for key in rank.stored} == {1, 2, 3}
+            assert rank.caught_up and rank.gaps == ()
+
+            pub.send_multipart((b"", frame(0), msgspec.msgpack.encode(stored_batch([9]))))  # a new publisher
+            state = subscriber.wait_for(lambda s: s.ranks[0].num_restarts == 1 and s.ranks[0].last_seq == 0, 10)
+            assert state is not None, subscriber.latest()
+            assert {key[2] for key in state.ranks[0].stored} == {9} and state.ranks[0].caught_up
+    finally:
+        pub.close()
+        router.close()
+        ctx.term()
+
+
 def test_a_message_that_is_not_a_batch_is_named_and_the_rest_still_followed():
     ctx = zmq.Context()
     pub = ctx.socket(zmq.PUB)

@@ -264,8 +264,10 @@ class KVEventsSubscriber:
         if link.replay_asked_at is not None:
             link.pending.append(batch)
             return
-        if batch.seq < ledger.expects():  # live batches never repeat: a restarted server counts from 0 again
-            ledger.reset_for_restart()
+        if batch.seq < ledger.expects():
+            if ledger.already_applied(batch):  # the replay after a reconnection overtook the live stream
+                return
+            ledger.reset_for_restart()  # a restarted server counts from 0 again
             if batch.seq == 0:
                 ledger.caught_up = True
         if batch.seq > ledger.expects():

@@ -172,6 +172,11 @@ class RankLedger:
             return True
         return any(self._applied_ts.get(batch.seq, batch.ts) != batch.ts for batch in replayed)
 
+    def already_applied(self, batch: EventBatch) -> bool:
+        """Whether this very batch (its number and its timestamp) was applied already: a live copy of a
+        batch that a replay delivered first. A restarted publisher's batch has the number, not the time."""
+        return self._applied_ts.get(batch.seq) == batch.ts
+
     def apply(self, batch: EventBatch) -> None:
         if batch.events:
             self._stored_view = None
