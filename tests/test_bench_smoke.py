@@ -32,6 +32,10 @@ def test_compare_benchmark_smoke_run(tmp_path, demo_model_path):
     assert "b/a throughput" in run.stdout and "a/c (HF generate, batch 1)" in run.stdout
     assert "d/a throughput, per repeat" in run.stdout and "d/a single stream, per repeat" in run.stdout
     assert "; in run order: " in run.stdout  # each pair, so that several commands can be pooled
+    edges = next(line for line in run.stdout.splitlines() if line.startswith("- a run's edges"))
+    for key in ("a", "b", "d"):  # first token after the start / the end after the last token, ms
+        first, end = (float(x) for x in edges.split(f"({key}) ")[1].split(",")[0].split(" / "))
+        assert first > 0 and end >= 0, edges
     rows = {r[0]: r for r in csv.reader((out / "benchmark.csv").open())}
     for path in ("(a) plain vLLM", "(b) workbench loop", "(d) workbench app"):
         assert float(rows[path][1]) > 0 and float(rows[path][-1]) > 0, rows[path]  # tok/s, client CPU µs/token

@@ -68,6 +68,12 @@ class RunStats:
     own_cpu_s: float | None = None
     engine_cpu_s: float = 0.0  # CPU time of the engine's processes during the run
     heatmap_frames: int | None = None  # frames the window's heatmap drew during the run: (d) only
+    last_token_s: float | None = None  # from the start to the last token's arrival (the client's clock)
+
+    @property
+    def end_latency_s(self) -> float | None:
+        """From the last token's arrival to the run's end: (d)'s window hearing that the run ended."""
+        return None if self.last_token_s is None else self.elapsed_s - self.last_token_s
 
     @property
     def tokens_per_s(self) -> float:
@@ -216,6 +222,9 @@ def _warm_up(session: BenchSession, runners: dict[str, Callable], num: int, prom
 
 
 def add_timings(stats: RunStats, submitted: float, all_arrivals) -> None:
+    all_arrivals = list(all_arrivals)
+    last = [arrivals[-1][0] for arrivals in all_arrivals if arrivals]
+    stats.last_token_s = max(last) - submitted if last else None
     for arrivals in all_arrivals:
         ttft, gaps = timings_from_arrivals(submitted, arrivals)
         if ttft is not None:

@@ -131,6 +131,7 @@ def markdown(result: ComparisonResult) -> str:
     lines.append(f"- CPU µs per output token, client / engine processes (median): {cpu_per_token(result)}")
     if split := client_cpu_split(result):
         lines.append(f"- the client's part, this process (the window's, in (d)) + the engine-client process: {split}")
+    lines.extend(_edge_notes(result))
     lines.extend(_app_notes(result))
     lines.extend(_hf_notes(result.hf))
     return "\n".join(lines) + "\n"
@@ -146,6 +147,20 @@ def _paired_notes(result: ComparisonResult) -> list[str]:
                      f"**{statistics.median(pairs):.3f}** ({min(pairs):.3f}–{max(pairs):.3f}), {count}{few}; "
                      f"in run order: {' '.join(f'{pair:.3f}' for pair in pairs)}")  # to pool several commands
     return lines
+
+
+def _edge_notes(result: ComparisonResult) -> list[str]:
+    """A run's edges, where a short run loses most: its first token and its end after the last token."""
+    parts = []
+    for key, runs in result.runs.items():
+        firsts = [min(r.ttft_s) * 1e3 for r in runs if r.ttft_s]
+        ends = [r.end_latency_s * 1e3 for r in runs if r.end_latency_s is not None]
+        if firsts and ends:
+            parts.append(f"({key}) {statistics.median(firsts):.1f} / {statistics.median(ends):.1f}")
+    if not parts:
+        return []
+    return ["- a run's edges, ms (median of runs): the first token after the start / the end after the last "
+            "token: " + ", ".join(parts)]
 
 
 def _app_notes(result: ComparisonResult) -> list[str]:

@@ -5,7 +5,8 @@ loop while the requests stream, and takes the engine back (``ReleaseEngine``) so
 use it next. Everything the app does runs: the heatmap's 10 Hz timer drawing the pool, the live
 plots of vLLM's statistics and the memory panel (its telemetry thread reading at 4 Hz), the visible
 conversation rendering its stream in the chat pane (its question typed and sent as a person would,
-padded with words so that its prompt is as long as the other paths' prompts), and the other requests
+padded with words so that its prompt is as long as the other paths' prompts; the new chat and the
+typing come before the timed part, as a person's come seconds before Send), and the other requests
 sent straight to the engine worker, as a batch would send them. Storage is on, as in the app: the
 window keeps its conversation (the streaming reply's text, its figures) and the engine runs in a
 database in a temporary folder, written by the storage thread. Output tokens are counted as the
@@ -26,7 +27,7 @@ from workbench.bench.client_bench import ClientBenchSession
 from workbench.bench.compare import CpuClock, RunStats, add_timings, set_tracking
 from workbench.bench.engine_bench import BenchSession
 from workbench.bench.gui.window_driver import (
-    EndedRequests, application, run_until, set_chat_sampling, type_and_send,
+    EndedRequests, application, run_until, set_chat_sampling, settle, type_question,
 )
 from workbench.engine.backend import ChatRequest
 from workbench.engine.commands import AdoptEngine, ReleaseEngine, Submit
@@ -36,6 +37,7 @@ from workbench.model.conversations import Conversation
 
 HANDOVER_TIMEOUT_MS = 60_000
 RUN_TIMEOUT_MS = 600_000
+SETTLE_MS = 150  # after a new chat and the typing: the window draws them, as in the seconds a person types
 WORDS = ("block", "cache", "prefix", "token", "engine", "paged", "attention", "request", "batch", "stream",
          "memory", "layer", "model", "prompt", "reply", "window", "heatmap", "pool", "hash", "evict")
 
@@ -86,6 +88,9 @@ class AppPath:
         if "heatmap" in self.without:
             window.heatmap_timer.stop()
         window.draw_plots = "plots" not in self.without
+        if "chat" not in self.without:  # a new chat and the question typed, before Send is pressed
+            type_question(window.chat, question)
+            settle(SETTLE_MS)
         with session.recording_arrivals() as arrivals:
             cpu = CpuClock(session.engine_pids, getattr(session, "client_pids", ()))
             started = time.perf_counter()
@@ -94,12 +99,38 @@ class AppPath:
                 if "chat" in self.without:
                     worker.post(Submit(ChatRequest(f"d-{started}-chat", (), sampling, prompt_token_ids=tuple(prompts[0]))))
                 else:
-                    type_and_send(window.chat, question)
+                    import sys as _s2, threading as _th
+                    print(f'TRACE start {started:.6f}', file=_s2.stderr, flush=True)
+                    from PySide6.QtCore import QObject as _QO
+                    from PySide6.QtWidgets import QApplication as _QA
+                    log = []
+                    t_end = time.perf_counter() + 0.06
+                    class _F(_QO):
+                        def eventFilter(self, obj, ev):
+                            if time.perf_counter() < t_end:
+                                log.append((time.perf_counter(), ev.type().name, type(obj).__name__))
+                            return False
+                    _f = _F(); _QA.instance().installEventFilter(_f); self._trace_filter = (_f, log)
+                    def _sample(until=time.perf_counter() + 0.06):
+                        c0 = time.process_time()
+                        marks = []
+                        while time.perf_counter() < until:
+                            marks.append((time.perf_counter(), time.process_time() - c0))
+                            time.sleep(0.002)
+                        print("TRACE cpu " + " ".join(f"{t:.4f}:{c*1e3:.1f}" for t, c in marks[::3]), file=_s2.stderr, flush=True)
+                    if len(prompts) > 8: _th.Thread(target=_sample, daemon=True).start()
+                    window.chat.send()
+                    print(f'TRACE sent-clicked {time.perf_counter():.6f}', file=_s2.stderr, flush=True)
                 for i, prompt in enumerate(prompts[1:]):
                     worker.post(Submit(ChatRequest(f"d-{started}-{i}", (), sampling, prompt_token_ids=tuple(prompt))))
 
             all_ended = run_until(worker, ended, RUN_TIMEOUT_MS, send)
             stats.elapsed_s = time.perf_counter() - started
+            if hasattr(self, "_trace_filter"):
+                import sys as _s2
+                _f, log = self._trace_filter; del self._trace_filter
+                from PySide6.QtWidgets import QApplication as _QA; _QA.instance().removeEventFilter(_f)
+                if len(prompts) > 8: print("TRACE events " + " | ".join(f"{t:.4f} {n} {o}" for t, n, o in log if n not in ("ChildAdded", "ChildRemoved", "DynamicPropertyChange", "PolishRequest", "UpdateLater")), file=_s2.stderr, flush=True)
             cpu.stop(stats)
         window.heatmap_timer.start()
         self._hand_over(lambda: worker.post(ReleaseEngine()), lambda: window.model.engine.state is EngineState.STOPPED)

@@ -80,13 +80,25 @@ def set_chat_sampling(chat, sampling: SamplingSettings) -> None:
 
 
 def type_and_send(chat, text: str) -> None:
-    """Types ``text`` into a fresh conversation's input and presses Send, with the sampling the panel
-    showed before: a new conversation starts from the preset's sampling (temperature 0.7, top-p 0.95),
-    and a benchmark's chat must sample as its other requests do (a top-p request among greedy ones
-    turns on vLLM's top-k/top-p kernel for the whole batch, compiled on first use)."""
+    """Types ``text`` into a fresh conversation's input and presses Send (``type_question``)."""
+    type_question(chat, text)
+    chat.send()
+
+
+def type_question(chat, text: str) -> None:
+    """Types ``text`` into a fresh conversation's input, Send not yet pressed, with the sampling the
+    panel showed before: a new conversation starts from the preset's sampling (temperature 0.7, top-p
+    0.95), and a benchmark's chat must sample as its other requests do (a top-p request among greedy
+    ones turns on vLLM's top-k/top-p kernel for the whole batch, compiled on first use)."""
     if chat.current.messages:
         settings = chat.sampling.settings()
         chat.new_conversation()
         set_chat_sampling(chat, settings)
     chat.input.setPlainText(text)
-    chat.send()
+
+
+def settle(ms: int) -> None:
+    """Runs the GUI's event loop for ``ms``: what the window posted (layout, paint) is done after it."""
+    loop = QEventLoop()
+    QTimer.singleShot(ms, loop.quit)
+    loop.exec()
