@@ -77,7 +77,7 @@ def start_streaming(window, keep: list) -> None:
     ask(window, "Tell me everything about the block pool.", 1800, True)
     conversation = window.chat.current
     reply = conversation.messages[-1]
-    view = window.chat.transcripts[conversation.conversation_id].views[reply.message_id]
+    view = window.chat.transcripts[conversation.conversation_id].view_of(reply.message_id)
     timer = QTimer()
     timer.timeout.connect(lambda: print("SHOWN", json.dumps({"message_id": reply.message_id,
                                                              "text": view.body.text()}), flush=True))

@@ -5,7 +5,9 @@ from __future__ import annotations
 import uuid
 
 from workbench.engine.backend import EngineInfo, StreamEvent
-from workbench.engine.events import EngineReady, EngineState, RequestFailed, RequestFinished, StateChanged, TextFlushed
+from workbench.engine.events import (
+    EngineReady, EngineState, RequestFailed, RequestFinished, RequestsTaken, StateChanged, TextFlushed,
+)
 from workbench.engine.sampling import SamplingSettings
 from workbench.engine.spec import EngineConfig
 from workbench.model.app_model import AppModel
@@ -80,3 +82,15 @@ def test_aborted_replies_are_marked_stopped():
     request = model.ask(conversation.conversation_id, "Tell me a long story", SamplingSettings())
     model.apply(RequestFinished(StreamEvent(request.request_id, "", True, "aborted")))
     assert conversation.messages[-1].status == "stopped"
+
+
+def test_the_engine_taking_requests_names_the_conversations_whose_replies_it_holds():
+    model = make_model()
+    first, second = model.new_conversation(), model.new_conversation()
+    ask_1 = model.ask(first.conversation_id, "What is a block?", SamplingSettings())
+    ask_2 = model.ask(second.conversation_id, "And a page?", SamplingSettings())
+    taken = []
+    model.requests_taken.connect(taken.append)
+    model.apply(RequestsTaken((ask_2.request_id, "batch-row-7", ask_1.request_id)))
+    model.apply(RequestsTaken(("d-bench-3",)))  # a request of no conversation: nothing to tell
+    assert taken == [tuple(sorted((first.conversation_id, second.conversation_id)))]

@@ -121,7 +121,7 @@ def test_prefix_reuse_and_shared_blocks_across_two_conversations(window, qtbot):
     wait_finished(qtbot, third)
     assert third.figures.cached_prompt_tokens >= 2 * block_size, "a later chat should hit the prefix cache"
     assert f"cached {third.figures.cached_prompt_tokens} tok" in window.chat.transcripts[
-        window.chat.current.conversation_id].views[third.message_id].stats.text()
+        window.chat.current.conversation_id].view_of(third.message_id).stats.text()
 
 
 def test_stop_frees_the_requests_blocks(window, qtbot):

@@ -10,8 +10,10 @@ from __future__ import annotations
 import threading
 
 from workbench.engine.backend import Backend, Capabilities, ChatRequest, EngineInfo, StreamEvent
-from workbench.engine.commands import AdoptEngine, ReleaseEngine, Shutdown, Submit
-from workbench.engine.events import EngineReady, EngineState, RequestFailed, RequestFinished, StateChanged
+from workbench.engine.commands import AdoptEngine, ReleaseEngine, Shutdown, Submit, SubmitAll
+from workbench.engine.events import (
+    EngineReady, EngineState, RequestFailed, RequestFinished, RequestsTaken, StateChanged, TextFlushed,
+)
 from workbench.engine.loop import EngineLoop
 
 TIMEOUT_S = 30
@@ -116,3 +118,27 @@ def test_adopted_engine_is_stepped_on_the_loop_thread_and_released_running():
         thread.join(TIMEOUT_S)
     assert not thread.is_alive()
     assert backend.num_shutdowns == 0, "the loop must never shut down an engine it did not start"
+
+
+def test_the_loop_says_which_requests_the_engine_took_before_any_of_their_text():
+    recorder, backend = Recorder(), EndlessBackend(words=3)
+    loop = EngineLoop(recorder)
+    thread = threading.Thread(target=loop.run, name="loop")
+    thread.start()
+    try:
+        loop.post(Submit(ChatRequest("early", ())))  # no engine yet: refused, so not taken
+        recorder.wait_for(lambda e: isinstance(e, RequestFailed) and e.request_id == "early")
+        loop.post(AdoptEngine(backend, start_id=1))
+        recorder.wait_for(lambda e: isinstance(e, StateChanged) and e.state is EngineState.READY)
+        loop.post(SubmitAll((ChatRequest("one", ()), ChatRequest("two", ()))))
+        loop.post(Submit(ChatRequest("three", ())))
+        recorder.wait_for(ended("three"))
+        recorder.wait_for(ended("two"))
+    finally:
+        loop.post(Shutdown())
+        thread.join(TIMEOUT_S)
+    taken = [e.request_ids for e in recorder.events if isinstance(e, RequestsTaken)]
+    assert taken == [("one", "two"), ("three",)], taken
+    first_text = next(i for i, e in enumerate(recorder.events) if isinstance(e, TextFlushed))
+    first_taken = next(i for i, e in enumerate(recorder.events) if isinstance(e, RequestsTaken))
+    assert first_taken < first_text, "the window hears that the engine holds a request before its text"

@@ -76,7 +76,8 @@ class BatchingListener:
             self._lock.notify()
 
     def send_now(self) -> None:
-        """The last open request has ended: what waits goes at once, not at the next interval."""
+        """The last open request has ended, or requests were taken: what waits goes at once, not at
+        the next interval."""
         with self._lock:
             self._now = True
             self._lock.notify()

@@ -54,6 +54,14 @@ class TextFlushed:
 
 
 @dataclass(frozen=True)
+class RequestsTaken:
+    """The engine holds these requests now (the backend took them): what the window put off drawing
+    so as to leave the CPU to the sending (a new question's view) can be drawn."""
+
+    request_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class RequestFinished:
     event: StreamEvent
 

@@ -17,8 +17,8 @@ from workbench.engine.commands import (AdoptEngine, Abort, ReleaseEngine, Shutdo
                                        SubmitAll)
 from workbench.engine.engine_log import read_log, root_cause, worker_death
 from workbench.engine.events import (
-    EngineLogOpened, EngineReady, EngineState, RequestFailed, RequestFinished, StartProgressed, StateChanged,
-    TextFlushed,
+    EngineLogOpened, EngineReady, EngineState, RequestFailed, RequestFinished, RequestsTaken, StartProgressed,
+    StateChanged, TextFlushed,
 )
 from workbench.engine.kv_snapshot import KVSnapshot
 from workbench.engine.model_source import ModelNotFoundError
@@ -136,11 +136,15 @@ class EngineLoop:
         elif isinstance(command, StopEngine):
             self._stop_engine()
             self._set_state(EngineState.STOPPED, "Engine stopped.")
-        elif isinstance(command, Submit):
-            self._submit(command.request)
-        elif isinstance(command, SubmitAll):
-            for request in command.requests:
+        elif isinstance(command, (Submit, SubmitAll)):
+            requests = command.requests if isinstance(command, SubmitAll) else (command.request,)
+            for request in requests:
                 self._submit(request)
+            taken = tuple(r.request_id for r in requests if r.request_id in self._open)
+            if taken:
+                self.listener.publish(RequestsTaken(taken))
+                if self._send_now is not None:  # a batching listener: the window hears it now, not in 25 ms
+                    self._send_now()
         elif isinstance(command, Abort):
             self._abort(command.request_id)
         elif isinstance(command, AdoptEngine):

@@ -22,6 +22,7 @@ from workbench.engine.kv_probe import LocalKVProbe
 from workbench.engine.metrics import figures_from_output
 from workbench.engine.model_source import resolve_model
 from workbench.engine.placement import place_engine_core
+from workbench.engine.sampling import SamplingSettings
 from workbench.engine.process_guard import EngineWatchdog, child_pids, describe_exit, kill_processes, mark_owner
 from workbench.engine.sampling_params import to_sampling_params
 from workbench.engine.spec import DEMO_MODEL, EngineConfig
@@ -38,6 +39,7 @@ from workbench.engine.vllm_plugin.utility_call import wake_blocked_step
 # "Cannot re-initialize CUDA in forked subprocess". Spawned engine processes start clean whatever
 # ran here before.
 MULTIPROC_METHOD_ENV = "VLLM_WORKER_MULTIPROC_METHOD"
+PARAMS_KEPT = 64  # SamplingParams kept for reuse: distinct settings and budgets, then all dropped
 
 
 def use_spawn_for_engine_processes() -> None:
@@ -78,6 +80,7 @@ class EngineSession(Backend):
         self.config = config
         self.engine = None
         self.tokenizer = None
+        self._params: dict[tuple, object] = {}  # (settings, max tokens) -> vLLM's SamplingParams
         self.engine_pids: list[int] = []
         self.probe = LocalKVProbe(self)
         self.live: dict[str, _Live] = {}
@@ -111,6 +114,7 @@ class EngineSession(Backend):
             self.watchdog = EngineWatchdog(self.engine_pids, lambda: wake_blocked_step(engine))
             skip_tokenizer = self.config.option("skip_tokenizer_init", False)
             self.tokenizer = None if skip_tokenizer else self.engine.get_tokenizer()
+            self._params.clear()  # built for the engine before
         except Exception as exc:  # the engine runs but is unusable: it must not outlive this start
             self.shutdown()
             raise EngineStartError(f"The engine started but its tokenizer could not be loaded: "
@@ -265,7 +269,7 @@ class EngineSession(Backend):
                 f"The prompt is {len(prompt_ids)} tokens (system prompt and conversation), but the engine's "
                 f"max_model_len is {limit}. Shorten the system prompt or the message, start a new chat, "
                 f"or raise max_model_len in the engine settings.")
-        params = to_sampling_params(request.sampling, limit - len(prompt_ids), self.tokenizer is not None)
+        params = self._sampling_params(request.sampling, limit - len(prompt_ids))
         # vLLM refuses a priority other than 0 where it schedules first come, first served
         priority = request.priority if self.config.schedules_by_priority else 0
         internal = self.engine.add_request(request.request_id, {"prompt_token_ids": prompt_ids}, params,
@@ -273,6 +277,18 @@ class EngineSession(Backend):
         internal = internal if isinstance(internal, str) else request.request_id
         self.live[request.request_id] = _Live(time.monotonic())
         self.id_map[internal] = request.request_id
+
+    def _sampling_params(self, sampling: SamplingSettings, room: int):
+        """One ``SamplingParams`` per settings and token budget, shared by the requests that ask the
+        same (64 streams, a batch's rows): vLLM copies it for each request (``params.clone()`` in its
+        input processor), and building and validating a new one costs each request 10-60 µs."""
+        key = (sampling, min(sampling.max_tokens, room))
+        params = self._params.get(key)
+        if params is None:
+            if len(self._params) >= PARAMS_KEPT:
+                self._params.clear()
+            params = self._params[key] = to_sampling_params(sampling, room, self.tokenizer is not None)
+        return params
 
     def abort(self, request_id: str) -> None:
         """vLLM gives no final output for an abort in ``LLMEngine``: the session makes it."""

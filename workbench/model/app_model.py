@@ -15,8 +15,8 @@ from workbench.batch.results import BatchResults
 from workbench.batch.run import BatchRun, RunSettings
 from workbench.engine.backend import ChatRequest, SamplingSettings
 from workbench.engine.events import (
-    EngineLogOpened, EngineReady, EngineState, RequestFailed, RequestFinished, StartProgressed, StateChanged,
-    TextFlushed,
+    EngineLogOpened, EngineReady, EngineState, RequestFailed, RequestFinished, RequestsTaken, StartProgressed,
+    StateChanged, TextFlushed,
 )
 from workbench.engine.spec import EngineConfig
 from workbench.model.conversations import ChatMessage, Conversation
@@ -32,6 +32,7 @@ class AppModel:
     conversation_added = Signal(str)  # conversation id
     message_changed = Signal(str, str, bool)  # conversation id, message id, text only
     messages_changed = Signal(str)  # conversation id: messages added or removed
+    requests_taken = Signal(tuple)  # conversation ids whose replies the engine now holds
     conversation_removed = Signal(str)  # conversation id (deleted; "" for all of them)
     batch_run_added = Signal(str)  # run id
     batch_run_removed = Signal(str)  # run id
@@ -229,6 +230,12 @@ class AppModel:
             if reply is not None and reply.status == "streaming":
                 reply.text += text
                 self.message_changed.emit(found[0], found[1], True)
+
+    @apply.register
+    def _(self, event: RequestsTaken) -> None:
+        conversations = {found[0] for request_id in event.request_ids if (found := self._replies.get(request_id))}
+        if conversations:
+            self.requests_taken.emit(tuple(sorted(conversations)))
 
     @apply.register
     def _(self, event: RequestFinished) -> None:

@@ -72,6 +72,9 @@ class MessageView(QFrame):
         self.body.setText(self.turn.text or ("…" if self.turn.status == "streaming" else ""))
 
 
+SYNC_AFTER_MS = 50  # a new question is drawn this soon at the latest, whatever the engine says
+
+
 class TranscriptView(QScrollArea):
     def __init__(self, conversation: Conversation):
         super().__init__()
@@ -88,10 +91,33 @@ class TranscriptView(QScrollArea):
         self._draw_timer = QTimer(self, singleShot=True)
         self._draw_timer.timeout.connect(self._draw_pending)
         self._settling = False  # a draw's layout and paint are still to run
+        self._sync_due = False  # new or removed messages wait for the views' sync
         self.num_text_draws = 0  # the tests read it
+
+    def sync_soon(self) -> None:
+        """``sync`` once the engine has taken the request just asked (``sync_now``, on the model's
+        ``requests_taken``), or when its reply first changes, or after ``SYNC_AFTER_MS`` at the latest.
+        Building and drawing a question's views takes the window 5-25 ms of CPU; on a machine whose
+        spare cores are few, that work slows the engine's intake of the very request (vLLM's
+        ``add_request``, in the engine-client process), which is what its first token waits for."""
+        if not self._sync_due:
+            self._sync_due = True
+            QTimer.singleShot(SYNC_AFTER_MS, self, self._sync_if_due)
+
+    def _sync_if_due(self) -> None:
+        if self._sync_due:
+            self.sync()
+
+    sync_now = _sync_if_due
+
+    def view_of(self, message_id: str) -> MessageView | None:
+        """A message's view, its sync done first if one is due."""
+        self._sync_if_due()
+        return self.views.get(message_id)
 
     def sync(self) -> None:
         """Adds views for new messages, drops views of removed ones (Regenerate)."""
+        self._sync_due = False
         alive = {m.message_id for m in self.conversation.messages}
         for key in [k for k in self.views if k not in alive]:
             self.views.pop(key).deleteLater()
@@ -104,6 +130,7 @@ class TranscriptView(QScrollArea):
 
     def render_message(self, message_id: str, text_only: bool = False) -> None:
         """A whole message (its end, its figures) is drawn at once; new streaming text at the pacer's pace."""
+        self._sync_if_due()
         view = self.views.get(message_id)
         if view is None:
             return
@@ -159,6 +186,7 @@ class ChatPane(QWidget):
         model.conversation_added.connect(self._on_model_conversation_added)
         model.messages_changed.connect(self._on_model_messages_changed)
         model.message_changed.connect(self._on_model_message_changed)
+        model.requests_taken.connect(self._on_model_requests_taken)
         model.conversation_removed.connect(self._on_model_conversation_removed)
         for conversation_id in model.conversations:
             self._on_model_conversation_added(conversation_id)
@@ -328,8 +356,13 @@ class ChatPane(QWidget):
 
     # -------------------------------------------------------------- what the model reports
     def _on_model_messages_changed(self, conversation_id: str) -> None:
-        self.transcripts[conversation_id].sync()
+        self.transcripts[conversation_id].sync_soon()
         self._update_buttons()
+
+    def _on_model_requests_taken(self, conversation_ids: tuple[str, ...]) -> None:
+        for conversation_id in conversation_ids:
+            if (view := self.transcripts.get(conversation_id)) is not None:
+                view.sync_now()
 
     def _on_model_message_changed(self, conversation_id: str, message_id: str, text_only: bool) -> None:
         self.transcripts[conversation_id].render_message(message_id, text_only)
