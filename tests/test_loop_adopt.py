@@ -8,6 +8,7 @@ runs the same seam against the real engine (``tests/test_bench_smoke.py``).
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 
 from workbench.engine.backend import Backend, Capabilities, ChatRequest, EngineInfo, StreamEvent
 from workbench.engine.commands import AdoptEngine, ReleaseEngine, Shutdown, Submit, SubmitAll
@@ -87,12 +88,23 @@ def ended(request_id: str):
     return lambda e: isinstance(e, RequestFinished) and e.event.request_id == request_id
 
 
-def test_adopted_engine_is_stepped_on_the_loop_thread_and_released_running():
-    recorder, backend = Recorder(), EndlessBackend(words=5)
+@contextmanager
+def running_loop(recorder: Recorder):
+    """The loop on a thread of its own, as the worker runs it; shut down and joined afterwards."""
     loop = EngineLoop(recorder)
     thread = threading.Thread(target=loop.run, name="loop")
     thread.start()
     try:
+        yield loop, thread
+    finally:
+        loop.post(Shutdown())
+        thread.join(TIMEOUT_S)
+    assert not thread.is_alive()
+
+
+def test_adopted_engine_is_stepped_on_the_loop_thread_and_released_running():
+    recorder, backend = Recorder(), EndlessBackend(words=5)
+    with running_loop(recorder) as (loop, thread):
         loop.post(AdoptEngine(backend, start_id=7))
         ready = recorder.wait_for(lambda e: isinstance(e, StateChanged) and e.state is EngineState.READY)
         assert ready.start_id == 7
@@ -113,19 +125,12 @@ def test_adopted_engine_is_stepped_on_the_loop_thread_and_released_running():
         assert isinstance(recorder.wait_for(lambda e: getattr(e, "request_id", "") == "after"), RequestFailed)
         loop.post(AdoptEngine(backend, start_id=8))  # adopted again, as the benchmark does each run
         recorder.wait_for(lambda e: isinstance(e, StateChanged) and e.start_id == 8)
-    finally:
-        loop.post(Shutdown())
-        thread.join(TIMEOUT_S)
-    assert not thread.is_alive()
     assert backend.num_shutdowns == 0, "the loop must never shut down an engine it did not start"
 
 
 def test_the_loop_says_which_requests_the_engine_took_before_any_of_their_text():
     recorder, backend = Recorder(), EndlessBackend(words=3)
-    loop = EngineLoop(recorder)
-    thread = threading.Thread(target=loop.run, name="loop")
-    thread.start()
-    try:
+    with running_loop(recorder) as (loop, _):
         loop.post(Submit(ChatRequest("early", ())))  # no engine yet: refused, so not taken
         recorder.wait_for(lambda e: isinstance(e, RequestFailed) and e.request_id == "early")
         loop.post(AdoptEngine(backend, start_id=1))
@@ -134,9 +139,6 @@ def test_the_loop_says_which_requests_the_engine_took_before_any_of_their_text()
         loop.post(Submit(ChatRequest("three", ())))
         recorder.wait_for(ended("three"))
         recorder.wait_for(ended("two"))
-    finally:
-        loop.post(Shutdown())
-        thread.join(TIMEOUT_S)
     taken = [e.request_ids for e in recorder.events if isinstance(e, RequestsTaken)]
     assert taken == [("one", "two"), ("three",)], taken
     first_text = next(i for i, e in enumerate(recorder.events) if isinstance(e, TextFlushed))
