@@ -99,38 +99,12 @@ class AppPath:
                 if "chat" in self.without:
                     worker.post(Submit(ChatRequest(f"d-{started}-chat", (), sampling, prompt_token_ids=tuple(prompts[0]))))
                 else:
-                    import sys as _s2, threading as _th
-                    print(f'TRACE start {started:.6f}', file=_s2.stderr, flush=True)
-                    from PySide6.QtCore import QObject as _QO
-                    from PySide6.QtWidgets import QApplication as _QA
-                    log = []
-                    t_end = time.perf_counter() + 0.06
-                    class _F(_QO):
-                        def eventFilter(self, obj, ev):
-                            if time.perf_counter() < t_end:
-                                log.append((time.perf_counter(), ev.type().name, type(obj).__name__))
-                            return False
-                    _f = _F(); _QA.instance().installEventFilter(_f); self._trace_filter = (_f, log)
-                    def _sample(until=time.perf_counter() + 0.06):
-                        c0 = time.process_time()
-                        marks = []
-                        while time.perf_counter() < until:
-                            marks.append((time.perf_counter(), time.process_time() - c0))
-                            time.sleep(0.002)
-                        print("TRACE cpu " + " ".join(f"{t:.4f}:{c*1e3:.1f}" for t, c in marks[::3]), file=_s2.stderr, flush=True)
-                    if len(prompts) > 8: _th.Thread(target=_sample, daemon=True).start()
                     window.chat.send()
-                    print(f'TRACE sent-clicked {time.perf_counter():.6f}', file=_s2.stderr, flush=True)
                 for i, prompt in enumerate(prompts[1:]):
                     worker.post(Submit(ChatRequest(f"d-{started}-{i}", (), sampling, prompt_token_ids=tuple(prompt))))
 
             all_ended = run_until(worker, ended, RUN_TIMEOUT_MS, send)
             stats.elapsed_s = time.perf_counter() - started
-            if hasattr(self, "_trace_filter"):
-                import sys as _s2
-                _f, log = self._trace_filter; del self._trace_filter
-                from PySide6.QtWidgets import QApplication as _QA; _QA.instance().removeEventFilter(_f)
-                if len(prompts) > 8: print("TRACE events " + " | ".join(f"{t:.4f} {n} {o}" for t, n, o in log if n not in ("ChildAdded", "ChildRemoved", "DynamicPropertyChange", "PolishRequest", "UpdateLater")), file=_s2.stderr, flush=True)
             cpu.stop(stats)
         window.heatmap_timer.start()
         self._hand_over(lambda: worker.post(ReleaseEngine()), lambda: window.model.engine.state is EngineState.STOPPED)
