@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -22,6 +23,61 @@ if __name__ == "__main__":
     print("READY", *session.engine_pids, flush=True)
     time.sleep(600)
 '''
+
+
+# A process that asks to die with its parent only after that parent has gone (an engine core still
+# importing vLLM when the app was killed): the grandchild waits until it has been handed to another
+# parent, then asks, naming the parent that started it.
+ORPHAN = '''
+import os, subprocess, sys, time
+if sys.argv[1] == "middle":
+    child = subprocess.Popen([sys.executable, "-c", sys.argv[2], "child", str(os.getpid()), sys.argv[3]],
+                             stdout=subprocess.DEVNULL)
+    print(child.pid, flush=True)
+else:
+    started_by, report = int(sys.argv[2]), sys.argv[3]
+    deadline = time.monotonic() + 10
+    while os.getppid() == started_by and time.monotonic() < deadline and sys.argv[1] == "child":
+        time.sleep(0.01)
+    from workbench.engine.vllm_plugin.process_life import die_with_parent
+    die_with_parent(started_by if sys.argv[1] == "child" else os.getppid())
+    open(report, "w").write("still running")
+    time.sleep(30)
+'''
+
+
+def test_an_engine_process_whose_parent_died_before_it_asked_to_die_with_it_ends(tmp_path):
+    report = tmp_path / "orphan.txt"
+    middle = subprocess.run([sys.executable, "-c", ORPHAN, "middle", ORPHAN, str(report)], capture_output=True,
+                            text=True, timeout=60)
+    orphan = int(middle.stdout.split()[0])  # its parent, "middle", has exited
+    try:
+        deadline = time.monotonic() + 20
+        while pid_alive(orphan) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not pid_alive(orphan) and not report.exists(), "the orphan ran on"
+    finally:
+        if pid_alive(orphan):
+            os.kill(orphan, signal.SIGKILL)
+
+    kept = subprocess.Popen([sys.executable, "-c", ORPHAN, "alive", str(os.getpid()), str(report)])
+    try:  # a parent that lives: the process runs on
+        deadline = time.monotonic() + 20
+        while not report.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert report.read_text() == "still running" and kept.poll() is None
+    finally:
+        kept.kill()
+        kept.wait()
+
+
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie, reaped by whoever adopted it, counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 @pytest.mark.slow

@@ -36,8 +36,9 @@ SUPPORTED_VLLM = ((0, 26), (0, 33))  # first and last supported minor release
 
 def register() -> None:
     """Entry point: called by vLLM in each of its processes."""
-    if multiprocessing.parent_process() is not None and os.environ.get(OWNER_ENV):
-        die_with_parent()
+    parent = multiprocessing.parent_process()
+    if parent is not None and os.environ.get(OWNER_ENV):
+        die_with_parent(parent.pid)
     if on_cpu_build():
         request_amx()
     try:
