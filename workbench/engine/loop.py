@@ -325,16 +325,15 @@ class EngineLoop:
         log_text = read_log(getattr(backend, "log_path", None) or "")
         cause, worker = root_cause(log_text), worker_death(log_text)
         if worker:  # the worker's end is the cause: the engine core's exception is only its consequence
-            message = (f"The engine stopped during a reply: vLLM's log says {worker}. What was streamed so far "
-                       "is kept. Restart the engine (Engine > Restart engine). The engine log has the details "
-                       "(Engine > Show engine log).")
+            what, advice, said = f"vLLM's log says {worker}", "", ""
         else:
+            what = f"{how} ({type(exc).__name__}: {exc})"
+            advice = "; if it happens again, lower max_num_seqs or max_model_len, or choose a smaller model"
             said = (f"\n\nvLLM said (in its {cause.process or 'client'} process): {cause.exception}"
                     if cause and cause.exception else "")
-            message = (f"The engine stopped during a reply: {how} ({type(exc).__name__}: {exc}). "
-                       "What was streamed so far is kept. Restart the engine (Engine > Restart engine); if it "
-                       "happens again, lower max_num_seqs or max_model_len, or choose a smaller model. "
-                       f"The engine log has the details (Engine > Show engine log).{said}")
+        message = (f"The engine stopped during a reply: {what}. What was streamed so far is kept. Restart the "
+                   f"engine (Engine > Restart engine){advice}. The engine log has the details "
+                   f"(Engine > Show engine log).{said}")
         for request_id in open_requests:
             self.request_failed(request_id, message)
         self._set_state(EngineState.DIED, message)

@@ -22,8 +22,8 @@ from workbench.engine.kv_probe import LocalKVProbe
 from workbench.engine.metrics import figures_from_output
 from workbench.engine.model_source import resolve_model
 from workbench.engine.placement import place_engine_core
-from workbench.engine.sampling import SamplingSettings
 from workbench.engine.process_guard import EngineWatchdog, child_pids, describe_exit, kill_processes, mark_owner
+from workbench.engine.sampling import SamplingSettings
 from workbench.engine.sampling_params import to_sampling_params
 from workbench.engine.spec import DEMO_MODEL, EngineConfig
 from workbench.engine.start_failure import explain_start_failure

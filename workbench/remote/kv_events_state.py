@@ -170,7 +170,7 @@ class RankLedger:
         applied with another timestamp, or fewer batches than were seen."""
         if replayed and self.last_seq is not None and replayed[-1].seq < self.last_seq:
             return True
-        return any(self._applied_ts.get(batch.seq, batch.ts) != batch.ts for batch in replayed)
+        return any(batch.seq in self._applied_ts and not self.already_applied(batch) for batch in replayed)
 
     def already_applied(self, batch: EventBatch) -> bool:
         """Whether this very batch (its number and its timestamp) was applied already: a live copy of a

@@ -102,17 +102,16 @@ class TranscriptView(QScrollArea):
         ``add_request``, in the engine-client process), which is what its first token waits for."""
         if not self._sync_due:
             self._sync_due = True
-            QTimer.singleShot(SYNC_AFTER_MS, self, self._sync_if_due)
+            QTimer.singleShot(SYNC_AFTER_MS, self, self.sync_now)
 
-    def _sync_if_due(self) -> None:
+    def sync_now(self) -> None:
+        """The sync that ``sync_soon`` put off, if one is due."""
         if self._sync_due:
             self.sync()
 
-    sync_now = _sync_if_due
-
     def view_of(self, message_id: str) -> MessageView | None:
         """A message's view, its sync done first if one is due."""
-        self._sync_if_due()
+        self.sync_now()
         return self.views.get(message_id)
 
     def sync(self) -> None:
@@ -130,7 +129,7 @@ class TranscriptView(QScrollArea):
 
     def render_message(self, message_id: str, text_only: bool = False) -> None:
         """A whole message (its end, its figures) is drawn at once; new streaming text at the pacer's pace."""
-        self._sync_if_due()
+        self.sync_now()
         view = self.views.get(message_id)
         if view is None:
             return
