@@ -122,8 +122,11 @@ def test_malformed_lines_are_listed_and_the_valid_lines_run(window, qtbot, tmp_p
 
 
 def test_exports_match_what_the_engine_reported(window, qtbot, tmp_path):
-    from vllm.entrypoints.launchers.run_batch import BatchRequestOutput
     from vllm.entrypoints.openai.completion.protocol import CompletionResponse
+    try:  # vLLM 0.32 and later
+        from vllm.entrypoints.launchers.run_batch import BatchRequestOutput
+    except ImportError:  # vLLM 0.26
+        from vllm.entrypoints.openai.run_batch import BatchRequestOutput
 
     pane = window.batch
     path = tmp_path / "export-me.jsonl"

@@ -70,9 +70,11 @@ def test_plots_counters_equal_vllms_own(window, qtbot):
 
 
 @pytest.mark.slow
-def test_memory_panel_without_nvml_shows_host_memory_and_kv_space(window, qtbot):
-    """The CPU build has no NVML: the panel says so, lists every engine process's host memory with
-    vLLM's split for its worker, and the KV space of the pool; the plot follows the host memory."""
+def test_memory_panel_shows_every_engine_process_and_the_kv_space(window, qtbot):
+    """Every engine process's memory with vLLM's split for its worker, and the KV space of the pool.
+    The CPU build has no NVML: the panel says so, shows host memory, and the plot follows it. Where
+    NVML answers (a GPU machine), the panel shows each GPU and the engine's GPU memory, and the plot
+    the GPU's total."""
     info = window.model.engine.info
     panel = window.memory
 
@@ -81,21 +83,28 @@ def test_memory_panel_without_nvml_shows_host_memory_and_kv_space(window, qtbot)
     qtbot.waitUntil(shows_engine, timeout=5_000)
     text = panel.text.text()
     reading = window.memory_service.latest().latest
-    assert reading.nvml_unavailable and "No GPU figures" in text and "host" in text
-    assert not reading.gpus
+    on_gpu = reading.nvml_unavailable is None
     assert all(f"pid {pid}" in text for pid in info.engine_pids)
     # The engine's processes, and the engine-client process that runs vLLM's client loop where there is one.
     client = getattr(window.engine.worker, "client_pid", None)
     assert {p.pid for p in reading.processes} == set(info.engine_pids) | ({client} if client else set())
     assert all(p.host_rss_bytes > 0 for p in reading.processes)
     if client:
-        assert f"pid {client} engine client: host" in text
+        assert f"pid {client} engine client: {'GPU' if on_gpu else 'host'}" in text
     worker = info.workers[0]
     assert worker.kv_cache_bytes > 0 and worker.weights_bytes > 0
     assert f"({info.num_kv_blocks:,} blocks)" in text and info.num_kv_blocks == 1024
     total = panel.total.getOriginalDataset()[1]
-    assert len(total) and total[-1] * panel.unit == pytest.approx(sum(p.host_rss_bytes for p in reading.processes),
-                                                                  rel=0.2)
+    if on_gpu:
+        assert reading.gpus and all(f"GPU {gpu.index}</b>" in text for gpu in reading.gpus)
+        assert "No GPU figures" not in text
+        assert any((p.gpu_bytes or 0) > worker.kv_cache_bytes for p in reading.processes), "the worker's GPU memory"
+        assert len(total) and total[-1] * panel.unit == pytest.approx(sum(g.total_bytes for g in reading.gpus), rel=0.01)
+    else:
+        assert reading.nvml_unavailable and "No GPU figures" in text and "host" in text
+        assert not reading.gpus
+        assert len(total) and total[-1] * panel.unit == pytest.approx(
+            sum(p.host_rss_bytes for p in reading.processes), rel=0.2)
 
 
 def test_memory_service_without_an_engine_or_nvml_never_raises(qtbot):

@@ -1,5 +1,6 @@
-"""Presets against the real CPU engine: each shipped preset starts and serves a chat, with vLLM's block
-count equal to the planner's; a switch in the middle of a reply (abort, or let it finish); a failed start
+"""Presets against the real engine: each shipped preset starts and serves a chat, with vLLM's block
+count equal to the planner's on the CPU (within the 5 % the estimate promises on a GPU, where vLLM
+profiles the activations); a switch in the middle of a reply (abort, or let it finish); a failed start
 retried with one click."""
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from workbench.presets.model_facts import facts_for
 
 pytestmark = pytest.mark.slow
 SHIPPED = ["balanced", "low-latency", "high-throughput", "long-context", "memory-limited"]
+CAPACITY_TOLERANCE = 0.05  # the presets' promise: the estimate within 5 % of vLLM's block count
 
 
 def apply_preset(window, qtbot, name: str, when_busy: str | None = None):
@@ -33,7 +35,12 @@ def test_every_shipped_preset_starts_and_serves_a_chat(window, qtbot):
         resolved = apply_preset(window, qtbot, name)
         assert window.model.config == resolved.config and window.model.preset_name == name
         plan = plan_capacity(resolved.config, facts, window.presets.machine)
-        assert window.model.engine.info.num_kv_blocks == plan.num_blocks, name  # the CPU arithmetic, checked
+        info = window.model.engine.info
+        num_blocks = info.num_kv_blocks
+        if info.device == "cpu":
+            assert num_blocks == plan.num_blocks, name  # the CPU arithmetic, checked
+        else:
+            assert num_blocks == pytest.approx(plan.num_blocks, rel=CAPACITY_TOLERANCE), name
         assert "vLLM allocated" in window.presets.capacity.text()
         conversation = window.chat.new_conversation()
         assert conversation.sampling == resolved.sampling, "the preset seeds new conversations"
@@ -42,7 +49,7 @@ def test_every_shipped_preset_starts_and_serves_a_chat(window, qtbot):
         wait_finished(qtbot, reply)
         assert reply.status == "done" and reply.text, (name, reply.error)
         qtbot.waitUntil(lambda: window.heatmap.snapshot is not None
-                        and window.heatmap.snapshot.num_blocks == plan.num_blocks, timeout=10_000)
+                        and window.heatmap.snapshot.num_blocks == num_blocks, timeout=10_000)
 
 
 def long_reply(window, qtbot):
