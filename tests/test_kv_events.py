@@ -569,6 +569,9 @@ def test_a_live_copy_of_a_replayed_batch_is_not_a_restart():
                 router.send_multipart((client, b"", b"", frame(seq), payload))
             router.send_multipart((client, b"", b"", (-1).to_bytes(8, "big", signed=True), b""))
             assert subscriber.wait_for(lambda s: s.ranks[0].last_seq == 1, 10) is not None, subscriber.latest()
+            assert router.poll(10_000), "no catch-up once the subscription had landed"
+            client, _empty, from_seq = router.recv_multipart()
+            router.send_multipart((client, b"", b"", (-1).to_bytes(8, "big", signed=True), b""))
 
             pub.send_multipart((b"", frame(1), batches[1]))  # the live copy, after the replay
             pub.send_multipart((b"", frame(2), msgspec.msgpack.encode(stored_batch([3], parent=2))))
@@ -582,6 +585,45 @@ def test_a_live_copy_of_a_replayed_batch_is_not_a_restart():
             state = subscriber.wait_for(lambda s: s.ranks[0].num_restarts == 1 and s.ranks[0].last_seq == 0, 10)
             assert state is not None, subscriber.latest()
             assert {key[2] for key in state.ranks[0].stored} == {9} and state.ranks[0].caught_up
+    finally:
+        pub.close()
+        router.close()
+        ctx.term()
+
+
+def test_what_a_server_published_before_the_subscription_landed_is_asked_for_again():
+    """The first replay can be answered (empty) before the server publishes, and what it publishes before
+    the subscription reaches its PUB socket is dropped: once the subscription has landed, the subscriber
+    asks for the server's buffer again and gets it."""
+    ctx = zmq.Context()
+    router = ctx.socket(zmq.ROUTER)
+    router.setsockopt(zmq.LINGER, 0)
+    replay_port = router.bind_to_random_port("tcp://127.0.0.1")
+    with socket.socket() as probe:  # a free port for the PUB socket, bound only after the first replay
+        probe.bind(("127.0.0.1", 0))
+        pub_port = probe.getsockname()[1]
+    pub = ctx.socket(zmq.XPUB)
+    pub.setsockopt(zmq.LINGER, 0)
+    batch = msgspec.msgpack.encode(stored_batch([1]))
+    end = (-1).to_bytes(8, "big", signed=True)
+    try:
+        endpoint = EventsEndpoint(f"tcp://127.0.0.1:{pub_port}", replay_endpoint=f"tcp://127.0.0.1:{replay_port}")
+        with KVEventsSubscriber([endpoint], replay_timeout_s=10, min_interval_s=0.02) as subscriber:
+            assert router.poll(10_000), "the subscriber asked for no replay"
+            client, _empty, _from = router.recv_multipart()
+            router.send_multipart((client, b"", b"", end, b""))  # nothing published yet
+            assert subscriber.wait_for(lambda s: s.ranks[0].link == LINK_LIVE, 10) is not None
+            pub.bind(f"tcp://127.0.0.1:{pub_port}")
+            pub.send_multipart((b"", (0).to_bytes(8, "big"), batch))  # no subscriber yet: dropped
+            assert pub.poll(10_000) and pub.recv() == b"\x01", "the subscription did not reach the publisher"
+            assert router.poll(10_000), "the subscriber did not ask again once subscribed"
+            client, _empty, from_seq = router.recv_multipart()
+            assert int.from_bytes(from_seq, "big") == 0
+            router.send_multipart((client, b"", b"", (0).to_bytes(8, "big"), batch))
+            router.send_multipart((client, b"", b"", end, b""))
+            state = subscriber.wait_for(lambda s: s.ranks[0].last_seq == 0, 10)
+            assert state is not None, subscriber.latest()
+            assert {key[2] for key in state.ranks[0].stored} == {1} and state.ranks[0].num_restarts == 0
     finally:
         pub.close()
         router.close()

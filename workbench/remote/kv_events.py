@@ -29,6 +29,9 @@ from workbench.remote.kv_events_state import LINK_LIVE, LINK_LOST, LINK_NO_ANSWE
 from workbench.remote.kv_events_wire import EventBatch, KVEventsDecodeError, decode_batch, decode_seq
 
 REPLAY_END = (-1).to_bytes(8, "big", signed=True)  # the sequence frame that ends a replay
+# After a handshake, the time the subscription takes to reach the server's PUB socket: what the server
+# publishes before it lands is dropped, so the subscriber asks for the server's buffer once it has.
+SUBSCRIPTION_SETTLE_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,8 @@ class _RankLink:
             self.sub.connect(where.endpoint)
         self.disconnected = False
         self.rejoining = False  # the replay in flight follows a reconnection: the server may have restarted
+        self.catch_up_at: float | None = None  # after a handshake: ask for the server's buffer then
+        self.catch_up_rejoins = False  # that handshake was a reconnection
         self.replay: zmq.Socket | None = None
         if where.replay_endpoint:
             self.replay = ctx.socket(zmq.DEALER)
@@ -197,6 +202,7 @@ class KVEventsSubscriber:
                 batch = self._decode(link, link.sub.recv_multipart())
                 if batch is not None:
                     self._on_live(link, batch)
+        self._catch_up(link)
         self._check_timeouts(link)
 
     def _decode(self, link: _RankLink, frames: list[bytes]) -> EventBatch | None:
@@ -214,13 +220,26 @@ class KVEventsSubscriber:
             link.disconnected = True
             link.ledger.link = LINK_LOST
             link.ledger.changed = True
-        elif event == zmq.EVENT_HANDSHAKE_SUCCEEDED and link.disconnected:
-            link.disconnected = False
-            link.ledger.link = LINK_LIVE
-            link.ledger.changed = True
-            if link.replay is not None:  # everything the server still holds: tells a restart from a hiccup
-                link.rejoining = True
-                self._ask_replay(link, 0)
+        elif event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+            link.catch_up_rejoins = link.disconnected
+            if link.disconnected:
+                link.disconnected = False
+                link.ledger.link = LINK_LIVE
+                link.ledger.changed = True
+            if link.replay is not None:
+                link.catch_up_at = time.monotonic() + SUBSCRIPTION_SETTLE_S
+
+    def _catch_up(self, link: _RankLink) -> None:
+        """Once a handshake's subscription has landed: everything the server still holds, so that what it
+        published before then is not lost; after a reconnection it also tells a restart from a hiccup.
+        After the first connection it waits for the replay in flight to be answered."""
+        if link.catch_up_at is None or time.monotonic() < link.catch_up_at:
+            return
+        if link.replay_asked_at is not None and not link.catch_up_rejoins:
+            return
+        link.catch_up_at = None
+        link.rejoining = link.catch_up_rejoins
+        self._ask_replay(link, 0)
 
     def _ask_replay(self, link: _RankLink, from_seq: int) -> None:
         assert link.replay is not None
