@@ -570,7 +570,7 @@ def test_a_live_copy_of_a_replayed_batch_is_not_a_restart():
             router.send_multipart((client, b"", b"", (-1).to_bytes(8, "big", signed=True), b""))
             assert subscriber.wait_for(lambda s: s.ranks[0].last_seq == 1, 10) is not None, subscriber.latest()
             assert router.poll(10_000), "no catch-up once the subscription had landed"
-            client, _empty, from_seq = router.recv_multipart()
+            client, _empty, _from = router.recv_multipart()
             router.send_multipart((client, b"", b"", (-1).to_bytes(8, "big", signed=True), b""))
 
             pub.send_multipart((b"", frame(1), batches[1]))  # the live copy, after the replay

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from chat_driver import type_and_send, wait_finished
+from no_nvml import telemetry_without_nvml
 from workbench.engine.stats import StatsTotals
-from workbench.telemetry.gpu_memory import GpuTelemetry
 from workbench.telemetry.memory_service import MemoryService
 from workbench.ui.memory_panel import MemoryPanel
 from workbench.ui.plot_export import export_plot
@@ -109,10 +109,7 @@ def test_memory_panel_shows_every_engine_process_and_the_kv_space(window, qtbot)
 
 def test_memory_service_without_an_engine_or_nvml_never_raises(qtbot):
     """No NVIDIA driver here: a reading says why, and the panel shows it, with no engine at all."""
-    def no_driver():
-        raise OSError("libnvidia-ml.so.1: cannot open shared object file")
-
-    service = MemoryService(GpuTelemetry(load_nvml=no_driver))
+    service = MemoryService(telemetry_without_nvml())
     service.sample()
     panel = MemoryPanel(time_origin=0.0)
     qtbot.addWidget(panel)

@@ -10,6 +10,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from no_nvml import telemetry_without_nvml
 from workbench.engine.backend import EngineInfo, StreamEvent
 from workbench.engine.events import EngineReady, EngineState, RequestFinished, StateChanged, TextFlushed
 from workbench.engine.metrics import RequestFigures
@@ -128,7 +129,6 @@ def test_the_memory_series_is_stored_per_engine_run_apart_from_the_plots_and_exp
 
     from workbench.engine.backend import WorkerMemory
     from workbench.export.session_export import export_session
-    from workbench.telemetry.gpu_memory import GpuTelemetry
     from workbench.telemetry.memory_service import MEMORY_COLUMNS, MemoryService
     from workbench.ui.session_export_action import start_session_export
     from workbench.ui.sessions_view import SessionsView
@@ -138,10 +138,7 @@ def test_the_memory_series_is_stored_per_engine_run_apart_from_the_plots_and_exp
     storage.restore_into(model, lambda command: None)
     storage.start(model, FACTS)
     worker = WorkerMemory(os.getpid(), "cpu", None, 3 << 20, "parameters", 5 << 20)
-    def no_driver():
-        raise OSError("libnvidia-ml.so.1: cannot open shared object file")
-
-    service = MemoryService(GpuTelemetry(load_nvml=no_driver))
+    service = MemoryService(telemetry_without_nvml())
     service.watch(EngineInfo("demo", "0.32.0", "cpu", 2048, None, (os.getpid(),), (worker,), 64))
     service.sample()
     storage.record_memory(service.latest())  # no engine run yet: not kept
