@@ -18,7 +18,7 @@ def type_and_send(window, qtbot, text: str):
 
 
 def wait_finished(qtbot, turn, timeout=REPLY_TIMEOUT_MS):
-    qtbot.waitUntil(lambda: turn.status != "streaming", timeout=timeout)
+    qtbot.waitUntil(lambda: turn.status not in ("waiting", "streaming"), timeout=timeout)
 
 
 class SnapshotRecorder:

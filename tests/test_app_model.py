@@ -56,7 +56,7 @@ def test_replies_stream_into_their_conversation_with_stable_ids():
     assert (reply_1.text, reply_1.status) == ("A block holds 16 tokens.", "done")
     assert (reply_2.text, reply_2.status) == ("A page", "streaming")
     assert changes[-1] == (first.conversation_id, False)
-    assert model.owner_label(ask_2.request_id) == "Chat 2"
+    assert model.owner_label(ask_2.request_id) == "And a page?"  # the chat is titled by its first question
     assert model.requests.get(ask_1.request_id).status == "done"
     model.apply(TextFlushed.of({ask_1.request_id: " late text"}))
     assert reply_1.text == "A block holds 16 tokens.", "text after the end is not appended"

@@ -19,17 +19,25 @@ from workbench.engine.events import (
     StateChanged, TextFlushed,
 )
 from workbench.engine.spec import EngineConfig
-from workbench.model.conversations import ChatMessage, Conversation
+from workbench.model.conversations import OPEN_STATUSES, ChatMessage, Conversation
 from workbench.model.engine_status import EngineStatus
 from workbench.model.requests import Owner, RequestRegistry
 from workbench.model.server_status import ServerStatus
 from workbench.remote.events import ServerMetricsRead, ServerStateChanged
 
 
+NOT_SENT = "not sent: taken back before the engine could take it (the question is kept: Regenerate sends it)"
+
+
+def _status(waiting: bool) -> str:
+    return "waiting" if waiting else "streaming"
+
+
 class AppModel:
     engine_changed = Signal(object)  # EngineStatus
     config_changed = Signal(object)  # EngineConfig
     conversation_added = Signal(str)  # conversation id
+    conversation_changed = Signal(str)  # conversation id: its title or its system prompt
     message_changed = Signal(str, str, bool)  # conversation id, message id, text only
     messages_changed = Signal(str)  # conversation id: messages added or removed
     requests_taken = Signal(tuple)  # conversation ids whose replies the engine now holds
@@ -37,6 +45,7 @@ class AppModel:
     batch_run_added = Signal(str)  # run id
     batch_run_removed = Signal(str)  # run id
     server_changed = Signal(object)  # ServerStatus
+    waiting_changed = Signal()  # what questions waiting for the engine wait for (a start was asked for)
 
     def __init__(self, config: EngineConfig, system_prompt: str = ""):
         self.config = config
@@ -49,6 +58,7 @@ class AppModel:
         self._replies: dict[str, tuple[str, str]] = {}  # request id -> (conversation id, message id)
         self.batch_runs: dict[str, BatchRun] = {}  # run id -> run, in the order started
         self._batch_numbers = itertools.count(1)  # run ids never repeat, even after a run is let go
+        self._chat_numbers = itertools.count(1)  # nor do conversations' numbers, even after a delete
         self.new_chat_sampling = SamplingSettings()  # seeds each new conversation (the applied preset's)
         self.preset_name = ""  # the preset the configuration came from ("" : none)
         self.server = ServerStatus()  # the server attached to, if any
@@ -66,12 +76,22 @@ class AppModel:
         self.set_config(config)
 
     def open_chat_requests(self) -> list[str]:
-        """Chat replies still streaming, by request id."""
-        return list(self._replies)
+        """Chat replies the engine holds (streaming), by request id; not those still waiting for it."""
+        return [request_id for request_id in self._replies if self._reply_status(request_id) == "streaming"]
+
+    def waiting_chat_requests(self) -> list[str]:
+        """Chat questions asked while the engine could not take them, by request id, in the order asked."""
+        return [request_id for request_id in self._replies if self._reply_status(request_id) == "waiting"]
+
+    def _reply_status(self, request_id: str) -> str:
+        conversation_id, message_id = self._replies[request_id]
+        reply = self.conversations[conversation_id].message(message_id)
+        return reply.status if reply is not None else ""
 
     def num_in_flight(self) -> int:
         """Requests in the engine now: chat replies streaming and batch rows sent."""
-        return len(self._replies) + sum(run.progress().num_in_flight for run in self.batch_runs.values())
+        return (len(self.open_chat_requests())
+                + sum(run.progress().num_in_flight for run in self.batch_runs.values()))
 
     def next_start_id(self) -> int:
         """A number for the next StartEngine command; the loop reports its states under it."""
@@ -80,10 +100,29 @@ class AppModel:
 
     # ------------------------------------------------------------------ conversations
     def new_conversation(self) -> Conversation:
-        conversation = Conversation(f"Chat {len(self.conversations) + 1}", sampling=self.new_chat_sampling)
+        number = next(self._chat_numbers)
+        conversation = Conversation(f"Chat {number}", sampling=self.new_chat_sampling,
+                                    system_prompt=self.system_prompt, number=number)
         self.conversations[conversation.conversation_id] = conversation
         self.conversation_added.emit(conversation.conversation_id)
         return conversation
+
+    def rename_conversation(self, conversation_id: str, title: str) -> bool:
+        """The user's own title (blank is refused: the old title stays); True if it changed."""
+        conversation = self.conversations[conversation_id]
+        title = " ".join(title.split())
+        if not title or title == conversation.title:
+            return False
+        conversation.title, conversation.title_source = title, "user"
+        self.conversation_changed.emit(conversation_id)
+        return True
+
+    def set_system_prompt(self, conversation_id: str, system_prompt: str) -> None:
+        """A conversation's own system prompt, used by its next question (and kept with it)."""
+        conversation = self.conversations.get(conversation_id)
+        if conversation is not None and conversation.system_prompt != system_prompt:
+            conversation.system_prompt = system_prompt
+            self.conversation_changed.emit(conversation_id)
 
     def delete_conversation(self, conversation_id: str) -> None:
         """Removes a conversation; a reply still streaming in it is forgotten (the caller aborts it)."""
@@ -100,37 +139,60 @@ class AppModel:
         self._replies.clear()
         self.conversation_removed.emit("")
 
-    def restore(self, conversations: list[Conversation], batch_runs: list[BatchRun]) -> None:
+    def restore(self, conversations: list[Conversation], batch_runs: list[BatchRun],
+                highest_chat_number: int = 0) -> None:
         """What was stored, put back before any observer is connected (no signals); batch run numbers
-        go on after the highest restored."""
+        go on after the highest restored, conversation numbers after the highest ever given."""
         for conversation in conversations:
             self.conversations[conversation.conversation_id] = conversation
+        numbers = [c.number for c in conversations] + [highest_chat_number]
+        self._chat_numbers = itertools.count(max(numbers) + 1)
         for run in batch_runs:
             self.batch_runs[run.run_id] = run
         highest = max((run.run_no for run in batch_runs), default=0)
         self._batch_numbers = itertools.count(highest + 1)
 
     def ask(self, conversation_id: str, text: str, sampling: SamplingSettings,
-            system_prompt: str | None = None) -> ChatRequest | None:
-        """Adds the user's message and a streaming reply; None while a reply still streams."""
+            system_prompt: str | None = None, waiting: bool = False) -> ChatRequest | None:
+        """Adds the user's message and a streaming reply (``waiting``: a reply that waits for the engine
+        until :meth:`replies_sent`); None while a reply is still open."""
         conversation = self.conversations[conversation_id]
         if conversation.streaming_message() is not None:
             return None
-        request, reply = conversation.ask(text, self._system(system_prompt), sampling)
+        self._keep_system_prompt(conversation, system_prompt)
+        first = not conversation.messages
+        request, reply = conversation.ask(text, conversation.system_prompt, sampling, _status(waiting))
+        if first and conversation.retitle_from(text):
+            self.conversation_changed.emit(conversation_id)
         return self._register(conversation, request, reply)
 
     def regenerate(self, conversation_id: str, sampling: SamplingSettings,
-                   system_prompt: str | None = None) -> ChatRequest | None:
+                   system_prompt: str | None = None, waiting: bool = False) -> ChatRequest | None:
         conversation = self.conversations[conversation_id]
         if conversation.streaming_message() is not None:
             return None
-        asked = conversation.regenerate(self._system(system_prompt), sampling)
+        self._keep_system_prompt(conversation, system_prompt)
+        asked = conversation.regenerate(conversation.system_prompt, sampling, _status(waiting))
         return self._register(conversation, *asked) if asked is not None else None
 
-    def _system(self, system_prompt: str | None) -> str:
+    def replies_sent(self, request_ids: tuple[str, ...]) -> None:
+        """Waiting replies whose questions have now gone to the engine: they stream from here on."""
+        for request_id in request_ids:
+            found = self._replies.get(request_id)
+            reply = self.conversations[found[0]].message(found[1]) if found else None
+            if reply is not None and reply.status == "waiting":
+                reply.status = "streaming"
+                self.message_changed.emit(found[0], found[1], False)
+
+    def cancel_waiting(self, request_id: str) -> None:
+        """A question that never reached the engine, taken back by the user: its text stays."""
+        if request_id in self._replies and self._reply_status(request_id) == "waiting":
+            self._end_reply(request_id, "stopped", error=NOT_SENT, waiting_too=True)
+
+    def _keep_system_prompt(self, conversation: Conversation, system_prompt: str | None) -> None:
+        """A question's system prompt (None: the conversation's own) becomes the conversation's."""
         if system_prompt is not None:
-            self.system_prompt = system_prompt
-        return self.system_prompt
+            self.set_system_prompt(conversation.conversation_id, system_prompt)
 
     def _register(self, conversation: Conversation, request: ChatRequest, reply: ChatMessage) -> ChatRequest:
         owner = Owner("chat", conversation.conversation_id, reply.message_id, conversation.title)
@@ -255,11 +317,17 @@ class AppModel:
             return
         self._end_reply(event.request_id, "error", error=event.message)
 
-    def _end_reply(self, request_id: str, status: str, figures=None, error: str = "") -> None:
-        self.requests.finish(request_id, status, figures)
-        found = self._replies.pop(request_id, None)
+    def _end_reply(self, request_id: str, status: str, figures=None, error: str = "",
+                   waiting_too: bool = False) -> None:
+        """Ends a streaming reply. One still waiting for the engine is left waiting by whatever the
+        engine says (it never had the request), unless ``waiting_too``."""
+        found = self._replies.get(request_id)
         reply = self.conversations[found[0]].message(found[1]) if found else None
-        if reply is None or reply.status != "streaming":
+        if reply is not None and reply.status == "waiting" and not waiting_too:
+            return
+        self.requests.finish(request_id, status, figures)
+        self._replies.pop(request_id, None)
+        if reply is None or reply.status not in OPEN_STATUSES:
             return
         reply.status, reply.figures, reply.error = status, figures, error
         self.message_changed.emit(found[0], found[1], False)

@@ -11,6 +11,9 @@ from workbench.engine.backend import ChatRequest, Message, SamplingSettings
 from workbench.engine.metrics import RequestFigures
 
 
+OPEN_STATUSES = ("waiting", "streaming")  # a reply not yet ended
+
+
 def new_id() -> str:
     return uuid.uuid4().hex
 
@@ -21,7 +24,7 @@ class ChatMessage:
 
     role: str  # "user" or "assistant"
     text: str = ""
-    status: str = "done"  # "streaming", "done", "stopped", "error"
+    status: str = "done"  # "waiting" (for the engine), "streaming", "done", "stopped", "error"
     error: str = ""
     figures: RequestFigures | None = None
     request_id: str = ""
@@ -30,12 +33,35 @@ class ChatMessage:
     system_prompt: str = ""  # a reply's: the system prompt it was asked with
 
 
+TITLE_LENGTH = 48  # a title taken from the first question: its first line, at most this long
+
+
+def title_from_question(text: str) -> str:
+    """A conversation's title from its first question: the first line, cut at a word near the end."""
+    line = " ".join(text.strip().splitlines()[0].split()) if text.strip() else ""
+    if len(line) <= TITLE_LENGTH:
+        return line
+    cut = line[:TITLE_LENGTH - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut[TITLE_LENGTH // 2:] else cut) + "…"
+
+
 @dataclass
 class Conversation:
     title: str
     messages: list[ChatMessage] = field(default_factory=list)
     conversation_id: str = field(default_factory=new_id)
     sampling: SamplingSettings = SamplingSettings()  # its own settings: seeded by the preset, then the user's
+    system_prompt: str = ""  # its own system prompt: seeded by the app's default, then the user's
+    number: int = 0  # "Chat 7": given once, never given again (deleting a chat does not free it)
+    title_source: str = "number"  # "number" (Chat 7), "question" (its first question) or "user" (renamed)
+
+    def retitle_from(self, question: str) -> bool:
+        """A numbered conversation takes its first question as its title; True if the title changed."""
+        title = title_from_question(question)
+        if self.title_source != "number" or not title:
+            return False
+        self.title, self.title_source = title, "question"
+        return True
 
     def history(self, system_prompt: str) -> tuple[Message, ...]:
         """The messages sent to the model: system prompt, then completed turns (errors left out)."""
@@ -45,30 +71,34 @@ class Conversation:
                 sent.append(Message(message.role, message.text))
         return tuple(sent)
 
-    def ask(self, text: str, system_prompt: str, sampling: SamplingSettings) -> tuple[ChatRequest, ChatMessage]:
-        """Adds the user's message and an empty streaming reply; returns the request to send."""
+    def ask(self, text: str, system_prompt: str, sampling: SamplingSettings,
+            status: str = "streaming") -> tuple[ChatRequest, ChatMessage]:
+        """Adds the user's message and an empty reply (``status``: "streaming", or "waiting" for an
+        engine that cannot take it yet); returns the request to send."""
         self.messages.append(ChatMessage("user", text))
-        return self._request_reply(system_prompt, sampling)
+        return self._request_reply(system_prompt, sampling, status)
 
-    def regenerate(self, system_prompt: str,
-                   sampling: SamplingSettings) -> tuple[ChatRequest, ChatMessage] | None:
+    def regenerate(self, system_prompt: str, sampling: SamplingSettings,
+                   status: str = "streaming") -> tuple[ChatRequest, ChatMessage] | None:
         """Drops the last reply and asks again with the same history; None if there is no user message."""
         while self.messages and self.messages[-1].role == "assistant":
             self.messages.pop()
         if not self.messages:
             return None
-        return self._request_reply(system_prompt, sampling)
+        return self._request_reply(system_prompt, sampling, status)
 
-    def _request_reply(self, system_prompt: str, sampling: SamplingSettings) -> tuple[ChatRequest, ChatMessage]:
+    def _request_reply(self, system_prompt: str, sampling: SamplingSettings,
+                       status: str) -> tuple[ChatRequest, ChatMessage]:
         self.sampling = sampling
         history = self.history(system_prompt)
-        reply = ChatMessage("assistant", status="streaming", request_id=f"chat-{new_id()[:12]}", sampling=sampling,
+        reply = ChatMessage("assistant", status=status, request_id=f"chat-{new_id()[:12]}", sampling=sampling,
                             system_prompt=system_prompt)
         self.messages.append(reply)
         return ChatRequest(reply.request_id, history, sampling), reply
 
     def streaming_message(self) -> ChatMessage | None:
-        return next((m for m in reversed(self.messages) if m.status == "streaming"), None)
+        """The reply still open: streaming from the engine, or waiting for it."""
+        return next((m for m in reversed(self.messages) if m.status in OPEN_STATUSES), None)
 
     def message(self, message_id: str) -> ChatMessage | None:
         """Looked up from the end: the message asked for is nearly always the latest reply."""

@@ -42,6 +42,7 @@ class ModelRecorder:
         self._watched: dict[str, object] = {}  # run id -> its results, whose rows are watched
         self._connections = [
             (model.conversation_added, self._on_model_conversation_added),
+            (model.conversation_changed, self._on_model_conversation_changed),
             (model.messages_changed, self._on_model_messages_changed),
             (model.message_changed, self._on_model_message_changed),
             (model.conversation_removed, self._on_model_conversation_removed),
@@ -76,9 +77,7 @@ class ModelRecorder:
             return
         if conversation_id not in self._saved or self._sampling.get(conversation_id) != conversation.sampling:
             # new to the database (the conversation before its messages), or its own settings changed (an ask)
-            position = list(self.model.conversations).index(conversation_id)
-            self.put(ConversationSaved(conversation_id, conversation.title, position, conversation.sampling))
-            self._sampling[conversation_id] = conversation.sampling
+            self._save_conversation(conversation)
         saved = self._saved.setdefault(conversation_id, set())
         ids = tuple(m.message_id for m in conversation.messages)
         if saved - set(ids):
@@ -89,6 +88,17 @@ class ModelRecorder:
                 run_key = self.run_key if message.status == "streaming" else ""
                 self.put(message_record(conversation_id, position, message, run_key))
         self._saved[conversation_id] = set(ids)
+
+    def _on_model_conversation_changed(self, conversation_id: str) -> None:
+        conversation = self.model.conversations.get(conversation_id)
+        if conversation is not None and conversation_id in self._saved:  # a new one is saved whole, with it
+            self._save_conversation(conversation)
+
+    def _save_conversation(self, conversation) -> None:
+        position = list(self.model.conversations).index(conversation.conversation_id)
+        self.put(ConversationSaved(conversation.conversation_id, conversation.title, position, conversation.sampling,
+                                   conversation.system_prompt, conversation.number, conversation.title_source))
+        self._sampling[conversation.conversation_id] = conversation.sampling
 
     def _on_model_message_changed(self, conversation_id: str, message_id: str, text_only: bool) -> None:
         conversation = self.model.conversations.get(conversation_id)

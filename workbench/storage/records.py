@@ -19,6 +19,9 @@ class ConversationSaved:
     title: str
     position: int
     sampling: SamplingSettings | None = None  # the conversation's own settings
+    system_prompt: str = ""  # its own system prompt
+    number: int = 0  # "Chat 7": never given again
+    title_source: str = "number"  # "number", "question" or "user"
 
 
 @dataclass(frozen=True)

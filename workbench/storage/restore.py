@@ -14,14 +14,18 @@ from workbench.storage.codec import figures_from_json, prompt_from_json, run_set
 
 ENDED = (DONE, ERROR, CANCELLED)
 INTERRUPTED = "The app ended while this reply streamed; the text up to then is kept."
+NEVER_SENT = "The app ended before the engine could take this question; Regenerate sends it."
 
 
 def load_conversations(connection: sqlite3.Connection) -> list[Conversation]:
     """Every stored conversation in list order; a reply that was streaming when the app ended is stopped."""
     conversations: dict[str, Conversation] = {}
-    for conversation_id, title, sampling in connection.execute(
-            "SELECT conversation_id, title, sampling FROM conversations ORDER BY position, created_s"):
-        conversations[conversation_id] = Conversation(title, conversation_id=conversation_id)
+    for conversation_id, title, sampling, system_prompt, number, title_source in connection.execute(
+            "SELECT conversation_id, title, sampling, system_prompt, number, title_source FROM conversations "
+            "ORDER BY position, created_s"):
+        conversations[conversation_id] = Conversation(title, conversation_id=conversation_id,
+                                                      system_prompt=system_prompt, number=number,
+                                                      title_source=title_source)
         if sampling is not None:
             conversations[conversation_id].sampling = sampling_from_json(sampling)
     rows = connection.execute(
@@ -31,10 +35,18 @@ def load_conversations(connection: sqlite3.Connection) -> list[Conversation]:
          figures) in rows:
         if status == "streaming":
             status, error = "stopped", INTERRUPTED
+        elif status == "waiting":  # asked, never sent: the question is there, Regenerate sends it
+            status, error = "stopped", NEVER_SENT
         conversations[conversation_id].messages.append(ChatMessage(
             role, text, status, error, figures_from_json(figures), request_id, message_id,
             sampling_from_json(sampling), system_prompt or ""))
     return list(conversations.values())
+
+
+def highest_chat_number(connection: sqlite3.Connection) -> int:
+    """The highest conversation number ever given (its conversation may be deleted since)."""
+    row = connection.execute("SELECT value FROM counters WHERE name = 'conversation_number'").fetchone()
+    return row[0] if row else 0
 
 
 def load_batch_runs(connection: sqlite3.Connection, post: Callable[[object], None],

@@ -95,8 +95,24 @@ VERSION_2 = (
         WHERE status != 0""",
 )
 
+# Version 3: each conversation's own system prompt, its number ("Chat 7", never given twice: the highest
+# given is kept in ``counters`` after its conversation is deleted) and where its title came from. Stored
+# titles of the form "Chat N" keep N and may still take their first question's words.
+VERSION_3 = (
+    "ALTER TABLE conversations ADD COLUMN system_prompt TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE conversations ADD COLUMN number INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE conversations ADD COLUMN title_source TEXT NOT NULL DEFAULT 'user'",
+    """UPDATE conversations SET title_source = 'number', number = CAST(substr(title, 6) AS INTEGER)
+        WHERE title GLOB 'Chat [1-9]*' AND substr(title, 6) NOT GLOB '*[^0-9]*'""",
+    """UPDATE conversations SET system_prompt = coalesce((SELECT m.system_prompt FROM messages m
+        WHERE m.conversation_id = conversations.conversation_id AND m.role = 'assistant'
+        ORDER BY m.position DESC LIMIT 1), '')""",
+    "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+    "INSERT INTO counters SELECT 'conversation_number', coalesce(max(number), 0) FROM conversations",
+)
+
 # Each entry takes the database from its index to its index + 1.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (VERSION_1, VERSION_2)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (VERSION_1, VERSION_2, VERSION_3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

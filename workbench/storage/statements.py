@@ -21,9 +21,15 @@ def write_record(record, connection) -> None:
 @write_record.register
 def _(record: ConversationSaved, connection) -> None:
     connection.execute(
-        "INSERT INTO conversations VALUES (?, ?, ?, ?, ?) ON CONFLICT (conversation_id) DO UPDATE SET "
-        "title = excluded.title, position = excluded.position, sampling = excluded.sampling",
-        (record.conversation_id, record.title, record.position, time.time(), to_json(record.sampling)))
+        "INSERT INTO conversations (conversation_id, title, position, created_s, sampling, system_prompt, number, "
+        "title_source) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation_id) DO UPDATE SET "
+        "title = excluded.title, position = excluded.position, sampling = excluded.sampling, "
+        "system_prompt = excluded.system_prompt, title_source = excluded.title_source",
+        (record.conversation_id, record.title, record.position, time.time(), to_json(record.sampling),
+         record.system_prompt, record.number, record.title_source))
+    connection.execute(  # the highest number ever given, kept after its conversation is deleted
+        "INSERT INTO counters VALUES ('conversation_number', ?) ON CONFLICT (name) DO UPDATE SET "
+        "value = max(value, excluded.value)", (record.number,))
 
 
 @write_record.register

@@ -17,7 +17,8 @@ from workbench.storage.database import (
 )
 from workbench.storage.recorder import ModelRecorder
 from workbench.storage.records import SessionEnded, SessionStarted
-from workbench.storage.restore import close_interrupted_engine_runs, load_batch_runs, load_conversations
+from workbench.storage.restore import (close_interrupted_engine_runs, highest_chat_number, load_batch_runs,
+                                       load_conversations)
 from workbench.storage.series import SeriesRecorder
 from workbench.telemetry.memory_service import MEMORY_COLUMNS
 from workbench.storage.writer import StorageWriter
@@ -69,7 +70,8 @@ class Storage:
         if connection is None:
             return
         try:
-            model.restore(load_conversations(connection), load_batch_runs(connection, post, model.requests))
+            model.restore(load_conversations(connection), load_batch_runs(connection, post, model.requests),
+                          highest_chat_number(connection))
             if self.opened.writable:
                 close_interrupted_engine_runs(connection)
         except (sqlite3.Error, ValueError, KeyError, TypeError) as error:  # readable header, unreadable rows

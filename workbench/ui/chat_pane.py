@@ -2,21 +2,25 @@
 from __future__ import annotations
 
 import time
+from typing import Callable
 
-from PySide6.QtCore import Qt, QTimer, Signal, Slot
+from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtWidgets import (
-    QFrame, QHBoxLayout, QLabel, QListWidget, QMessageBox, QPushButton, QScrollArea, QSplitter, QStackedWidget,
+    QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMessageBox, QPushButton, QScrollArea, QSplitter, QStackedWidget,
     QVBoxLayout, QWidget, QPlainTextEdit,
 )
 
 from workbench.model.app_model import AppModel
-from workbench.model.conversations import ChatMessage, Conversation
+from workbench.model.conversations import OPEN_STATUSES, ChatMessage, Conversation
+from workbench.model.engine_commands import EngineCommands, waiting_note
 from workbench.ui.render_pacer import RenderPacer
 from workbench.ui.sampling_panel import SamplingPanel
 from workbench.ui.scrolling import scrolling
 
 
-def figures_text(turn: ChatMessage) -> str:
+def figures_text(turn: ChatMessage, waiting: str = "") -> str:
+    """The line under a turn: vLLM's figures, or what the reply is doing (``waiting``: what a reply
+    that waits for the engine waits for)."""
     if turn.status == "error":
         return f"⚠ {turn.error}"
     f = turn.figures
@@ -36,15 +40,18 @@ def figures_text(turn: ChatMessage) -> str:
         parts.append(f"stopped: {turn.error}" if turn.error else "stopped")  # e.g. cut off by a crash
     elif turn.status == "streaming":
         parts.append("generating…")
+    elif turn.status == "waiting":
+        parts.append(f"⏳ {waiting}")
     return " · ".join(parts)
 
 
 class MessageView(QFrame):
     """One turn; only the streaming one is re-rendered as text arrives."""
 
-    def __init__(self, turn: ChatMessage):
+    def __init__(self, turn: ChatMessage, waiting_note: Callable[[], str] = str):
         super().__init__()
         self.turn = turn
+        self.waiting_note = waiting_note
         self.setFrameShape(QFrame.StyledPanel)
         self.setObjectName("userMessage" if turn.role == "user" else "assistantMessage")
         layout = QVBoxLayout(self)
@@ -64,26 +71,40 @@ class MessageView(QFrame):
 
     def render(self) -> None:
         self.render_text()
-        self.stats.setText(figures_text(self.turn))
+        self.stats.setText(figures_text(self.turn, self.waiting_note() if self.turn.status == "waiting" else ""))
         self.stats.setVisible(bool(self.stats.text()))
 
     def render_text(self) -> None:
         """The reply's text only: what changes while it streams."""
-        self.body.setText(self.turn.text or ("…" if self.turn.status == "streaming" else ""))
+        self.body.setText(self.turn.text or ("…" if self.turn.status in OPEN_STATUSES else ""))
 
 
 SYNC_AFTER_MS = 50  # a new question is drawn this soon at the latest, whatever the engine says
 
 
+FOLLOW_SLACK_PX = 24  # within this of the end, the transcript follows the reply as it grows
+
+
 class TranscriptView(QScrollArea):
-    def __init__(self, conversation: Conversation):
+    """A conversation's messages. It follows the end as a reply grows, unless the user has scrolled
+    up: then a "New text below" button brings them back down."""
+
+    def __init__(self, conversation: Conversation, waiting_note: Callable[[], str] = str):
         super().__init__()
         self.conversation = conversation
+        self.waiting_note = waiting_note
         self.setWidgetResizable(True)
         inner = QWidget()
         self.column = QVBoxLayout(inner)
         self.column.addStretch(1)
         self.setWidget(inner)
+        self.following = True  # the view sits at the end and stays there as the content grows
+        bar = self.verticalScrollBar()
+        bar.rangeChanged.connect(self._on_scrollbar_range_changed)
+        bar.valueChanged.connect(self._on_scrollbar_value_changed)
+        self.new_text_button = QPushButton("New text below ↓", self, objectName="newTextBelowButton")
+        self.new_text_button.clicked.connect(self.scroll_to_end)
+        self.new_text_button.hide()
         self.views: dict[str, MessageView] = {}  # message id -> its view
         # Streaming text is drawn at the pacer's pace: a long reply's draws would otherwise fill the GUI thread.
         self.pacer = RenderPacer()
@@ -122,10 +143,50 @@ class TranscriptView(QScrollArea):
             self.views.pop(key).deleteLater()
         for message in self.conversation.messages:
             if message.message_id not in self.views:
-                view = MessageView(message)
+                view = MessageView(message, self.waiting_note)
                 self.views[message.message_id] = view
                 self.column.insertWidget(self.column.count() - 1, view)
-        self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
+        self.scroll_to_end()  # a question just asked, or a conversation opened: its end is what matters
+
+    def render_waiting(self) -> None:
+        """Redraws what the replies waiting for the engine say (its start's progress, its state)."""
+        for view in self.views.values():
+            if view.turn.status == "waiting":
+                view.render()
+
+    # -------------------------------------------------------------- following the end
+    @Slot()
+    def scroll_to_end(self) -> None:
+        self.following = True
+        self.new_text_button.hide()
+        bar = self.verticalScrollBar()
+        bar.setValue(bar.maximum())
+
+    @Slot(int, int)
+    def _on_scrollbar_range_changed(self, _minimum: int, maximum: int) -> None:
+        if self.following:
+            self.verticalScrollBar().setValue(maximum)
+        elif self.isVisible():  # the content grew below what the user is reading
+            self._place_new_text_button()
+            self.new_text_button.show()
+            self.new_text_button.raise_()
+
+    @Slot(int)
+    def _on_scrollbar_value_changed(self, value: int) -> None:
+        self.following = value >= self.verticalScrollBar().maximum() - FOLLOW_SLACK_PX
+        if self.following:
+            self.new_text_button.hide()
+
+    def _place_new_text_button(self) -> None:
+        self.new_text_button.adjustSize()
+        viewport = self.viewport().geometry()
+        size = self.new_text_button.size()
+        self.new_text_button.move(viewport.center().x() - size.width() // 2, viewport.bottom() - size.height() - 8)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self.new_text_button.isVisible():
+            self._place_new_text_button()
 
     def render_message(self, message_id: str, text_only: bool = False) -> None:
         """A whole message (its end, its figures) is drawn at once; new streaming text at the pacer's pace."""
@@ -169,17 +230,17 @@ def ask_to_confirm(parent: QWidget, title: str, text: str) -> bool:
 
 
 class ChatPane(QWidget):
-    """Shows the model's conversations and asks the model for new requests; holds none of its own."""
+    """Shows the model's conversations; questions, Regenerate and Stop go to the engine's one owner
+    of commands (which keeps a question until the engine can take it). Holds no state of its own."""
 
-    request_submitted = Signal(object)  # ChatRequest
-    abort_requested = Signal(str)  # request id
-
-    def __init__(self, model: AppModel):
+    def __init__(self, model: AppModel, commands: EngineCommands):
         super().__init__()
         self.model = model
+        self.commands = commands
         self.order: list[str] = []  # conversation ids, as listed
         self.transcripts: dict[str, TranscriptView] = {}
         self.sampling = SamplingPanel(model.system_prompt)
+        self.sampling.system.textChanged.connect(self._on_system_prompt_edited)
         self.confirm = ask_to_confirm  # (parent, title, text) -> bool; deleting asks through it
         self._build()
         model.conversation_added.connect(self._on_model_conversation_added)
@@ -187,6 +248,9 @@ class ChatPane(QWidget):
         model.message_changed.connect(self._on_model_message_changed)
         model.requests_taken.connect(self._on_model_requests_taken)
         model.conversation_removed.connect(self._on_model_conversation_removed)
+        model.conversation_changed.connect(self._on_model_conversation_changed)
+        model.engine_changed.connect(self._on_model_waiting_changed)
+        model.waiting_changed.connect(self._on_model_waiting_changed)
         for conversation_id in model.conversations:
             self._on_model_conversation_added(conversation_id)
         if not model.conversations:
@@ -195,7 +259,10 @@ class ChatPane(QWidget):
     def _build_list_column(self) -> QWidget:
         """The conversations: New chat above the list, Delete and Clear all below."""
         self.conversation_list = QListWidget(objectName="conversationList")
+        self.conversation_list.setToolTip("Double-click a conversation (or press F2) to rename it.")
+        self.conversation_list.setEditTriggers(QListWidget.DoubleClicked | QListWidget.EditKeyPressed)
         self.conversation_list.currentRowChanged.connect(self._on_conversation_list_changed)
+        self.conversation_list.itemChanged.connect(self._on_conversation_item_edited)
         new_chat = QPushButton("New chat", objectName="newChatButton")
         new_chat.clicked.connect(self.new_conversation)
         delete = QPushButton("Delete", objectName="deleteChatButton")
@@ -256,13 +323,50 @@ class ChatPane(QWidget):
 
     def _on_model_conversation_added(self, conversation_id: str) -> None:
         conversation = self.model.conversations[conversation_id]
-        view = TranscriptView(conversation)
+        view = TranscriptView(conversation, self._waiting_note)
         self.transcripts[conversation_id] = view
         self.order.append(conversation_id)
         self.stack.addWidget(view)
         view.sync()
-        self.conversation_list.addItem(conversation.title)
+        item = QListWidgetItem(conversation.title)
+        item.setFlags(item.flags() | Qt.ItemIsEditable)
+        self.conversation_list.addItem(item)
         self.conversation_list.setCurrentRow(len(self.order) - 1)
+
+    def rename(self, conversation_id: str, title: str) -> bool:
+        """The user's title for a conversation (a blank one is refused, the old title kept)."""
+        renamed = self.model.rename_conversation(conversation_id, title)
+        if not renamed:  # the list shows the title the model kept
+            self._on_model_conversation_changed(conversation_id)
+        return renamed
+
+    @Slot(QListWidgetItem)
+    def _on_conversation_item_edited(self, item: QListWidgetItem) -> None:
+        row = self.conversation_list.row(item)
+        if 0 <= row < len(self.order) and item.text() != self.model.conversations[self.order[row]].title:
+            self.rename(self.order[row], item.text())
+
+    def _on_model_conversation_changed(self, conversation_id: str) -> None:
+        if conversation_id not in self.order:
+            return
+        conversation = self.model.conversations[conversation_id]
+        item = self.conversation_list.item(self.order.index(conversation_id))
+        if item.text() != conversation.title:
+            blocked = self.conversation_list.blockSignals(True)
+            item.setText(conversation.title)
+            self.conversation_list.blockSignals(blocked)
+        if conversation_id == self.current.conversation_id and self.sampling.system_prompt() != conversation.system_prompt:
+            self._show_system_prompt(conversation)
+
+    def _show_system_prompt(self, conversation: Conversation) -> None:
+        blocked = self.sampling.system.blockSignals(True)
+        self.sampling.system.setPlainText(conversation.system_prompt)
+        self.sampling.system.blockSignals(blocked)
+
+    @Slot()
+    def _on_system_prompt_edited(self) -> None:
+        if self.order:
+            self.model.set_system_prompt(self.current.conversation_id, self.sampling.system_prompt())
 
     @Slot()
     def delete_current(self) -> bool:
@@ -294,7 +398,7 @@ class ChatPane(QWidget):
         for conversation in conversations:
             reply = conversation.streaming_message()
             if reply is not None:
-                self.abort_requested.emit(reply.request_id)
+                self.commands.abort(reply.request_id)
 
     def _on_model_conversation_removed(self, conversation_id: str) -> None:
         removed = [conversation_id] if conversation_id else list(self.order)
@@ -316,6 +420,7 @@ class ChatPane(QWidget):
         if 0 <= row < len(self.order):
             self.stack.setCurrentWidget(self.transcripts[self.order[row]])
             self.sampling.form.set_settings(self.current.sampling)  # each conversation's own settings
+            self._show_system_prompt(self.current)  # and its own system prompt
             self._update_buttons()
 
     # -------------------------------------------------------------- actions
@@ -324,28 +429,24 @@ class ChatPane(QWidget):
         text = self.input.toPlainText().strip()
         if not text:
             return
-        request = self.model.ask(self.current.conversation_id, text, self.sampling.settings(),
-                                 self.sampling.system_prompt())
+        request = self.commands.ask(self.current.conversation_id, text, self.sampling.settings(),
+                                    self.sampling.system_prompt())
         if request is not None:
             self.input.clear()
-            self._dispatch(request)
+            self._update_buttons()
 
     @Slot()
     def regenerate(self) -> None:
-        request = self.model.regenerate(self.current.conversation_id, self.sampling.settings(),
-                                        self.sampling.system_prompt())
+        request = self.commands.regenerate(self.current.conversation_id, self.sampling.settings(),
+                                           self.sampling.system_prompt())
         if request is not None:
-            self._dispatch(request)
+            self._update_buttons()
 
     @Slot()
     def stop(self) -> None:
         reply = self.current.streaming_message()
         if reply is not None:
-            self.abort_requested.emit(reply.request_id)
-
-    def _dispatch(self, request) -> None:
-        self._update_buttons()
-        self.request_submitted.emit(request)
+            self.commands.abort(reply.request_id)
 
     def _update_buttons(self) -> None:
         streaming = bool(self.order) and self.current.streaming_message() is not None
@@ -357,6 +458,15 @@ class ChatPane(QWidget):
     def _on_model_messages_changed(self, conversation_id: str) -> None:
         self.transcripts[conversation_id].sync_soon()
         self._update_buttons()
+
+    def _waiting_note(self) -> str:
+        model = self.model
+        return waiting_note(model.engine, model.latest_start_id > model.engine.start_id)
+
+    def _on_model_waiting_changed(self, *_status) -> None:
+        if self.model.waiting_chat_requests():
+            for view in self.transcripts.values():
+                view.render_waiting()
 
     def _on_model_requests_taken(self, conversation_ids: tuple[str, ...]) -> None:
         for conversation_id in conversation_ids:

@@ -10,10 +10,10 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from workbench.bridge.worker import EngineThread, ModelFeeder
-from workbench.engine.commands import Abort, StartEngine, StopEngine, Submit
 from workbench.engine.events import EngineState
 from workbench.engine.spec import EngineConfig
 from workbench.model.app_model import AppModel
+from workbench.model.engine_commands import EngineCommands
 from workbench.model.engine_status import EngineStatus
 from workbench.storage.store import Storage
 from workbench.telemetry.memory_service import MemoryService
@@ -46,7 +46,8 @@ class MainWindow(QMainWindow):
         self.storage = storage
         self.feeder = ModelFeeder(engine.worker, model)
         self._last_state = (model.engine.state, model.engine.start_id)
-        self.chat = ChatPane(model)
+        self.commands = EngineCommands(model, engine.worker.post)  # the one owner of engine commands
+        self.chat = ChatPane(model, self.commands)
         self.batch = BatchPane(model, engine.worker.post)  # the chat's engine runs the batch too
         self.heatmap = KVHeatmapView(owner_name=model.owner_label)
         time_origin = time.monotonic()  # one time axis for every plot: seconds since the window opened
@@ -116,8 +117,6 @@ class MainWindow(QMainWindow):
 
     def _wire(self) -> None:
         self.model.engine_changed.connect(self._on_model_engine_changed)
-        self.chat.request_submitted.connect(self._on_chat_request_submitted)
-        self.chat.abort_requested.connect(self._on_chat_abort_requested)
         self.status.restart_requested.connect(self.restart_engine)
         self.status.retry_requested.connect(self.retry_with)
 
@@ -128,9 +127,7 @@ class MainWindow(QMainWindow):
         Not while another instance holds the database: that one runs the engine (returns 0)."""
         if self.storage is not None and self.storage.locked:
             return 0
-        start_id = self.model.next_start_id()
-        self.engine.worker.post(StartEngine(self.model.config, start_id))
-        return start_id
+        return self.commands.start()
 
     def start_engine(self, config: EngineConfig) -> int:
         self.model.set_config(config)
@@ -143,7 +140,7 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def stop_engine(self) -> None:
-        self.engine.worker.post(StopEngine())
+        self.commands.stop()
 
     def start_with_model(self, model: str) -> int:
         return self.start_engine(replace(self.model.config, model=model))
@@ -165,14 +162,6 @@ class MainWindow(QMainWindow):
         view = BenchmarkView(model, lambda: self.model.engine.ready, self.stop_engine, self, ask_to_stop)
         view.show()
         return view
-
-    @Slot(object)
-    def _on_chat_request_submitted(self, request) -> None:
-        self.engine.worker.post(Submit(request))
-
-    @Slot(str)
-    def _on_chat_abort_requested(self, request_id: str) -> None:
-        self.engine.worker.post(Abort(request_id))
 
     # -------------------------------------------------------------- what the model reports
     def _on_model_engine_changed(self, status: EngineStatus) -> None:

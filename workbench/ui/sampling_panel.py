@@ -20,7 +20,7 @@ class SamplingPanel(QWidget):
         self.template.setPlaceholderText("The model's chat template appears here once the engine is up.")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(QLabel("System prompt"))
+        layout.addWidget(QLabel("System prompt (this conversation)"))
         layout.addWidget(self.system, 2)
         layout.addWidget(form)
         layout.addWidget(QLabel("Chat template (from the model)"))

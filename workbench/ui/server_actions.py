@@ -12,7 +12,6 @@ from dataclasses import replace
 from PySide6.QtCore import QObject, Qt, QTimer, Slot
 from PySide6.QtGui import QAction
 
-from workbench.engine.commands import StartEngine, StopEngine
 from workbench.engine.events import EngineState
 from workbench.remote.recent import remember
 from workbench.remote.serve import kv_endpoints
@@ -59,8 +58,7 @@ class ServerActions(QObject):
             return 0
         if spec.serve is None:
             remember(spec)
-        start_id = self.window.model.next_start_id()
-        self.window.engine.worker.post(StartEngine(spec, start_id))
+        start_id = self.window.commands.start_on(spec)
         self.dock.show()
         self.dock.raise_()  # its tab in front of the presets'
         return start_id
@@ -82,7 +80,7 @@ class ServerActions(QObject):
     def disconnect(self) -> None:
         """Stops using the server (a served one is stopped too); the window has no engine until the next start."""
         if self.window.model.server.state:
-            self.window.engine.worker.post(StopEngine())
+            self.window.commands.stop()
 
     @Slot()
     def ask_connect(self) -> None:

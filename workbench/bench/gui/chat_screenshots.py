@@ -1,0 +1,65 @@
+"""Offscreen screenshots of the chat's first minute, for the docs.
+
+    python -m workbench.bench.gui.chat_screenshots DOCS_FOLDER
+
+writes ``early-question-waiting.png`` (a question sent the moment the window opened, waiting for the
+engine's start and saying which phase it is in) and ``chat-follows-reply.png`` (a long reply streaming,
+the transcript following its end). ``WORKBENCH_DATA_DIR`` pointing at an empty folder shows the demo
+model's build as what the question waits for.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from workbench.bench.gui.screenshot import process_events_until, save_small
+
+
+def main(argv: list[str]) -> int:
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtWidgets import QApplication
+
+    from workbench.app import build_window, demo_engine_config
+
+    folder = Path(argv[0] if argv else "docs")
+    QApplication.instance() or QApplication([])
+    window, _ = build_window(demo_engine_config(), keep=False)
+    window.resize(1280, 720)
+    window.show()
+    chat = window.chat
+    chat.input.setPlainText("What does the KV cache hold?")
+    chat.send()  # the earliest moment: the engine's start was only just asked for
+    reply = chat.current.messages[-1]
+    phases = []
+
+    def in_phase() -> bool:  # a phase past the first, so the picture says what is going on
+        progress = window.model.engine.progress
+        if progress is not None and progress.phase not in phases:
+            phases.append(progress.phase)
+        return len(phases) >= 2 or reply.status != "waiting"
+
+    process_events_until(in_phase, 600)
+    process_events_until(lambda: False, 0.3)
+    print("waiting:", chat.transcripts[chat.current.conversation_id].view_of(reply.message_id).stats.text())
+    save_small(window, str(folder / "early-question-waiting.png"))
+    if not process_events_until(lambda: reply.status == "done", 600):
+        print("the question was not answered:", reply.status, reply.error, window.model.engine.message)
+        window.close()
+        return 1
+    chat.sampling.ignore_eos.setChecked(True)
+    chat.sampling.max_tokens.setValue(1500)
+    chat.input.setPlainText("Tell me a long story about blocks and pages.")
+    chat.send()
+    long_reply = chat.current.messages[-1]
+    process_events_until(lambda: len(long_reply.text) > 4000 or long_reply.status == "done", 300)
+    process_events_until(lambda: False, 0.3)
+    bar = chat.transcripts[chat.current.conversation_id].verticalScrollBar()
+    print(f"following: scroll {bar.value()} of {bar.maximum()}, reply {len(long_reply.text)} characters")
+    save_small(window, str(folder / "chat-follows-reply.png"))
+    window.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
