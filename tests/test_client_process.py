@@ -146,15 +146,19 @@ def test_killed_client_process_is_an_engine_error_with_restart(client_window, qt
     qtbot.waitUntil(lambda: not any(is_running(p) for p in engine_pids), timeout=30_000)
     assert not set(_descendants()) & {client_pid, *engine_pids}, "no process of the dead client is left"
     assert window.engine.worker.latest_snapshot() is None
-    _, unsent = type_and_send(window, qtbot, "Still there?")  # no client now: refused at once, text kept
-    qtbot.waitUntil(lambda: unsent.status == "error", timeout=10_000)
-    assert "engine is not running" in unsent.error and window.engine.worker.client_pid == client_pid
+    window.chat.sampling.ignore_eos.setChecked(False)
+    window.chat.sampling.max_tokens.setValue(64)
+    _, unsent = type_and_send(window, qtbot, "Still there?")  # no client now: it waits, saying why
+    assert unsent.status == "waiting" and window.engine.worker.client_pid == client_pid
+    shown = [label.text() for label in window.chat.stack.currentWidget().findChildren(QLabel)]
+    assert any("not sent yet: the engine stopped unexpectedly" in text for text in shown), shown
     died_start = window.model.engine.start_id
     qtbot.mouseClick(window.findChild(QPushButton, "restartButton"), Qt.LeftButton)
     qtbot.waitUntil(lambda: window.model.engine.settled(died_start + 1), timeout=ENGINE_START_TIMEOUT_MS)
     assert window.model.engine.state == "ready", window.model.engine.message
     assert window.engine.worker.client_pid != client_pid, "a fresh client process"
-    window.chat.sampling.ignore_eos.setChecked(False)
+    wait_finished(qtbot, unsent)  # the question that waited is answered by the fresh client
+    assert unsent.status == "done" and unsent.text
     _, again = type_and_send(window, qtbot, "Hello!")
     wait_finished(qtbot, again)
     assert again.status == "done" and again.text
