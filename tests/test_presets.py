@@ -439,3 +439,50 @@ def test_fp8_kv_cache_refused_for_the_models_head_size_retries_with_vllms_defaul
     assert "fp8 KV cache only for a head size divisible by 32" in message
     assert "NotImplementedError: FP8 KV cache requires head_size divisible by 32 on CPU." in message
     assert retry == (("kv_cache_dtype", None),)
+
+
+def preset_panel(qtbot, facts, restarts: list):
+    from workbench.model.app_model import AppModel
+    from workbench.ui.preset_panel import PresetPanel
+
+    widget = PresetPanel(AppModel(EngineConfig(model=facts.path)), post=lambda _c: None,
+                         restart=lambda: restarts.append(1) or 1)
+    qtbot.addWidget(widget)
+    return widget
+
+
+def values_row(panel, key: str) -> int:
+    return next(r for r in range(panel.values.rowCount()) if panel.values.item(r, 0).text() == key)
+
+
+def test_the_panel_on_a_cpu_without_avx512_shows_why_and_refuses_fp8_before_a_start(qtbot, facts, monkeypatch):
+    monkeypatch.setenv(CPUINFO_ENV, str(MILAN))
+    restarts = []
+    panel = preset_panel(qtbot, facts, restarts)
+    panel.choose("memory-limited")
+    row = values_row(panel, "kv_cache_dtype")
+    assert panel.values.cellWidget(row, 1).text() == "auto", "the value written for this CPU"
+    here = panel.values.item(row, 2)
+    assert "neither AVX-512 nor AMX" in here.toolTip() and "vLLM's default" in here.toolTip()
+    assert "fp8 KV cache where the processor can hold one" in panel.description.text()
+    assert panel.apply() and restarts == [1]
+    assert panel.model.config.option("kv_cache_dtype") is None
+
+    store.user_dir().joinpath("mine.toml").write_text('[preset]\nname = "mine"\n[engine]\nkv_cache_dtype = "fp8"\n')
+    panel.reload("mine")
+    assert not panel.apply() and restarts == [1], "nothing started"
+    assert panel.problem_text.text().startswith("Not applied:\nengine.kv_cache_dtype = 'fp8': vLLM's CPU build")
+    assert 'cpu_avx512 = "fp8"' in panel.problem_text.text()
+
+
+def test_the_panel_edits_the_value_for_this_cpu(qtbot, facts, monkeypatch):
+    monkeypatch.setenv(CPUINFO_ENV, str(SAPPHIRE_RAPIDS))
+    panel = preset_panel(qtbot, facts, [])
+    panel.choose("memory-limited")
+    row = values_row(panel, "kv_cache_dtype")
+    assert panel.values.cellWidget(row, 1).text() == "fp8" and panel.values.item(row, 2).text() == "fp8"
+    editor = panel.values.cellWidget(row, 1)
+    editor.setText("bfloat16")
+    editor.editingFinished.emit()
+    assert panel.document.engine()["kv_cache_dtype"] == {"cpu": "auto", "cpu_avx512": "bfloat16", "cuda": "fp8"}
+    assert panel.resolved.config.option("kv_cache_dtype") == "bfloat16"
