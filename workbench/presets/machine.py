@@ -2,8 +2,8 @@
 features that vLLM's CPU kernels ask for. No vLLM import.
 
 The processor's features are read here and nowhere else: the ``flags`` line of ``/proc/cpuinfo``
-(``WORKBENCH_CPUINFO`` names another cpuinfo file: tests read a CPU other than their own), else
-torch's own checks where there is no such file.
+(``WORKBENCH_CPUINFO`` names another cpuinfo file: tests read a CPU other than their own). Where
+there is no such file (macOS) vLLM's CPU build runs on Apple silicon, which has neither feature.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class CpuFeatures:
 
     name: str = ""
     flags: frozenset[str] = frozenset()
-    source: str = ""  # the file read, or "torch"
+    source: str = ""  # the file read
 
     @property
     def avx512(self) -> bool:
@@ -69,7 +69,7 @@ def parse_cpuinfo(text: str, source: str) -> CpuFeatures:
 
 def read_cpu_features(path: str | None = None) -> CpuFeatures:
     """This processor's features: ``path``, else the file ``WORKBENCH_CPUINFO`` names, else
-    /proc/cpuinfo; torch's checks where /proc/cpuinfo cannot be read (not Linux)."""
+    /proc/cpuinfo; none where /proc/cpuinfo cannot be read (a file named but missing raises)."""
     chosen = path or os.environ.get(CPUINFO_ENV)
     try:
         return parse_cpuinfo(Path(chosen or "/proc/cpuinfo").read_text(encoding="utf-8", errors="replace"),
@@ -77,15 +77,7 @@ def read_cpu_features(path: str | None = None) -> CpuFeatures:
     except OSError:
         if chosen:
             raise
-    return _torch_cpu_features()
-
-
-def _torch_cpu_features() -> CpuFeatures:
-    import torch
-
-    flags = (AVX512_FLAGS if torch.cpu._is_avx512_supported() else frozenset()) | \
-        ({AMX_FLAG} if torch.cpu._is_amx_tile_supported() else frozenset())
-    return CpuFeatures("", frozenset(flags), "torch")
+    return CpuFeatures(source="no /proc/cpuinfo")
 
 
 @dataclass(frozen=True)
