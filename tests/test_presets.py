@@ -1,6 +1,7 @@
 """Presets without an engine: shipped files valid, invalid ones refused naming key, value and choices,
 broken user files reported while the others load, names that never become paths, comments kept,
-values resolved per platform, the capacity arithmetic, and start-failure advice with its retry."""
+values resolved per platform and per CPU feature (read as another machine's CPU from its cpuinfo
+file), the capacity arithmetic, and start-failure advice with its retry."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,7 +15,7 @@ from workbench.presets import store
 from workbench.presets.capacity import plan_capacity
 from workbench.presets.checks import check_preset
 from workbench.presets.document import PresetFileError, parse_preset
-from workbench.presets.machine import Machine
+from workbench.presets.machine import CPUINFO_ENV, Machine, parse_cpuinfo, read_cpu_features, this_machine
 from workbench.presets.model_facts import read_model_facts
 from workbench.presets.resolve import resolve_preset
 from preset_fixtures import config_folder, facts  # noqa: F401  (fixtures)
@@ -22,6 +23,9 @@ from preset_fixtures import config_folder, facts  # noqa: F401  (fixtures)
 CPU = Machine("cpu", 0, 0, 0, 24 << 30)
 ONE_GPU = Machine("cuda", 1, 140 << 30, 139 << 30, 2 << 40)
 LOGS = Path(__file__).parent / "data" / "engine_logs"
+CPUINFO = Path(__file__).parent / "data" / "cpuinfo"
+MILAN = CPUINFO / "epyc-7763-milan.txt"  # AVX2, no AVX-512, no AMX (Zen 3)
+SAPPHIRE_RAPIDS = CPUINFO / "xeon-8480-sapphire-rapids.txt"  # AVX-512 and AMX
 
 
 def preset(engine: str, sampling: str = "") -> object:
@@ -94,7 +98,7 @@ BROKEN = [
     (b"  \n\n", ["empty.toml", "the file is empty"]),
     (b'[sampling]\ntemperature = "hot"\n', ["wrong-type.toml", "sampling.temperature", "'hot'", "wrong type"]),
     (b'engine = 5\n', ["engine-not-table.toml", "'engine' must be a table"]),
-    (b'[engine]\nblock_size = { rocm = 16 }\n', ["platform.toml", "engine.block_size", "cpu and cuda"]),
+    (b'[engine]\nblock_size = { rocm = 16 }\n', ["platform.toml", "engine.block_size", "cpu, cpu_avx512 and cuda"]),
     (b'[preset]\ngpu_memory_budget = 1.5\n', ["budget.toml", "preset.gpu_memory_budget = 1.5", "at most 1"]),
 ]
 
@@ -329,3 +333,156 @@ def test_a_model_quantized_already_keeps_its_own_under_low_latency(tmp_path):
     assert note == "the model's files are quantized with awq: kept as they are"
     assert check_preset(document, ONE_GPU, awq) == []
     assert awq.served_weights_bytes("fp8") == awq.weights_bytes
+
+
+def machine_with_cpu(cpuinfo: Path, monkeypatch) -> Machine:
+    """This machine as the app reads it, with the processor of ``cpuinfo`` (WORKBENCH_CPUINFO)."""
+    monkeypatch.setenv(CPUINFO_ENV, str(cpuinfo))
+    machine = this_machine()
+    assert machine.on_cpu and machine.cpu.source == str(cpuinfo)
+    return machine
+
+
+def test_cpu_features_are_vllms_condition_for_an_fp8_kv_cache():
+    import torch
+
+    milan, sapphire = read_cpu_features(str(MILAN)), read_cpu_features(str(SAPPHIRE_RAPIDS))
+    assert milan.name == "AMD EPYC 7763 64-Core Processor" and "avx2" in milan.flags
+    assert (milan.avx512, milan.amx, milan.holds_fp8_kv) == (False, False, False)
+    assert (sapphire.avx512, sapphire.amx, sapphire.holds_fp8_kv) == (True, True, True)
+    here = read_cpu_features()
+    assert here.source == "/proc/cpuinfo"
+    # What vLLM's CPU attention asks (cpu_attn._get_attn_isa), on this machine's own processor.
+    assert here.avx512 == torch.cpu._is_avx512_supported() and here.amx == torch.cpu._is_amx_tile_supported()
+    arm = parse_cpuinfo("processor : 0\nFeatures : fp asimd sve\n", "arm")
+    assert not arm.holds_fp8_kv
+
+
+def test_every_shipped_preset_is_valid_on_a_cpu_without_avx512_and_with_it(facts, monkeypatch):
+    for cpuinfo in (MILAN, SAPPHIRE_RAPIDS):
+        machine = machine_with_cpu(cpuinfo, monkeypatch)
+        for entry in store.load_catalog().entries.values():
+            assert check_preset(entry.document, machine, facts) == [], (cpuinfo.name, entry.name)
+
+
+def test_memory_limited_keeps_vllms_kv_dtype_where_the_cpu_has_no_fp8_kernels(facts, monkeypatch):
+    document = store.load_catalog().entries["memory-limited"].document
+    base = EngineConfig(model=facts.path)
+    milan = resolve_preset(document, base, machine_with_cpu(MILAN, monkeypatch), facts)
+    assert milan.config.option("kv_cache_dtype") is None, "vLLM's default, the model's dtype"
+    note = next(v.note for v in milan.values if v.key == "kv_cache_dtype")
+    assert note == ("vLLM's default; the cpu value: this CPU (AMD EPYC 7763 64-Core Processor) has neither AVX-512 "
+                    f"nor AMX ({MILAN}); the cpu_avx512 value (fp8) is for CPUs with them")
+    sapphire = resolve_preset(document, base, machine_with_cpu(SAPPHIRE_RAPIDS, monkeypatch), facts)
+    assert sapphire.config.option("kv_cache_dtype") == "fp8"
+    assert next(v.note for v in sapphire.values if v.key == "kv_cache_dtype") == "the cpu_avx512 value"
+    assert resolve_preset(document, base, ONE_GPU, facts).config.option("kv_cache_dtype") == "fp8"
+    planned = plan_capacity(milan.config, facts, CPU), plan_capacity(sapphire.config, facts, CPU)
+    assert planned[0].kv_bytes_per_token == 2 * planned[1].kv_bytes_per_token
+
+
+def test_fp8_kv_cache_on_a_cpu_without_avx512_is_refused_before_a_start(facts, monkeypatch):
+    milan = machine_with_cpu(MILAN, monkeypatch)
+    problems = check_preset(preset('kv_cache_dtype = "fp8"'), milan, facts)
+    assert [p.key for p in problems] == ["engine.kv_cache_dtype"]
+    for part in ("engine.kv_cache_dtype = 'fp8'", "only on x86 with AVX-512 or AMX",
+                 "this CPU (AMD EPYC 7763 64-Core Processor) has neither AVX-512 nor AMX", str(MILAN),
+                 "valid here: 'auto' (vLLM's default", 'kv_cache_dtype = { cpu = "auto", cpu_avx512 = "fp8" }'):
+        assert part in problems[0].message, (part, problems[0].message)
+    assert check_preset(preset('kv_cache_dtype = "fp8_e5m2"'), milan, facts) != []
+    assert check_preset(preset('kv_cache_dtype = "bfloat16"'), milan, facts) == []
+    per_platform = preset('kv_cache_dtype = { cpu = "auto", cpu_avx512 = "fp8", cuda = "fp8" }')
+    assert check_preset(per_platform, milan, facts) == []
+    sapphire = machine_with_cpu(SAPPHIRE_RAPIDS, monkeypatch)
+    assert check_preset(preset('kv_cache_dtype = "fp8"'), sapphire, facts) == []
+    assert check_preset(preset('kv_cache_dtype = "fp8"'), ONE_GPU, facts) == []
+
+
+def test_fp8_kv_cache_for_a_head_size_of_16_is_refused_on_any_cpu(tmp_path, monkeypatch):
+    import json
+
+    folder = tmp_path / "heads16"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(dict(hidden_size=128, num_attention_heads=8, num_key_value_heads=4,
+                                                        num_hidden_layers=2, max_position_embeddings=4096)))
+    heads16 = read_model_facts(folder)
+    assert heads16.head_size == 16
+    problems = check_preset(preset('kv_cache_dtype = "fp8"'), machine_with_cpu(SAPPHIRE_RAPIDS, monkeypatch), heads16)
+    assert [p.key for p in problems] == ["engine.kv_cache_dtype"]
+    assert "only for a head size divisible by 32, and the model's is 16 (config.json)" in problems[0].message
+
+
+def test_editing_a_per_cpu_value_edits_the_one_that_applies(monkeypatch):
+    sapphire, milan = machine_with_cpu(SAPPHIRE_RAPIDS, monkeypatch), machine_with_cpu(MILAN, monkeypatch)
+    table = {"cpu": "auto", "cpu_avx512": "fp8", "cuda": "fp8"}
+    keys = sapphire.table_key(table), milan.table_key(table), ONE_GPU.table_key(table)
+    assert keys == ("cpu_avx512", "cpu", "cuda")
+    assert sapphire.table_key({"cpu": 32, "cuda": 16}) == "cpu" and milan.table_key({"cuda": 0.9}) == "cpu"
+
+
+def test_fp8_kv_cache_refused_by_vllm_on_a_cpu_without_avx512_retries_with_vllms_default():
+    """vLLM's words on an AMD EPYC 7763: the log of a real start that failed on this machine's CPU
+    (cpu-fp8-kv-head-size-16.log, where the same function of vLLM refused the same fp8 cache), with
+    the exception that function raises where the CPU has neither AVX-512 nor AMX."""
+    message, retry = explain(read_log(LOGS / "cpu-fp8-kv-without-avx512.log"))
+    assert message.startswith("The engine did not start: this CPU cannot hold an fp8 KV cache: vLLM's CPU build "
+                              "needs x86 with AVX-512 or AMX for one.")
+    assert "vLLM said (in vLLM's Worker process): NotImplementedError: FP8 KV cache on CPU requires x86 with " \
+           "AVX-512 or AMX." in message
+    assert retry == (("kv_cache_dtype", None),) and retry_label(retry) == "Retry with kv_cache_dtype=auto"
+    fixed = EngineConfig(model="m", extra=(("kv_cache_dtype", "fp8"),)).with_changes(retry)
+    assert fixed.option("kv_cache_dtype") is None and fixed.extra == ()
+
+
+def test_fp8_kv_cache_refused_for_the_models_head_size_retries_with_vllms_default():
+    message, retry = explain(read_log(LOGS / "cpu-fp8-kv-head-size-16.log"))
+    assert "fp8 KV cache only for a head size divisible by 32" in message
+    assert "NotImplementedError: FP8 KV cache requires head_size divisible by 32 on CPU." in message
+    assert retry == (("kv_cache_dtype", None),)
+
+
+def preset_panel(qtbot, facts, restarts: list):
+    from workbench.model.app_model import AppModel
+    from workbench.ui.preset_panel import PresetPanel
+
+    widget = PresetPanel(AppModel(EngineConfig(model=facts.path)), post=lambda _c: None,
+                         restart=lambda: restarts.append(1) or 1)
+    qtbot.addWidget(widget)
+    return widget
+
+
+def values_row(panel, key: str) -> int:
+    return next(r for r in range(panel.values.rowCount()) if panel.values.item(r, 0).text() == key)
+
+
+def test_the_panel_on_a_cpu_without_avx512_shows_why_and_refuses_fp8_before_a_start(qtbot, facts, monkeypatch):
+    monkeypatch.setenv(CPUINFO_ENV, str(MILAN))
+    restarts = []
+    panel = preset_panel(qtbot, facts, restarts)
+    panel.choose("memory-limited")
+    row = values_row(panel, "kv_cache_dtype")
+    assert panel.values.cellWidget(row, 1).text() == "auto", "the value written for this CPU"
+    here = panel.values.item(row, 2)
+    assert "neither AVX-512 nor AMX" in here.toolTip() and "vLLM's default" in here.toolTip()
+    assert "fp8 KV cache where the processor can hold one" in panel.description.text()
+    assert panel.apply() and restarts == [1]
+    assert panel.model.config.option("kv_cache_dtype") is None
+
+    store.user_dir().joinpath("mine.toml").write_text('[preset]\nname = "mine"\n[engine]\nkv_cache_dtype = "fp8"\n')
+    panel.reload("mine")
+    assert not panel.apply() and restarts == [1], "nothing started"
+    assert panel.problem_text.text().startswith("Not applied:\nengine.kv_cache_dtype = 'fp8': vLLM's CPU build")
+    assert 'cpu_avx512 = "fp8"' in panel.problem_text.text()
+
+
+def test_the_panel_edits_the_value_for_this_cpu(qtbot, facts, monkeypatch):
+    monkeypatch.setenv(CPUINFO_ENV, str(SAPPHIRE_RAPIDS))
+    panel = preset_panel(qtbot, facts, [])
+    panel.choose("memory-limited")
+    row = values_row(panel, "kv_cache_dtype")
+    assert panel.values.cellWidget(row, 1).text() == "fp8" and panel.values.item(row, 2).text() == "fp8"
+    editor = panel.values.cellWidget(row, 1)
+    editor.setText("bfloat16")
+    editor.editingFinished.emit()
+    assert panel.document.engine()["kv_cache_dtype"] == {"cpu": "auto", "cpu_avx512": "bfloat16", "cuda": "fp8"}
+    assert panel.resolved.config.option("kv_cache_dtype") == "bfloat16"

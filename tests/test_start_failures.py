@@ -78,3 +78,28 @@ def test_kv_cache_too_small_root_cause_from_engine_core(window, qtbot, demo_mode
     assert "KV cache is too small for max_model_len=2048" in message
     assert "vLLM said (in vLLM's EngineCore process): ValueError:" in message
     assert "EngineCore failed to start." in open_log(window, qtbot)
+
+
+def test_fp8_kv_cache_refused_by_vllms_cpu_attention_is_retried_at_its_default(window, qtbot, demo_model_path,
+                                                                                tmp_path):
+    """vLLM's CPU attention refuses an fp8 KV cache where it has no kernel for one (no AVX-512 or AMX, or a
+    head size of 16, cpu_attn._get_attn_isa). The second one happens on any CPU: the demo model's weights
+    read as 8 heads of 16 (the same tensors: q 8×16, k and v 4×16), so this start fails the way it fails
+    on an AMD EPYC 7763, and the one click starts it at vLLM's default."""
+    folder = copy_model(demo_model_path, tmp_path, "heads16")
+    config = json.loads((folder / "config.json").read_text())
+    config.update(num_attention_heads=8, num_key_value_heads=4)
+    (folder / "config.json").write_text(json.dumps(config))
+    asked = replace(window.model.config, model=str(folder)).with_changes((("kv_cache_dtype", "fp8"),))
+    start_id = window.start_engine(asked)
+    qtbot.waitUntil(lambda: window.model.engine.settled(start_id), timeout=ENGINE_START_TIMEOUT_MS)
+    assert window.model.engine.state == "failed"
+    message = engine_message(window)
+    assert "vLLM's CPU build keeps an fp8 KV cache only for a head size divisible by 32" in message
+    assert "NotImplementedError: FP8 KV cache requires head_size divisible by 32 on CPU." in message, "vLLM's words"
+    button = window.findChild(QPushButton, "retryButton")
+    assert button.isVisible() and button.text() == "Retry with kv_cache_dtype=auto"
+    button.click()
+    qtbot.waitUntil(lambda: window.model.engine.settled(window.model.latest_start_id), timeout=ENGINE_START_TIMEOUT_MS)
+    assert window.model.engine.ready, window.model.engine.message
+    assert window.model.config.option("kv_cache_dtype") is None and window.model.config.model == str(folder)

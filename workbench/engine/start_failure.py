@@ -52,6 +52,9 @@ _FREE_BELOW_UTIL = re.compile(r"Free memory on device.*?\(([\d.]+)/([\d.]+) GiB\
                               r"GPU memory utilization \(([\d.]+), ([\d.]+) GiB\)", re.S)
 _SHAPE_MISMATCH = re.compile(r"Attempted to load weight \((torch\.Size\(\[[\d, ]*\]\))\) into parameter "
                              r"\((torch\.Size\(\[[\d, ]*\]\))\)|size mismatch", re.S)
+# vLLM's CPU attention (v1/attention/backends/cpu_attn.py, _get_attn_isa) raises NotImplementedError with these.
+_FP8_KV_ON_CPU = re.compile(r"FP8 KV cache on CPU requires x86 with AVX-512 or AMX"
+                            r"|FP8 KV cache requires head_size divisible by 32 on CPU")
 _NOT_INITIALIZED = re.compile(r"Following weights were not initialized from checkpoint: (\{.*?\})", re.S)
 
 
@@ -80,6 +83,22 @@ def _kv_too_small(ctx: FailureContext) -> Advice | None:
                   f"max_model_len {need}{cost}: use {use if use >= 32 else 'a shorter max_model_len'}, or fp8 KV "
                   "cache (kv_cache_dtype=fp8), or give the KV cache more memory (KV cache size on CPU, "
                   "gpu_memory_utilization on a GPU).", retry)
+
+
+def _fp8_kv_cache_on_cpu(ctx: FailureContext) -> Advice | None:
+    match = _FP8_KV_ON_CPU.search(ctx.said)
+    if not match:
+        return None
+    if "head_size" in match.group(0):
+        return Advice("vLLM's CPU build keeps an fp8 KV cache only for a head size divisible by 32, and this "
+                      "model's is not", "Use vLLM's default KV cache dtype (kv_cache_dtype=auto: the model's "
+                      "own dtype, twice the bytes of fp8), or a model whose head size is a multiple of 32.",
+                      (("kv_cache_dtype", None),))
+    return Advice("this CPU cannot hold an fp8 KV cache: vLLM's CPU build needs x86 with AVX-512 or AMX for one",
+                  "Use vLLM's default KV cache dtype (kv_cache_dtype=auto: the model's own dtype, twice the bytes "
+                  "of fp8), or run on a CPU with AVX-512 or AMX (Intel Xeon since Skylake-SP, AMD EPYC since "
+                  "Zen 4) or on a GPU. In a preset, give it per platform: "
+                  'kv_cache_dtype = { cpu = "auto", cpu_avx512 = "fp8" }.', (("kv_cache_dtype", None),))
 
 
 def _free_memory_below_utilization(ctx: FailureContext) -> Advice | None:
@@ -163,8 +182,8 @@ def _loading_weights_failed(ctx: FailureContext) -> Advice | None:
 # In order: a named damaged file explains most loader errors, so it comes first; the loader's
 # generic failure comes last, after the rules that say more.
 RULES: tuple[Callable[[FailureContext], Advice | None], ...] = (
-    _damaged_weights, _kv_too_small, _free_memory_below_utilization, _quantization_missing,
-    _tensor_parallel_too_large, _cuda_out_of_memory, _cuda_fork,
+    _damaged_weights, _fp8_kv_cache_on_cpu, _kv_too_small, _free_memory_below_utilization,
+    _quantization_missing, _tensor_parallel_too_large, _cuda_out_of_memory, _cuda_fork,
     _weights_do_not_match_config, _weights_missing_tensors, _loading_weights_failed,
 )
 

@@ -9,8 +9,8 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from workbench.presets.document import PLATFORMS, PresetDocument
-from workbench.presets.machine import Machine, count_devices
+from workbench.presets.document import PresetDocument
+from workbench.presets.machine import CPU_AVX512, Machine, count_devices
 from workbench.presets.model_facts import QUANTIZE_AT_LOAD, ModelFacts
 
 AUTO, MODEL_MAX = "auto", "model max"
@@ -63,9 +63,18 @@ def parse_size(value):
     return value
 
 
-def for_platform(value, platform: str):
-    """A value as it applies on ``platform`` (a per-platform table gives AUTO where it names none)."""
-    return value.get(platform, AUTO) if isinstance(value, dict) else value
+def for_platform(value, keys: str | tuple[str, ...]):
+    """A value as it applies where ``keys`` apply (``Machine.platform_keys``, the most specific first, or
+    one platform): a per-platform table gives the first of them it names, AUTO where it names none."""
+    if not isinstance(value, dict):
+        return value
+    return next((value[key] for key in ((keys,) if isinstance(keys, str) else keys) if key in value), AUTO)
+
+
+def quantized_kv_cache(dtype) -> bool:
+    """vLLM's is_quantized_kv_cache (vllm/utils/torch_utils.py), which its CPU attention asks of a
+    kv_cache_dtype before it refuses one: fp8 of any kind, per-token-head and nvfp4 caches."""
+    return isinstance(dtype, str) and (dtype.startswith(("fp8", "nvfp4")) or dtype.endswith("per_token_head"))
 
 
 def check_preset(document: PresetDocument, machine: Machine, model: ModelFacts | None) -> list[Problem]:
@@ -79,7 +88,7 @@ def check_preset(document: PresetDocument, machine: Machine, model: ModelFacts |
             values = value.values() if isinstance(value, dict) else [value]
             problem = next((p for v in values if (p := check_value(key, v, args[key])) is not None), None)
         if problem is None:
-            problem = check_on_machine(key, for_platform(value, machine.platform), machine, model)
+            problem = check_on_machine(key, for_platform(value, machine.platform_keys), machine, model)
         if problem is not None:
             problems.append(problem)
     problems += check_sampling(document.sampling())
@@ -150,6 +159,8 @@ def check_on_machine(key: str, value, machine: Machine, model: ModelFacts | None
                                     f"{step}; valid: {step}, {2 * step}, {4 * step}, … up to 256.")
     if key == "tensor_parallel_size" and isinstance(value, int):
         return check_tensor_parallel(value, machine)
+    if key == "kv_cache_dtype" and machine.on_cpu and quantized_kv_cache(value):
+        return check_cpu_kv_cache_dtype(value, machine, model)
     if model is not None and key == "max_model_len" and isinstance(value, int) \
             and value > model.max_position_embeddings:
         return Problem(name, value, f"{name} = {value!r} is longer than the model's context "
@@ -177,6 +188,24 @@ def check_tensor_parallel(value: int, machine: Machine, visible_devices: str | N
                                     f"one a rank; valid: 1 to {max(1, named)}, or name {value} GPUs "
                                     f"(CUDA_VISIBLE_DEVICES={','.join(str(i) for i in range(value))}).")
     return None
+
+
+def check_cpu_kv_cache_dtype(value: str, machine: Machine, model: ModelFacts | None) -> Problem | None:
+    """vLLM's own conditions for a quantized KV cache on CPU (vllm/v1/attention/backends/cpu_attn.py,
+    _get_attn_isa), known before a start: a head size divisible by 32 where it is one of 16, and x86 with
+    AVX-512 or AMX."""
+    name = "engine.kv_cache_dtype"
+    valid = "valid here: 'auto' (vLLM's default: the model's own dtype, twice the bytes of fp8) or 'bfloat16'"
+    if model is not None and model.head_size % 32 and not model.head_size % 16:
+        return Problem(name, value, f"{name} = {value!r}: vLLM's CPU build keeps an fp8 KV cache only for a head "
+                                    f"size divisible by 32, and the model's is {model.head_size} (config.json); "
+                                    f"{valid}.")
+    if machine.cpu.holds_fp8_kv:
+        return None
+    return Problem(name, value, f"{name} = {value!r}: vLLM's CPU build keeps an fp8 KV cache only on x86 with "
+                                f"AVX-512 or AMX, and {machine.cpu.describe()}; "
+                                f"{valid}; to keep {value} on CPUs that have them, give it per platform: "
+                                f"kv_cache_dtype = {{ cpu = \"auto\", {CPU_AVX512} = \"{value}\" }}.")
 
 
 def _check_quantization(name: str, value: str, machine: Machine, model: ModelFacts) -> Problem | None:

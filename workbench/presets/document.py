@@ -5,8 +5,10 @@ and ``[sampling]`` (the settings that seed new conversations); a preset imported
 has a fourth, ``[origin]`` (the command as given, its model, ``CUDA_VISIBLE_DEVICES``, batch input and
 the options that are not engine settings: ``presets.command_in``). An engine value is a scalar, the
 words ``"auto"`` (vLLM's or the platform's choice) or ``"model max"``, or a table of per-platform
-values (``{ cpu = 32, cuda = 16 }``). Reading checks the file's structure only; values are
-checked against vLLM by ``presets.checks``.
+values (``{ cpu = 32, cuda = 16 }``); a table's ``cpu_avx512`` value applies, before its ``cpu`` one, on
+a CPU with AVX-512 or AMX (``{ cpu = "auto", cpu_avx512 = "fp8" }``: vLLM's CPU build keeps fp8 KV
+blocks only there). Reading checks the file's structure only; values are checked against vLLM and
+this machine by ``presets.checks``.
 """
 from __future__ import annotations
 
@@ -17,8 +19,10 @@ import tomlkit
 from tomlkit.exceptions import ParseError
 
 from workbench.engine.sampling import SamplingSettings
+from workbench.presets.machine import CPU_AVX512
 
 PLATFORMS = ("cpu", "cuda")
+TABLE_KEYS = ("cpu", CPU_AVX512, "cuda")  # the keys of a per-platform value
 SECTIONS = ("preset", "engine", "sampling", "origin")
 SAMPLING_TYPES = {f.name: f.type for f in fields(SamplingSettings)}  # annotations as text
 
@@ -122,10 +126,11 @@ def check_structure(doc, path: str) -> None:
         raise PresetFileError(path, f"preset.gpu_memory_budget = {budget!r}: a share of the GPU, a number above 0 "
                                     f"and at most 1 (e.g. 0.5 for half the card)", key="preset.gpu_memory_budget")
     for key, value in plain(doc.get("engine", {})).items():
-        if isinstance(value, dict) and set(value) - set(PLATFORMS):
-            other = sorted(set(value) - set(PLATFORMS))[0]
+        if isinstance(value, dict) and set(value) - set(TABLE_KEYS):
+            other = sorted(set(value) - set(TABLE_KEYS))[0]
             raise PresetFileError(path, f"engine.{key}: per-platform values take the keys "
-                                        f"{' and '.join(PLATFORMS)}, not '{other}'", key=f"engine.{key}")
+                                        f"{', '.join(TABLE_KEYS[:-1])} and {TABLE_KEYS[-1]}, not '{other}'",
+                                  key=f"engine.{key}")
         if isinstance(value, (list, dict)) and not isinstance(value, dict):
             raise PresetFileError(path, f"engine.{key} must be a single value, not a list", key=f"engine.{key}")
     check_sampling_types(plain(doc.get("sampling", {})), path)

@@ -8,7 +8,7 @@ from workbench.engine.sampling import SamplingSettings
 from workbench.engine.spec import EngineConfig
 from workbench.presets.checks import AUTO, MODEL_MAX, for_platform, parse_size
 from workbench.presets.document import PresetDocument
-from workbench.presets.machine import Machine
+from workbench.presets.machine import CPU_AVX512, Machine
 from workbench.presets.model_facts import QUANTIZE_AT_LOAD, ModelFacts
 from workbench.presets.trust import is_trusted
 
@@ -33,10 +33,19 @@ class ResolvedPreset:
     needs_trust: bool = False  # the preset asks to run the model's own code, and the user has not allowed it
 
 
+def platform_note(written: dict, machine: Machine) -> str:
+    """Which key of a per-platform value applies here; where a CPU's more specific one does not, why."""
+    key = machine.table_key(written)
+    if key == "cpu" and CPU_AVX512 in written:
+        return f"the cpu value: {machine.cpu.describe()}; the {CPU_AVX512} value ({written[CPU_AVX512]}) is for " \
+               "CPUs with them"
+    return f"the {key} value"
+
+
 def _resolve_one(key: str, written, machine: Machine, model: ModelFacts | None) -> ResolvedValue:
-    value = parse_size(for_platform(written, machine.platform)) if key.endswith("_bytes") else \
-        for_platform(written, machine.platform)
-    note = f"the {machine.platform} value" if isinstance(written, dict) else ""
+    here = for_platform(written, machine.platform_keys)
+    value = parse_size(here) if key.endswith("_bytes") else here
+    note = platform_note(written, machine) if isinstance(written, dict) else ""
     if key == "max_model_len" and value in (AUTO, MODEL_MAX):
         return ResolvedValue(key, written, model.max_position_embeddings if model else None,
                              "the model's context (config.json)")
@@ -50,7 +59,7 @@ def _resolve_one(key: str, written, machine: Machine, model: ModelFacts | None) 
     if key == "block_size" and value == AUTO:
         return ResolvedValue(key, written, 32 if machine.on_cpu else 16, "the platform's block size")
     if value == AUTO:
-        return ResolvedValue(key, written, None, note or "vLLM's default")
+        return ResolvedValue(key, written, None, f"vLLM's default; {note}" if note else "vLLM's default")
     return ResolvedValue(key, written, value, note)
 
 

@@ -136,7 +136,7 @@ class PresetPanel(QWidget):
         self.origin.setText(origin_text(self.document.origin()))
         self.origin.setVisible(bool(self.origin.text()))
         running = config_rows(self.model.config, self.machine.on_cpu)
-        self.values.show_preset(self.resolved, running, self.machine.platform)
+        self.values.show_preset(self.resolved, running, self.machine.platform_keys)
         changes = diff_configs(self.model.config, self.resolved.config, self.machine.on_cpu)
         self.diff.setText("Same as the running engine." if not changes else "Differs from the running engine: "
                           + "; ".join(f"{k} {old} → {new}" for k, old, new in changes))
@@ -159,7 +159,7 @@ class PresetPanel(QWidget):
     def _on_value_edited(self, key: str, value) -> None:
         written = plain(self.document.doc["engine"][key])
         if isinstance(written, dict):
-            written[self.machine.platform] = value
+            written[self.machine.table_key(written)] = value
             value = written
         self.document.set_engine_value(key, value)
         self.refresh()

@@ -29,7 +29,7 @@ class PresetValuesTable(QTableWidget):
         self.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.horizontalHeader().setStretchLastSection(True)
 
-    def show_preset(self, resolved: ResolvedPreset, running: dict, platform: str) -> None:
+    def show_preset(self, resolved: ResolvedPreset, running: dict, platform: str | tuple[str, ...]) -> None:
         self.clearContents()  # the previous preset's editors go with their rows
         self.setRowCount(0)
         self.setRowCount(len(resolved.values))
