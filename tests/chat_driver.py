@@ -4,8 +4,13 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPlainTextEdit, QPushButton
 
-REPLY_TIMEOUT_MS = 120_000
-ENGINE_START_TIMEOUT_MS = 180_000
+# Each wait is for what the engine, a server or the app reports (a state, a count, a commit): the test
+# follows their pace, and these limits only catch a hang. On a busy 2-core machine, with other engines
+# beside the suite, what takes a second alone can take twenty, and the first start (the demo model
+# trained, then vLLM started) took more than three minutes.
+HANG_TIMEOUT_MS = 120_000
+REPLY_TIMEOUT_MS = 300_000
+ENGINE_START_TIMEOUT_MS = 600_000
 
 
 def type_and_send(window, qtbot, text: str):

@@ -9,6 +9,7 @@ replay), ``options`` (the ``ServeOptions``), ``process`` (the ``ServerProcess``)
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 
 import pytest
@@ -50,12 +51,15 @@ class RunningServer:
 
 
 def served_demo_options(model_path: str):
-    """The app's demo preset as "Serve" starts it, on free loopback ports."""
+    """The app's demo preset as "Serve" starts it, on free loopback ports; without CUDA graphs where the
+    suite's engines start eager (``WORKBENCH_TEST_ENFORCE_EAGER=1``, the H200's runs: a served start then
+    takes seconds, not a minute, and this module starts the server three times)."""
     from workbench.app import demo_engine_config
     from workbench.remote.spec import ServeOptions
     from workbench.remote.serve import free_port
 
-    config = replace(demo_engine_config(model_path), max_num_seqs=16)
+    eager = True if os.environ.get("WORKBENCH_TEST_ENFORCE_EAGER") == "1" else None
+    config = replace(demo_engine_config(model_path), max_num_seqs=16, enforce_eager=eager)
     return ServeOptions(config, free_port(), free_port(), free_port())
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 
+from chat_driver import HANG_TIMEOUT_MS
 from workbench.engine.model_source import ModelChoice
 
 
@@ -26,7 +27,7 @@ def test_model_scan_runs_off_the_gui_thread(qtbot, monkeypatch):
     dialog = model_picker.ModelPickerDialog()
     qtbot.addWidget(dialog)
     assert _texts(dialog.list) == ["Scanning…"] and dialog.chosen_model() is None
-    with qtbot.waitSignal(dialog.scan_worker.finished, timeout=10_000):
+    with qtbot.waitSignal(dialog.scan_worker.finished, timeout=HANG_TIMEOUT_MS):
         release.set()
     assert scanned_on and scanned_on[0] is not threading.main_thread()
     qtbot.waitUntil(lambda: dialog.chosen_model() == "/models/slow")
@@ -54,8 +55,8 @@ def test_cancel_returns_at_once_and_kills_a_run_that_ignores_it(qtbot, monkeypat
                 "print('PROGRESS 0.500 waiting', flush=True); time.sleep(120)")
     view.command = lambda: [sys.executable, "-c", stubborn]
     view.run()
-    qtbot.waitUntil(lambda: view.progress.value() == 50, timeout=30_000)  # SIGTERM is ignored from here on
-    with qtbot.waitSignal(view.process.finished, timeout=10_000):
+    qtbot.waitUntil(lambda: view.progress.value() == 50, timeout=HANG_TIMEOUT_MS)  # SIGTERM is ignored from here on
+    with qtbot.waitSignal(view.process.finished, timeout=HANG_TIMEOUT_MS):
         view.cancel()
         assert view.running, "cancel waited for the process instead of returning"
         assert not view.cancel_button.isEnabled()

@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from batch_files import openai_line, write_each_format
-from chat_driver import SnapshotRecorder, type_and_send, wait_finished
+from chat_driver import HANG_TIMEOUT_MS, SnapshotRecorder, type_and_send, wait_finished
 from workbench.batch.results import CANCELLED, DONE, ERROR, QUEUED, RUNNING
 from workbench.engine.events import RequestFinished, TextFlushed
 
@@ -21,7 +21,7 @@ RUN_TIMEOUT_MS = 120_000
 
 def open_and_wait(pane, qtbot, path, fmt, column=None):
     assert pane.open_file(str(path), fmt, column)
-    qtbot.waitUntil(lambda: pane.loader.done or pane.problem_box is not None, timeout=30_000)
+    qtbot.waitUntil(lambda: pane.loader.done or pane.problem_box is not None, timeout=HANG_TIMEOUT_MS)
     return pane.loader
 
 
@@ -30,7 +30,7 @@ def run_and_wait(pane, qtbot, max_tokens=8, max_in_flight=None, wait=True, ignor
     pane.settings.sampling.ignore_eos.setChecked(ignore_eos)  # a raw completion may otherwise end at once
     if max_in_flight is not None:
         pane.settings.max_in_flight.setValue(max_in_flight)
-    qtbot.waitUntil(pane.run_button.isEnabled, timeout=10_000)
+    qtbot.waitUntil(pane.run_button.isEnabled, timeout=HANG_TIMEOUT_MS)
     qtbot.mouseClick(pane.run_button, Qt.LeftButton)
     run = pane.run
     if wait:
@@ -50,7 +50,7 @@ def test_a_short_run_from_each_input_format(window, qtbot, tmp_path):
         assert min(results.column("output_tokens")) >= 1 and min(results.column("prompt_tokens")) >= 2
         assert not any(math.isnan(v) for v in results.column("ttft_s")), fmt
         assert all(e >= t for e, t in zip(results.column("e2e_s"), results.column("ttft_s")))
-        qtbot.waitUntil(lambda: pane.progress.value() == 3, timeout=5_000)
+        qtbot.waitUntil(lambda: pane.progress.value() == 3, timeout=HANG_TIMEOUT_MS)
         assert pane.progress_label.text().startswith("3 / 3") and "finished" in pane.progress_label.text()
         assert pane.table_model.rowCount() == 3 and pane.table_model.display(0, "status") == "done"
         if fmt == "openai":  # the line's own max_tokens (req-2: 5) goes over the run's 8
@@ -93,12 +93,12 @@ def test_a_chat_reply_completes_while_a_batch_runs_and_cancel_keeps_results(wind
     qtbot.waitUntil(lambda: run.progress().num_finished > paused_at + bound, timeout=RUN_TIMEOUT_MS)
 
     qtbot.mouseClick(pane.cancel_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: run.progress().num_in_flight == 0, timeout=30_000)
+    qtbot.waitUntil(lambda: run.progress().num_in_flight == 0, timeout=HANG_TIMEOUT_MS)
     status = run.results.column("status")
     done = [row for row in range(300) if status[row] == DONE]
     assert len(done) > paused_at and all(run.results.texts[row] for row in done), "finished results are kept"
     assert not set(status) & {QUEUED, RUNNING} and CANCELLED in set(status)
-    recorder.wait_until(qtbot, lambda: not batch_ids & set(recorder.snapshots[-1].tables), timeout=30_000)
+    recorder.wait_until(qtbot, lambda: not batch_ids & set(recorder.snapshots[-1].tables), timeout=HANG_TIMEOUT_MS)
 
 
 def test_malformed_lines_are_listed_and_the_valid_lines_run(window, qtbot, tmp_path):
@@ -112,7 +112,7 @@ def test_malformed_lines_are_listed_and_the_valid_lines_run(window, qtbot, tmp_p
     assert pane.problem_box is not None and "Line 2" in pane.problem_box.text()
     skip = next(b for b in pane.problem_box.buttons() if b.text().startswith("Skip"))
     qtbot.mouseClick(skip, Qt.LeftButton)
-    qtbot.waitUntil(lambda: pane.loader.done, timeout=10_000)
+    qtbot.waitUntil(lambda: pane.loader.done, timeout=HANG_TIMEOUT_MS)
     listed = [pane.problems.item(i).text() for i in range(pane.problems.count())]
     assert [text.split(":")[0] for text in listed] == ["line 2", "line 4", "line 5"], listed
     assert "repeats line 1" in listed[1] and "/v1/embeddings" in listed[2]
@@ -152,7 +152,7 @@ def test_exports_match_what_the_engine_reported(window, qtbot, tmp_path):
     assert list(run.results.column("status")) == [DONE, DONE, ERROR]
     for kind in ("jsonl", "csv"):
         pane.export_to(str(tmp_path / f"out.{kind}"), kind)
-        qtbot.waitUntil(lambda: pane.exporting is None, timeout=10_000)
+        qtbot.waitUntil(lambda: pane.exporting is None, timeout=HANG_TIMEOUT_MS)
     outputs = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     rows = list(csv.DictReader((tmp_path / "out.csv").open(newline="", encoding="utf-8")))
     assert [o["custom_id"] for o in outputs] == ["chat-1", "done-2", "long-3"]
@@ -196,7 +196,7 @@ def test_a_batch_pauses_when_the_engine_stops_and_resumes_after_a_restart(window
     run = run_and_wait(pane, qtbot, max_tokens=48, max_in_flight=8, wait=False)
     qtbot.waitUntil(lambda: run.progress().num_finished >= 8, timeout=RUN_TIMEOUT_MS)
     window.stop_engine()
-    qtbot.waitUntil(lambda: run.state == "paused", timeout=30_000)
+    qtbot.waitUntil(lambda: run.state == "paused", timeout=HANG_TIMEOUT_MS)
     assert run.progress().num_in_flight == 0 and run.message.startswith("Paused: ")
     status = run.results.column("status")
     assert RUNNING not in set(status) and ERROR not in set(status), "requests in the engine go back to the queue"

@@ -8,7 +8,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton, QStackedWidget
 
-from chat_driver import SnapshotRecorder, type_and_send, wait_finished
+from chat_driver import HANG_TIMEOUT_MS, SnapshotRecorder, type_and_send, wait_finished
 from workbench.engine.kv_snapshot import (
     BLOCK_STATE_CACHED, BLOCK_STATE_IN_USE, BLOCK_STATE_SHARED, NUM_BLOCK_STATES,
 )
@@ -52,7 +52,7 @@ def test_heatmap_from_deltas_equals_full_scan_during_and_after(window, qtbot):
     full_blocks = own_blocks[: len(own_blocks) - 1]
     assert np.all(after.states[full_blocks] == BLOCK_STATE_CACHED), "finished blocks should turn cached"
     qtbot.waitUntil(lambda: window.heatmap.snapshot is not None and window.heatmap.snapshot.version == after.version,
-                    timeout=5000)
+                    timeout=HANG_TIMEOUT_MS)
     assert np.array_equal(window.heatmap.image.image % NUM_BLOCK_STATES, _as_cells(window.heatmap, after.states))
     _changed_blocks_are_drawn_brighter(window.heatmap, during[0], during[-1])
 
@@ -136,9 +136,9 @@ def test_stop_frees_the_requests_blocks(window, qtbot):
     held_at_stop = at_stop.tables[reply.request_id]
     clicked_at = time.monotonic()
     qtbot.mouseClick(window.findChild(QPushButton, "stopButton"), Qt.LeftButton)
-    qtbot.waitUntil(lambda: reply.status == "stopped", timeout=10_000)
+    qtbot.waitUntil(lambda: reply.status == "stopped", timeout=HANG_TIMEOUT_MS)
     text_at_stop = reply.text
-    recorder.wait_until(qtbot, lambda: reply.request_id not in recorder.snapshots[-1].tables, timeout=10_000)
+    recorder.wait_until(qtbot, lambda: reply.request_id not in recorder.snapshots[-1].tables, timeout=HANG_TIMEOUT_MS)
     last_held = holding()[-1].tables[reply.request_id]
     after = recorder.snapshots[-1]
     assert after.scan_problems == ()

@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton
 
-from chat_driver import ENGINE_START_TIMEOUT_MS, type_and_send, wait_finished
+from chat_driver import ENGINE_START_TIMEOUT_MS, HANG_TIMEOUT_MS, type_and_send, wait_finished
 from killed_app import killed_app_leaves
 from workbench.engine.process_guard import is_running
 
@@ -58,7 +58,7 @@ def test_chat_streams_and_stops_through_the_client_process(client_window, qtbot)
     wait_finished(qtbot, reply)
     assert reply.status == "done" and len(reply.text.split()) >= 3, reply.error
     qtbot.waitUntil(lambda: worker.latest_stats().totals.generation_tokens >= reply.figures.output_tokens,
-                    timeout=10_000)
+                    timeout=HANG_TIMEOUT_MS)
     snapshot = worker.latest_snapshot()
     assert snapshot is not None and snapshot.scan_problems == (), "the rebuilt snapshot equals vLLM's pool"
 
@@ -67,9 +67,9 @@ def test_chat_streams_and_stops_through_the_client_process(client_window, qtbot)
     _, long_reply = type_and_send(window, qtbot, "Count to five.")
     qtbot.waitUntil(lambda: len(long_reply.text) > 10, timeout=60_000)
     qtbot.mouseClick(window.findChild(QPushButton, "stopButton"), Qt.LeftButton)
-    qtbot.waitUntil(lambda: long_reply.status == "stopped", timeout=10_000)
+    qtbot.waitUntil(lambda: long_reply.status == "stopped", timeout=HANG_TIMEOUT_MS)
     text_at_stop = long_reply.text
-    qtbot.waitUntil(lambda: (s := worker.latest_snapshot()) is not None and s.num_in_use == 0, timeout=10_000)
+    qtbot.waitUntil(lambda: (s := worker.latest_snapshot()) is not None and s.num_in_use == 0, timeout=HANG_TIMEOUT_MS)
     assert long_reply.text == text_at_stop, "nothing streams after Stop"
 
 
@@ -121,7 +121,7 @@ def test_a_new_engine_in_the_same_client(client_window, qtbot):
     assert window.model.engine.ready, window.model.engine.message
     assert worker.client_pid == client_pid, "a new engine runs in the same client process"
     assert set(window.model.engine.info.engine_pids).isdisjoint(old_engine)
-    qtbot.waitUntil(lambda: not any(is_running(p) for p in old_engine), timeout=30_000)
+    qtbot.waitUntil(lambda: not any(is_running(p) for p in old_engine), timeout=HANG_TIMEOUT_MS)
     _, reply = type_and_send(window, qtbot, "Hello!")
     wait_finished(qtbot, reply)
     assert reply.status == "done" and reply.text
@@ -143,7 +143,7 @@ def test_killed_client_process_is_an_engine_error_with_restart(client_window, qt
     assert "Restart the engine" in message
     assert reply.status == "error" and len(reply.text) > 20, "what streamed stays in the transcript"
     assert conversation.messages[0].text == "What is a block?"
-    qtbot.waitUntil(lambda: not any(is_running(p) for p in engine_pids), timeout=30_000)
+    qtbot.waitUntil(lambda: not any(is_running(p) for p in engine_pids), timeout=HANG_TIMEOUT_MS)
     assert not set(_descendants()) & {client_pid, *engine_pids}, "no process of the dead client is left"
     assert window.engine.worker.latest_snapshot() is None
     window.chat.sampling.ignore_eos.setChecked(False)

@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtWidgets import QLabel, QPushButton
 
-from chat_driver import ENGINE_START_TIMEOUT_MS, type_and_send, wait_finished
+from chat_driver import ENGINE_START_TIMEOUT_MS, HANG_TIMEOUT_MS, type_and_send, wait_finished
 from workbench.engine.events import StateChanged
 from workbench.engine.process_guard import is_running
 
@@ -62,7 +62,7 @@ def test_prompt_longer_than_max_model_len(window, qtbot):
     long_system_prompt = "The cache keeps every block it can. " * 400
     window.chat.sampling.system.setPlainText(long_system_prompt)
     conversation, reply = type_and_send(window, qtbot, "Does this fit?")
-    qtbot.waitUntil(lambda: reply.status == "error", timeout=30_000)
+    qtbot.waitUntil(lambda: reply.status == "error", timeout=HANG_TIMEOUT_MS)
     assert "max_model_len is 2048" in reply.error and "Shorten the system prompt" in reply.error
     assert conversation.messages[0].text == "Does this fit?"
     assert window.chat.sampling.system_prompt() == long_system_prompt
@@ -138,7 +138,7 @@ def test_engine_core_killed_mid_stream(window, qtbot):
     assert "Restart the engine" in engine_message(window)
     assert reply.status == "error" and len(reply.text) > 20, "what streamed stays in the transcript"
     assert conversation.messages[0].text == "What is a block?"
-    qtbot.waitUntil(lambda: not any(is_running(p) for p in engine_pids), timeout=30_000)
+    qtbot.waitUntil(lambda: not any(is_running(p) for p in engine_pids), timeout=HANG_TIMEOUT_MS)
     died_start = window.model.engine.start_id
     qtbot.mouseClick(window.findChild(QPushButton, "restartButton"), Qt.LeftButton)
     qtbot.waitUntil(lambda: window.model.engine.settled(died_start + 1), timeout=ENGINE_START_TIMEOUT_MS)

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ElementTree
 import numpy as np
 import pytest
 
-from chat_driver import type_and_send, wait_finished
+from chat_driver import HANG_TIMEOUT_MS, type_and_send, wait_finished
 from no_nvml import telemetry_without_nvml
 from workbench.engine.stats import StatsTotals
 from workbench.telemetry.memory_service import MemoryService
@@ -59,11 +59,11 @@ def test_plots_counters_equal_vllms_own(window, qtbot):
 
     def counters_agree():
         assert plots_counters(worker.latest_stats().totals) == vllm_own_counters(worker)
-    qtbot.waitUntil(counters_agree, timeout=5_000)
+    qtbot.waitUntil(counters_agree, timeout=HANG_TIMEOUT_MS)
     totals = worker.latest_stats().totals
     assert totals.generation_tokens >= 96 and totals.prefix_hits > 0, totals
     version = worker.latest_stats().version  # each plot draws, in turn, the series as it is by then
-    qtbot.waitUntil(lambda: window.plots.pause.shown_version >= version, timeout=3_000)
+    qtbot.waitUntil(lambda: window.plots.pause.shown_version >= version, timeout=HANG_TIMEOUT_MS)
     x, generated = window.plots.curves["generation_tokens_per_s"].getOriginalDataset()
     assert len(x) >= 2 and np.nanmax(generated) > 0, "the tokens/s plot drew no generation"
     assert np.nanmax(window.plots.curves["kv_usage_pct"].getOriginalDataset()[1]) > 0, "KV usage never rose"
@@ -80,7 +80,7 @@ def test_memory_panel_shows_every_engine_process_and_the_kv_space(window, qtbot)
 
     def shows_engine():
         assert str(info.engine_pids[-1]) in panel.text.text()
-    qtbot.waitUntil(shows_engine, timeout=5_000)
+    qtbot.waitUntil(shows_engine, timeout=HANG_TIMEOUT_MS)
     text = panel.text.text()
     reading = window.memory_service.latest().latest
     on_gpu = reading.nvml_unavailable is None
@@ -126,7 +126,7 @@ def _num_points(curve) -> int:
 def test_a_plot_exports_as_png_and_svg(window, qtbot, tmp_path):
     _, reply = type_and_send(window, qtbot, "What is a block?")
     wait_finished(qtbot, reply)
-    qtbot.waitUntil(lambda: _num_points(window.plots.curves["generation_tokens_per_s"]) >= 2, timeout=5_000)
+    qtbot.waitUntil(lambda: _num_points(window.plots.curves["generation_tokens_per_s"]) >= 2, timeout=HANG_TIMEOUT_MS)
     plot = window.plots.plots["tokens"]
     png = export_plot(plot, tmp_path / "tokens.png", width_px=800)
     data = png.read_bytes()

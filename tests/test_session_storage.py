@@ -10,6 +10,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from chat_driver import HANG_TIMEOUT_MS
 from no_nvml import telemetry_without_nvml
 from workbench.engine.backend import EngineInfo, StreamEvent
 from workbench.engine.events import EngineReady, EngineState, RequestFinished, StateChanged, TextFlushed
@@ -189,7 +190,7 @@ def test_the_memory_series_is_stored_per_engine_run_apart_from_the_plots_and_exp
     assert "8 stored memory points" in view.memory.text.text()
     outcome = []
     start_session_export(view, path, session_id, tmp_path / "past", on_done=lambda f, e: outcome.append(e))
-    qtbot.waitUntil(lambda: bool(outcome), timeout=30_000)
+    qtbot.waitUntil(lambda: bool(outcome), timeout=HANG_TIMEOUT_MS)
     assert outcome == [None] and (tmp_path / "past" / "plot-memory.png").stat().st_size > 1000
     assert "stored series" in (tmp_path / "past" / "report.html").read_text()
 
@@ -268,7 +269,7 @@ def test_a_batch_run_let_go_of_stays_with_its_session_until_the_session_is_delet
 
     outcome = []  # a past session exported from the view: its plots from the stored series, no heatmap
     start_session_export(view, path, view.selected().session_id, tmp_path / "past", on_done=lambda f, e: outcome.append(e))
-    qtbot.waitUntil(lambda: bool(outcome), timeout=30_000)
+    qtbot.waitUntil(lambda: bool(outcome), timeout=HANG_TIMEOUT_MS)
     assert outcome == [None] and (tmp_path / "past.zip").exists() and not (tmp_path / "past" / "heatmap.png").exists()
     with open(tmp_path / "past" / "requests.csv") as handle:
         assert len(handle.readlines()) == 1 + 2  # the header and the two rows that ran

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QPushButton
 
-from chat_driver import ENGINE_START_TIMEOUT_MS
+from chat_driver import ENGINE_START_TIMEOUT_MS, HANG_TIMEOUT_MS
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +31,7 @@ def start_and_fail(window, qtbot, model: str) -> str:
 
 def open_log(window, qtbot) -> str:
     button = window.findChild(QPushButton, "showEngineLogButton")
-    qtbot.waitUntil(button.isVisible, timeout=5_000)
+    qtbot.waitUntil(button.isVisible, timeout=HANG_TIMEOUT_MS)
     button.click()
     dialog = window.status.log_dialog
     assert dialog is not None and dialog.isVisible()

@@ -6,6 +6,7 @@ import sqlite3
 
 import pytest
 
+from chat_driver import HANG_TIMEOUT_MS
 from workbench.app import build_window, demo_engine_config
 from workbench.engine.events import EngineState, TextFlushed
 from workbench.engine.sampling import SamplingSettings
@@ -102,11 +103,11 @@ def test_a_full_disk_is_reported_and_what_was_not_saved_is_written_later(tmp_pat
     model = window.model
     request = model.ask(window.chat.current.conversation_id, "a long reply please", SamplingSettings())
     model.apply(TextFlushed({request.request_id: LONG_TEXT}))
-    qtbot.waitUntil(lambda: window.storage_notice.isVisible(), timeout=5000)
+    qtbot.waitUntil(lambda: window.storage_notice.isVisible(), timeout=HANG_TIMEOUT_MS)
     assert "is full" in notice_text(window) and str(path) in notice_text(window)
     assert window.model.conversations[window.chat.current.conversation_id].messages[-1].text == LONG_TEXT
     storage.opened.connection.execute("PRAGMA max_page_count = 1000000")  # space freed: the retry succeeds
-    qtbot.waitUntil(lambda: not window.storage_notice.isVisible(), timeout=10000)
+    qtbot.waitUntil(lambda: not window.storage_notice.isVisible(), timeout=HANG_TIMEOUT_MS)
     assert storage.flush()
     texts = sqlite3.connect(path).execute("SELECT text FROM messages WHERE role = 'assistant'").fetchall()
     assert texts == [(LONG_TEXT,)]

@@ -73,6 +73,12 @@ class SeriesRecorder:
         if time.monotonic() - self._pending_since >= self.chunk_s:
             self.flush()
 
+    @property
+    def newest_s(self) -> float | None:
+        """The time (``time.time()`` seconds) of the newest point seen, None before the first: taken for
+        the engine run open then (on the writer's queue once :meth:`flush` ran), or passed over between runs."""
+        return self._last_t + self._wall_offset if np.isfinite(self._last_t) else None
+
     def flush(self) -> None:
         """Puts the points taken so far as one record (nothing when there are none)."""
         self._pending_since = time.monotonic()

@@ -21,7 +21,7 @@ from workbench.storage.restore import (close_interrupted_engine_runs, highest_ch
                                        load_conversations)
 from workbench.storage.series import SeriesRecorder
 from workbench.telemetry.memory_service import MEMORY_COLUMNS
-from workbench.storage.writer import StorageWriter
+from workbench.storage.writer import CommitMark, StorageWriter
 
 
 def default_database_path() -> Path:
@@ -112,10 +112,18 @@ class Storage:
 
     def flush(self, timeout_s: float = 10.0) -> bool:
         """Waits until what the model did so far is on disk; True when it is."""
+        mark = self.mark_commit()
+        return mark is not None and mark.wait(timeout_s)
+
+    def mark_commit(self) -> CommitMark | None:
+        """Hands the writer what the model and the series did so far (the points kept for the next chunk
+        too) with a commit asked after them, without waiting: for the GUI thread, which then waits on
+        another (an export reads only once the mark's ``wait`` says all of it is on disk). None when
+        nothing is saved."""
         for series in (self.series, self.memory_series):
             if series is not None:
                 series.flush()
-        return self.writer is not None and self.writer.flush(timeout_s)
+        return self.writer.mark_commit() if self.writer is not None else None
 
     def move_aside_and_start_new(self, model: AppModel) -> Path | None:
         """For a damaged database: keeps it under a new name and starts a new one, which from now on

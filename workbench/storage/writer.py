@@ -16,6 +16,7 @@ import queue
 import sqlite3
 import threading
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 from workbench.storage.database import StorageProblem, error_problem
@@ -25,6 +26,23 @@ from workbench.storage.statements import write_record
 COMMIT_INTERVAL_S = 0.5  # what the window showed 1 s before a crash is committed
 RETRY_INTERVAL_S = 3.0
 log = logging.getLogger("workbench.storage")
+
+
+@dataclass(frozen=True)
+class CommitMark:
+    """A commit asked of the writer: everything put before it is on disk once ``wait`` returns True."""
+
+    done: threading.Event
+    writer: StorageWriter
+
+    @property
+    def is_done(self) -> bool:
+        return self.done.is_set()
+
+    def wait(self, timeout_s: float) -> bool:
+        """True once that commit is done; False when it failed (the writer's ``problem`` says why) or did
+        not come within ``timeout_s``."""
+        return self.done.wait(timeout_s) and self.writer.problem is None
 
 
 class StorageWriter:
@@ -52,9 +70,14 @@ class StorageWriter:
 
     def flush(self, timeout_s: float = 10.0) -> bool:
         """Waits until everything put so far is committed (or has failed); True when committed."""
+        return self.mark_commit().wait(timeout_s)
+
+    def mark_commit(self) -> CommitMark:
+        """Asks for a commit of everything put so far, without waiting for it (cheap enough for the GUI
+        thread); the mark's ``wait`` waits for that commit on whichever thread calls it."""
         done = threading.Event()
         self.put(Flush(done))
-        return done.wait(timeout_s) and self.problem is None
+        return CommitMark(done, self)
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Commits what is queued and ends the thread; the connection is closed."""

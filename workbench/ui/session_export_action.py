@@ -34,10 +34,12 @@ class SessionExportJob(QObject):
     """One export: the pictures rendered on the GUI thread, one plot per turn of the event loop (a picture
     takes about half a second: the window keeps answering between them), then the files written on a
     worker thread; one progress dialog for both. ``on_done(folder, error)`` runs on the GUI thread
-    (error None on success)."""
+    (error None on success). ``storage``: the window's, when it records the session exported: the export
+    then holds everything recorded up to the moment it was asked for (the points kept for the next chunk
+    and the writer's uncommitted records included), waiting for that commit on a worker thread."""
 
     def __init__(self, parent: QWidget, db_path: Path, session_id: str, folder: Path, heatmap: QWidget | None,
-                 on_done, memory=None):
+                 on_done, memory=None, storage=None):
         super().__init__(parent)
         self.db_path, self.session_id, self.folder, self.on_done = Path(db_path), session_id, Path(folder), on_done
         self.heatmap_png = png_bytes(heatmap) if heatmap is not None else None  # the heatmap at export time
@@ -46,7 +48,7 @@ class SessionExportJob(QObject):
         self._view = None
         self._memory_panel = None  # a past session's memory plot, drawn from its stored series
         self.worker = None
-        self.dialog = QProgressDialog("Exporting the session: drawing the plots…", "", 0, 1000, parent)
+        self.dialog = QProgressDialog("Exporting the session: reading what was recorded…", "", 0, 1000, parent)
         self.dialog.setWindowTitle("Export session")
         self.dialog.setCancelButton(None)
         self.dialog.setWindowModality(Qt.WindowModal)
@@ -54,27 +56,26 @@ class SessionExportJob(QObject):
         # the memory panel's plot as the window shows it now (after the stored plots in the report)
         self.memory = render_live_plot(memory, "Memory, as the window showed it at export time", "memory") \
             if memory is not None else None
-        QTimer.singleShot(0, self._prepare)
+        # the live session: what was recorded up to now goes to disk first, waited for off the GUI thread
+        self.committed = storage.mark_commit() if storage is not None and storage.session_id == session_id else None
+        self.reader = create_worker(stored_plot_series, self.db_path, self.session_id, self.committed,
+                                    self.memory is None, _start_thread=False)
+        self.reader.returned.connect(self._prepare)
+        self.reader.errored.connect(self._finish)
+        self.reader.start()
 
-    def _prepare(self) -> None:
+    def _prepare(self, stored) -> None:
+        origin_s, series, memory = stored
         try:
-            connection = open_read_only(self.db_path)
-            try:
-                summary = session(connection, self.session_id)
-                runs = engine_runs(connection, self.session_id)
-                series = session_series(connection, runs)
-                memory = session_series(connection, runs, MEMORY) if self.memory is None else {}
-            finally:
-                connection.close()
-            origin_s = summary.started_s if summary else time.time()
             self._view = stored_plots_view(series, origin_s)
             self._todo = list(self._view.plots.items())
             if memory:  # not the live session (no panel handed in): the memory plot from the stored series
                 self._memory_panel = stored_memory_panel(memory, origin_s)
                 self._todo.append(("memory", self._memory_panel.plot))
-        except Exception as error:  # a database that cannot be read: said, nothing written
+        except Exception as error:  # series that cannot be drawn: said, nothing written
             self._finish(error)
             return
+        self.dialog.setLabelText("Exporting the session: drawing the plots…")
         QTimer.singleShot(0, self._render_next)
 
     def _render_next(self) -> None:
@@ -120,9 +121,41 @@ class SessionExportJob(QObject):
 
 def start_session_export(parent: QWidget, db_path: Path, session_id: str, folder: Path,
                          heatmap: QWidget | None = None, on_done=lambda folder, error: None,
-                         memory=None) -> SessionExportJob:
-    """Exports into ``folder`` (and ``folder``.zip) with a progress dialog; returns the job."""
-    return SessionExportJob(parent, db_path, session_id, folder, heatmap, on_done, memory)
+                         memory=None, storage=None) -> SessionExportJob:
+    """Exports into ``folder`` (and ``folder``.zip) with a progress dialog; returns the job. With the
+    ``storage`` that records ``session_id``, everything recorded until this call is in the export."""
+    return SessionExportJob(parent, db_path, session_id, folder, heatmap, on_done, memory, storage)
+
+
+class NotSavedYet(RuntimeError):
+    """What was recorded before the export was asked for is not on disk: the export would miss it."""
+
+
+COMMIT_WAIT_S = 300.0  # only a writer that hangs takes this long; a busy machine's commit takes seconds
+
+
+def wait_for_commit(committed) -> None:
+    """Returns once ``committed`` (a storage ``CommitMark``, or None: nothing to wait for) is on disk."""
+    if committed is None or committed.wait(COMMIT_WAIT_S):
+        return
+    problem = committed.writer.problem
+    cause = problem.message if problem is not None else f"the database did not confirm within {COMMIT_WAIT_S:.0f} s"
+    raise NotSavedYet(f"the last seconds of the session are not saved yet, so the export would miss them ({cause})")
+
+
+def stored_plot_series(db_path: Path, session_id: str, committed, with_memory: bool):
+    """On a worker thread: once ``committed`` is on disk, the session's start time and the stored series
+    its plots are drawn from (the memory panel's too, with ``with_memory``)."""
+    wait_for_commit(committed)
+    connection = open_read_only(db_path)
+    try:
+        summary = session(connection, session_id)
+        runs = engine_runs(connection, session_id)
+        series = session_series(connection, runs)
+        memory = session_series(connection, runs, MEMORY) if with_memory else {}
+    finally:
+        connection.close()
+    return (summary.started_s if summary else time.time()), series, memory
 
 
 def ask_and_export_session(window) -> None:
@@ -132,20 +165,22 @@ def ask_and_export_session(window) -> None:
         QMessageBox.information(window, "Export session", "This window keeps no database (another instance "
                                 "owns it, or it could not be opened), so there is no session to export.")
         return
-    storage.flush()
     stamp = time.strftime("%Y%m%d-%H%M%S")
     chosen = QFileDialog.getExistingDirectory(window, "Export the session into a new folder in…")
     if chosen:
         folder = Path(chosen) / f"workbench-session-{stamp}"
         window._session_export = start_session_export(
             window, storage.path, storage.session_id, folder, window.heatmap,
-            lambda f, e: tell_export_done(window, f, e), window.memory.plot)
+            lambda f, e: tell_export_done(window, f, e), window.memory.plot, storage)
 
 
 def tell_export_done(parent: QWidget, folder: Path, error) -> None:
     if error is None:
         QMessageBox.information(parent, "Export session", f"Written to {folder} and {folder}.zip; open "
                                 "report.html in a browser.")
+    elif isinstance(error, NotSavedYet):
+        QMessageBox.warning(parent, "Export session", f"The export was not written: {error}. Nothing recorded is "
+                            "lost (the workbench keeps it and saves it again); export again once it is saved.")
     else:
         QMessageBox.warning(parent, "Export session", f"The export failed: {error}. Nothing half-written was "
                             "left; choose another folder (one you can write to, with free space) and try again.")

@@ -220,7 +220,8 @@ class SessionsView(QWidget):
             stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(chosen.started_s))
             self._export = start_session_export(self, self.db_path, chosen.session_id,
                                                 Path(parent) / f"workbench-session-{stamp}",
-                                                on_done=lambda folder, error: tell_export_done(self, folder, error))
+                                                on_done=lambda folder, error: tell_export_done(self, folder, error),
+                                                storage=getattr(self.parentWidget(), "storage", None))
 
     # ------------------------------------------------------------------ comparing two engine runs
     def choose_runs(self, a: int, b: int) -> None:
