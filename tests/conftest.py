@@ -91,6 +91,7 @@ def window(shared_window, qtbot, demo_model_path):
         start_id = model.engine.start_id
     qtbot.waitUntil(lambda: model.engine.settled(start_id), timeout=ENGINE_START_TIMEOUT_MS)
     assert model.engine.ready, model.engine.message
+    shared_window.batch.confirm = lambda *_: True  # an earlier test's batch run may leave the pane: yes
     shared_window.chat.new_conversation()
     sampling = shared_window.chat.sampling
     sampling.system.setPlainText(default_system_prompt())

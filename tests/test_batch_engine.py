@@ -1,5 +1,6 @@
 """The batch pane through the real window and the real vLLM CPU engine: each input format, a chat
-reply during a batch, pause, cancel, malformed lines skipped, exports checked against the engine."""
+reply during a batch, pause, cancel, malformed lines skipped, exports checked against the engine; a new
+file asks before a run leaves the pane and past runs come back from the Runs picker; the ETA."""
 from __future__ import annotations
 
 import csv
@@ -51,7 +52,7 @@ def test_a_short_run_from_each_input_format(window, qtbot, tmp_path):
         assert not any(math.isnan(v) for v in results.column("ttft_s")), fmt
         assert all(e >= t for e, t in zip(results.column("e2e_s"), results.column("ttft_s")))
         qtbot.waitUntil(lambda: pane.progress.value() == 3, timeout=HANG_TIMEOUT_MS)
-        assert pane.progress_label.text().startswith("3 / 3") and "finished" in pane.progress_label.text()
+        assert pane.progress_label.text().startswith("3 done · ") and "finished" in pane.progress_label.text()
         assert pane.table_model.rowCount() == 3 and pane.table_model.display(0, "status") == "done"
         if fmt == "openai":  # the line's own max_tokens (req-2: 5) goes over the run's 8
             assert results.value("output_tokens", 1) <= 5 < results.value("output_tokens", 0)
@@ -98,6 +99,10 @@ def test_a_chat_reply_completes_while_a_batch_runs_and_cancel_keeps_results(wind
     done = [row for row in range(300) if status[row] == DONE]
     assert len(done) > paused_at and all(run.results.texts[row] for row in done), "finished results are kept"
     assert not set(status) & {QUEUED, RUNNING} and CANCELLED in set(status)
+    num_done, num_cancelled = run.results.count(DONE), run.results.count(CANCELLED)
+    said = f"{num_done:,} done · {num_cancelled:,} cancelled · "
+    qtbot.waitUntil(lambda: pane.progress_label.text().startswith(said), timeout=HANG_TIMEOUT_MS)
+    assert "300 / 300" not in pane.progress_label.text() and pane.progress.value() == num_done
     recorder.wait_until(qtbot, lambda: not batch_ids & set(recorder.snapshots[-1].tables), timeout=HANG_TIMEOUT_MS)
 
 
@@ -205,3 +210,107 @@ def test_a_batch_pauses_when_the_engine_stops_and_resumes_after_a_restart(window
     qtbot.mouseClick(pane.pause_button, Qt.LeftButton)  # Resume
     qtbot.waitUntil(lambda: run.state == "finished", timeout=RUN_TIMEOUT_MS)
     assert list(run.results.column("status")) == [DONE] * 200 and all(run.results.texts)
+
+
+class Answers:
+    """Stands in for the user before the pane's questions: records each question, answers in turn."""
+
+    def __init__(self, pane):
+        self.asked: list[str] = []
+        self.answers: list[bool] = []
+        pane.confirm = self
+
+    def __call__(self, _parent, _title: str, text: str) -> bool:
+        self.asked.append(text)
+        return self.answers.pop(0)
+
+
+def lines_file(path, count: int, what: str = "what is a block?"):
+    path.write_text("".join(f"Item {i}: {what}\n" for i in range(count)))
+    return path
+
+
+def test_a_new_file_asks_first_and_the_finished_run_comes_back_from_the_runs_picker(window, qtbot, tmp_path):
+    pane = window.batch
+    open_and_wait(pane, qtbot, lines_file(tmp_path / "first.txt", 6), "text")
+    run = run_and_wait(pane, qtbot)
+    qtbot.waitUntil(lambda: "finished" in pane.progress_label.text(), timeout=5_000)
+    pane.table.selectRow(2)
+    detail, progress_line = pane.detail.toPlainText(), pane.progress_label.text()
+    assert "Item 2" in detail
+    answers = Answers(pane)
+    answers.answers = [False]
+    assert not pane.open_file(str(lines_file(tmp_path / "second.txt", 4)), "text")
+    assert f"Run {run.run_no} · first.txt" in answers.asked[0] and "6 results" in answers.asked[0]
+    assert pane.run is run and pane.table_model.rowCount() == 6, "No keeps everything as it was"
+    assert pane.detail.toPlainText() == detail and pane.progress_label.text() == progress_line
+
+    answers.answers = [True]
+    open_and_wait(pane, qtbot, tmp_path / "second.txt", "text")
+    assert run.run_id in window.model.batch_runs, "the finished run stays in the model"
+    assert pane.table_model.rowCount() == 4 and pane.detail.toPlainText() == ""
+    assert pane.progress_label.text() == "" and pane.progress.value() == 0, "the progress line starts afresh"
+    titles = pane.runs.titles()
+    assert f"Run {run.run_no} · first.txt · 6 done" in titles and pane.runs.isVisibleTo(pane), titles
+    pane.runs.combo.activated.emit(titles.index(f"Run {run.run_no} · first.txt · 6 done"))
+    assert pane.run is run and pane.table_model.rowCount() == 6 and pane.export_button.isEnabled()
+    qtbot.waitUntil(lambda: pane.progress_label.text().startswith("6 done · "), timeout=5_000)
+    pane.export_to(str(tmp_path / "first.jsonl"), "jsonl")
+    qtbot.waitUntil(lambda: pane.exporting is None, timeout=10_000)
+    exported = [json.loads(line) for line in (tmp_path / "first.jsonl").read_text().splitlines()]
+    assert [e["text"] for e in exported] == run.results.texts and all(run.results.texts)
+
+    pane.runs.combo.activated.emit(pane.runs.titles().index("second.txt · 4 prompts · not run yet"))
+    second = run_and_wait(pane, qtbot)
+    assert second is not run and pane.run is second and not answers.answers
+    assert [t.split(" · ")[0] for t in pane.runs.titles()][-2:] == [f"Run {run.run_no}", f"Run {second.run_no}"]
+
+
+def test_a_run_still_going_is_cancelled_only_when_the_user_says_so(window, qtbot, tmp_path):
+    pane = window.batch
+    open_and_wait(pane, qtbot, lines_file(tmp_path / "long.txt", 300), "text")
+    run = run_and_wait(pane, qtbot, max_tokens=64, max_in_flight=8, wait=False)
+    qtbot.waitUntil(lambda: run.progress().num_finished >= 3, timeout=RUN_TIMEOUT_MS)
+    answers = Answers(pane)
+    answers.answers = [False]
+    assert pane.open_button.isEnabled(), "a run going does not keep the user from asking for another file"
+    assert not pane.open_file(str(lines_file(tmp_path / "next.txt", 3)), "text")
+    assert "still going" in answers.asked[0] and f"Run {run.run_no} · long.txt" in answers.asked[0]
+    assert run.state == "running" and pane.run is run
+    answers.answers = [True]
+    open_and_wait(pane, qtbot, tmp_path / "next.txt", "text")
+    assert run.state == "cancelled" and pane.table_model.rowCount() == 3
+    qtbot.waitUntil(lambda: run.progress().num_in_flight == 0, timeout=30_000)
+    pane.show_entry(run.run_id)
+    num_done, num_cancelled = run.results.count(DONE), run.results.count(CANCELLED)
+    assert num_done >= 3 and num_cancelled >= 200 and num_done + num_cancelled == 300
+    assert pane.progress_label.text().startswith(f"{num_done:,} done · {num_cancelled:,} cancelled · ")
+    assert f"Run {run.run_no} · long.txt · {num_done:,} done · {num_cancelled:,} cancelled" in pane.runs.titles()
+
+
+def test_the_first_eta_is_measured_and_not_far_from_the_runs_real_length(window, qtbot, tmp_path):
+    """The ETA once came from the first row to finish (299 × its latency: minutes for a run of
+    seconds); it must wait for a measured rate and then be near what the run really takes."""
+    import time
+
+    pane = window.batch
+    open_and_wait(pane, qtbot, lines_file(tmp_path / "eta.txt", 300), "text")
+    run = run_and_wait(pane, qtbot, max_tokens=64, wait=False)
+    started, first, texts = time.monotonic(), [], set()
+
+    def ended() -> bool:
+        texts.add(pane.progress_label.text().split(" · ")[1] if " · " in pane.progress_label.text() else "")
+        progress = run.progress()
+        if not first and progress.eta_s is not None and run.state == "running":
+            first.append((time.monotonic(), progress.eta_s, progress.num_finished))
+        return run.state == "finished"
+
+    qtbot.waitUntil(ended, timeout=RUN_TIMEOUT_MS)
+    finished_at = time.monotonic()
+    assert first, f"no ETA in a run of {finished_at - started:.1f} s"
+    shown_at, eta_s, num_finished = first[0]
+    really_left_s = finished_at - shown_at
+    assert eta_s <= 2.5 * really_left_s + 2.0, (eta_s, really_left_s, finished_at - started)
+    assert eta_s >= really_left_s / 4 - 2.0, (eta_s, really_left_s)
+    assert num_finished >= min(300, run.settings.max_in_flight), "an ETA before a wave's worth of rows ended"
+    assert "ETA: measuring…" in texts, texts

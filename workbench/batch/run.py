@@ -14,6 +14,7 @@ from collections import deque
 from dataclasses import dataclass, replace
 from typing import Callable
 
+from workbench.batch.eta import CompletionRate
 from workbench.batch.formats import BatchPrompt
 from workbench.batch.results import CANCELLED, DONE, ERROR, QUEUED, RUNNING, BatchResults
 from workbench.engine.backend import ChatRequest, Message, StreamEvent
@@ -50,18 +51,16 @@ class BatchProgress:
     num_output_tokens: int
     elapsed_s: float  # running time, pauses left out
     message: str = ""
+    num_cancelled: int = 0
+    eta_s: float | None = None  # None while the rate is still being measured; 0 once the run has ended
+
+    @property
+    def num_done(self) -> int:
+        return self.num_finished - self.num_failed - self.num_cancelled
 
     @property
     def tokens_per_s(self) -> float:
         return self.num_output_tokens / self.elapsed_s if self.elapsed_s > 0 else 0.0
-
-    @property
-    def eta_s(self) -> float | None:
-        left = self.num_rows - self.num_finished
-        if self.state in ("finished", "cancelled") or left <= 0:
-            return 0.0
-        rate = self.num_finished / self.elapsed_s if self.elapsed_s > 0 else 0.0
-        return left / rate if rate > 0 else None
 
 
 class BatchRun:
@@ -79,8 +78,9 @@ class BatchRun:
         self._next_row = 0
         self._retry: deque[int] = deque()  # rows taken back from an engine that went away
         self._in_flight: dict[str, int] = {}  # request id -> row
-        self._num_finished = self._num_failed = self._num_output_tokens = 0
+        self._num_finished = self._num_failed = self._num_cancelled = self._num_output_tokens = 0
         self._elapsed_s, self._resumed_at = 0.0, 0.0
+        self._rate = CompletionRate(settings.max_in_flight)
 
     @classmethod
     def restored(cls, run_no: int, results: BatchResults, settings: RunSettings, post: Callable[[object], None],
@@ -95,6 +95,7 @@ class BatchRun:
         run._next_row = results.num_rows
         run._num_finished = results.num_rows - len(unfinished)
         run._num_failed = results.count(ERROR)
+        run._num_cancelled = results.count(CANCELLED)
         run._num_output_tokens = results.num_output_tokens()
         run.state = "paused" if unfinished else "finished"
         if unfinished:
@@ -128,11 +129,14 @@ class BatchRun:
         for row in [*self._retry, *range(self._next_row, self.results.num_rows)]:
             self.results.finish(row, CANCELLED, None, None)
             self._num_finished += 1
+            self._num_cancelled += 1
         self._retry.clear()
         self._next_row = self.results.num_rows
 
     def _set_running(self) -> None:
         self.state, self.message, self._resumed_at = "running", "", self.clock()
+        rows_left = self.results.num_rows - self._num_finished
+        self._rate.restart(self._elapsed_s, min(max(1, self.settings.max_in_flight), rows_left))
 
     # ------------------------------------------------------------------ sending
     def top_up(self) -> None:
@@ -197,6 +201,10 @@ class BatchRun:
         if row is None:
             return
         status = CANCELLED if event.finish_reason == "aborted" else DONE
+        if status == CANCELLED:
+            self._num_cancelled += 1
+        else:
+            self._rate.row_finished(self.running_s())
         self.results.finish(row, status, event.finish_reason, event.figures)
         if event.figures is not None:
             self._num_output_tokens += event.figures.output_tokens
@@ -207,6 +215,7 @@ class BatchRun:
         if row is None:
             return
         self._num_failed += 1
+        self._rate.row_finished(self.running_s())
         self.results.finish(row, ERROR, "error", None, message)
         self.top_up()
 
@@ -235,7 +244,14 @@ class BatchRun:
             self.state = "finished"
 
     # ------------------------------------------------------------------ progress
+    def running_s(self) -> float:
+        """Seconds the run has been running, pauses left out."""
+        return self._elapsed_s + (self.clock() - self._resumed_at if self.state == "running" else 0.0)
+
     def progress(self) -> BatchProgress:
-        elapsed = self._elapsed_s + (self.clock() - self._resumed_at if self.state == "running" else 0.0)
+        elapsed = self.running_s()
+        rows_left = self.results.num_rows - self._num_finished
+        eta = self._rate.eta_s(elapsed, rows_left) if self.state in ("running", "paused") else 0.0
         return BatchProgress(self.state, self.results.num_rows, self._num_finished, self._num_failed,
-                             len(self._in_flight), self._num_output_tokens, elapsed, self.message)
+                             len(self._in_flight), self._num_output_tokens, elapsed, self.message,
+                             self._num_cancelled, eta)

@@ -1,7 +1,10 @@
 """The batch pane: open a file of prompts, run it through the chat's engine, keep and export the results.
 
-It shows a run; the run's logic (the bound, priority, pause, cancel) is in ``workbench.batch``, the
-run itself in the application model. A 4 Hz timer reads the run's progress and the results' version.
+It shows one run at a time, or the file read but not run yet; the Runs picker brings back any run of
+this session or a restored one, with its table and export. The run's logic (the bound, priority,
+pause, cancel) is in ``workbench.batch``, the runs themselves in the application model, which keeps
+them all (a new file does not let go of the last run). A 4 Hz timer reads the run's progress and the
+results' version.
 """
 from __future__ import annotations
 
@@ -10,38 +13,24 @@ from typing import Callable
 
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtWidgets import (
-    QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QListWidget, QMenu, QMessageBox,
-    QPlainTextEdit, QProgressBar, QPushButton, QSplitter, QTableView, QVBoxLayout, QWidget,
+    QComboBox, QFileDialog, QHBoxLayout, QLabel, QListWidget, QMenu, QMessageBox, QPlainTextEdit, QProgressBar,
+    QPushButton, QSplitter, QVBoxLayout, QWidget,
 )
 
 from workbench.batch.export import export_rows
 from workbench.batch.loader import PromptLoader
 from workbench.batch.prompt_file import LineProblem
-from workbench.batch.run import BatchProgress, BatchRun, default_max_in_flight
+from workbench.batch.results import BatchResults
+from workbench.batch.run import BatchRun, default_max_in_flight
 from workbench.model.app_model import AppModel
+from workbench.ui.batch_runs import PENDING, RunsPicker, file_name, leave_question, progress_text, run_title
 from workbench.ui.batch_settings import ChunkedTask, OpenPromptDialog, RunSettingsForm
-from workbench.ui.batch_table import BatchTableModel, status_choices
+from workbench.ui.batch_table import BatchTableModel, results_view, status_choices
+from workbench.ui.chat_pane import ask_to_confirm
 from workbench.ui.scrolling import scrolling
 
 REFRESH_MS = 250
 MAX_PROBLEMS_LISTED = 1000
-
-
-def duration_text(seconds: float | None) -> str:
-    if seconds is None:
-        return "…"
-    seconds = int(round(seconds))
-    if seconds >= 3600:
-        return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m"
-    return f"{seconds // 60}m {seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
-
-
-def progress_text(p: BatchProgress) -> str:
-    parts = [f"{p.num_finished:,} / {p.num_rows:,}", f"ETA {duration_text(p.eta_s)}",
-             f"{p.tokens_per_s:,.0f} tok/s", f"{p.num_in_flight} in the engine"]
-    if p.num_failed:
-        parts.append(f"{p.num_failed:,} failed")
-    return " · ".join(parts) + f" · {p.message or p.state}"
 
 
 class BatchPane(QWidget):
@@ -50,8 +39,11 @@ class BatchPane(QWidget):
     def __init__(self, model: AppModel, post: Callable[[object], None]):
         super().__init__()
         self.model, self.post = model, post
-        self.loader: PromptLoader | None = None
-        self.run: BatchRun | None = None
+        self.confirm = ask_to_confirm  # (parent, title, text) -> bool; leaving a run's results asks through it
+        self.loader: PromptLoader | None = None  # the file read last
+        self.loader_run_id: str | None = None  # the run made of it; None while it has not run
+        self.run: BatchRun | None = None  # the run shown; None: the file read, or nothing
+        self.restored_ids = set(model.batch_runs)  # runs an earlier session stored
         self.table_model = BatchTableModel()
         self.settings = RunSettingsForm()
         self.loading = ChunkedTask(self._load_step, self)
@@ -64,23 +56,19 @@ class BatchPane(QWidget):
         self.timer.timeout.connect(self._on_timer_timeout)
         self.timer.start()
         model.engine_changed.connect(self._on_model_engine_changed)
-        self._show_restored_run()
+        model.batch_run_added.connect(self._on_model_batch_runs_changed)
+        model.batch_run_removed.connect(self._on_model_batch_run_removed)
+        if model.batch_runs:  # the latest run an earlier session stored
+            self.show_entry(list(model.batch_runs)[-1])
         self._update_controls()
-
-    def _show_restored_run(self) -> None:
-        """The latest run an earlier session stored (the model holds them all), with its results."""
-        if not self.model.batch_runs:
-            return
-        self.run = list(self.model.batch_runs.values())[-1]
-        self.table_model.set_results(self.run.results)
-        name = Path(self.run.source[0]).name or "a prompt file"
-        self.file_label.setText(f"Restored from the last session: {self.run.results.num_rows:,} prompts of {name}.")
-        self._on_timer_timeout()
 
     def _build(self) -> None:
         self.open_button = QPushButton("Open prompt file…", objectName="batchOpenButton")
         self.open_button.clicked.connect(lambda: self.open_file())
         self.file_label = QLabel("No prompt file open.", objectName="batchFileLabel")
+        self.runs = RunsPicker()
+        self.runs.chosen.connect(self.show_entry)
+        self.runs.remove_requested.connect(self.remove_run)
         self.load_progress = QProgressBar(objectName="batchLoadProgress", maximum=1000, visible=False)
         self.problems = QListWidget(objectName="batchProblems", visible=False)
         self.problems.setMaximumHeight(90)
@@ -105,28 +93,11 @@ class BatchPane(QWidget):
         self.finish_filter.addItem("all finish reasons", None)
         self.status_filter.currentIndexChanged.connect(self._on_filters_changed)
         self.finish_filter.currentIndexChanged.connect(self._on_filters_changed)
-        self.table = self._make_table()
+        self.table = results_view(self.table_model)
+        self.table.selectionModel().currentRowChanged.connect(self._on_table_row_changed)
         self.detail = QPlainTextEdit(objectName="batchDetail", readOnly=True)
         self.detail.setPlaceholderText("Select a row to see its prompt and whole output.")
         self._lay_out()
-
-    def _make_table(self) -> QTableView:
-        table = QTableView(objectName="batchTable")
-        table.setModel(self.table_model)
-        table.setSortingEnabled(True)
-        table.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)
-        table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        table.setSelectionMode(QAbstractItemView.SingleSelection)
-        table.verticalHeader().setSectionResizeMode(QHeaderView.Fixed)
-        table.verticalHeader().setDefaultSectionSize(22)
-        table.verticalHeader().hide()
-        table.setWordWrap(False)
-        header = table.horizontalHeader()
-        header.setStretchLastSection(True)
-        for column, width in enumerate((48, 64, 170, 74, 78, 74, 70, 66, 56, 56, 54)):
-            header.resizeSection(column, width)
-        table.selectionModel().currentRowChanged.connect(self._on_table_row_changed)
-        return table
 
     def _lay_out(self) -> None:
         file_row = QHBoxLayout()
@@ -150,6 +121,7 @@ class BatchPane(QWidget):
         column = QVBoxLayout(main)
         column.setContentsMargins(0, 0, 0, 0)
         column.addLayout(file_row)
+        column.addWidget(self.runs)
         column.addWidget(self.load_progress)
         column.addWidget(self.problems)
         column.addLayout(controls)
@@ -167,29 +139,38 @@ class BatchPane(QWidget):
     # -------------------------------------------------------------- opening a file
     @Slot()
     def open_file(self, path: str | None = None, fmt: str | None = None, column: str | None = None) -> bool:
-        """Reads a prompt file into the table (in chunks); asks for the file and format where not given."""
-        if self._active():
+        """Reads a prompt file into the table (in chunks); asks for the file and format where not given,
+        and first whether the run shown may leave the pane (it stays under Runs)."""
+        if self._reading():
             return False
         path = path or QFileDialog.getOpenFileName(self, "Open a prompt file", "",
                                                    "Prompt files (*.jsonl *.json *.csv *.txt);;All files (*)")[0]
-        if not path:
+        if not path or not self._may_leave_run(Path(path).name):
             return False
         if fmt is None:
             dialog = OpenPromptDialog(path, self)
             if not dialog.exec():
                 return False
             fmt, column = dialog.chosen()
-        if self.run is not None:
-            self.model.forget_batch_run(self.run.run_id)  # its results go with the table's
-        self.loader = PromptLoader(path, fmt, column, on_problem="ask")
-        self.run = None
-        self.table_model.set_results(self.loader.results)
+        self.loader, self.loader_run_id = PromptLoader(path, fmt, column, on_problem="ask"), None
         self.problems.clear()
-        self.problems.hide()
+        self._show(None, self.loader.results)
         self.file_label.setText(f"Reading {Path(path).name}…")
         self.load_progress.show()
         self.loading.start()
         self._update_controls()
+        return True
+
+    def _may_leave_run(self, new_name: str) -> bool:
+        """Asks before the run shown leaves the pane: a run still going is cancelled first (or kept, and
+        the file not opened); an ended one stays under Runs. True where nothing is asked."""
+        if self.run is None:
+            return True
+        going = self.run.state in ("running", "paused")
+        if not self.confirm(self, *leave_question(self.run, new_name)):
+            return False
+        if going:
+            self.run.cancel()
         return True
 
     def _load_step(self) -> bool:
@@ -207,6 +188,7 @@ class BatchPane(QWidget):
         self.load_progress.hide()
         self.file_label.setText(loader.summary())
         self._update_controls()
+        self._sync_runs()
 
     def _list_problems(self) -> None:
         shown = self.problems.count()
@@ -235,11 +217,13 @@ class BatchPane(QWidget):
     def start_run(self) -> BatchRun | None:
         if not self._can_run():
             return None
-        self.run = self.model.new_batch_run(self.loader.results, self.settings.settings(), self.post,
-                                            source=(str(self.loader.path), self.loader.fmt))
-        self.run.start()
+        run = self.model.new_batch_run(self.loader.results, self.settings.settings(), self.post,
+                                       source=(str(self.loader.path), self.loader.fmt))
+        self.run, self.loader_run_id = run, run.run_id
+        run.start()
         self._on_timer_timeout()
-        return self.run
+        self._sync_runs()
+        return run
 
     @Slot()
     def toggle_pause(self) -> None:
@@ -255,12 +239,91 @@ class BatchPane(QWidget):
             self._on_timer_timeout()
 
     def _can_run(self) -> bool:
-        loaded = self.loader is not None and self.loader.done and self.loader.results.num_rows > 0
-        return loaded and self.run is None and self.model.engine.ready and not self.loading.active
+        loaded = self._pending() and self.loader.done and self.loader.results.num_rows > 0
+        another = any(run.state == "running" for run in self.model.batch_runs.values())
+        return loaded and self.run is None and self.model.engine.ready and not self._reading() and not another
 
-    def _active(self) -> bool:
-        running = self.run is not None and self.run.state in ("running", "paused")
-        return running or self.loading.active or self.problem_box is not None
+    def _pending(self) -> bool:
+        """A file read (or being read) that has not run yet."""
+        return self.loader is not None and self.loader_run_id is None
+
+    def _reading(self) -> bool:
+        return self.loading.active or self.problem_box is not None
+
+    # -------------------------------------------------------------- the runs
+    @Slot(str)
+    def show_entry(self, key: str) -> None:
+        """Shows a run of the model by its id, or (``PENDING``) the file read but not run yet."""
+        if self._reading():
+            self._sync_runs()
+            return
+        if key == PENDING:
+            if self._pending():
+                self._show(None, self.loader.results)
+                self.file_label.setText(self.loader.summary())
+            return
+        run = self.model.batch_runs.get(key)
+        if run is None:
+            return
+        self._show(run, run.results)
+        when = "Restored from the last session" if key in self.restored_ids else f"Run {run.run_no}"
+        self.file_label.setText(f"{when}: {run.results.num_rows:,} prompts of {file_name(run)}.")
+        self._on_timer_timeout()
+
+    def _show(self, run: BatchRun | None, results: BatchResults) -> None:
+        """Puts ``results`` in the table with the progress line, the detail and the filters afresh."""
+        self.run = run
+        self.table_model.set_results(results)
+        self.detail.clear()
+        self.progress.setValue(0)
+        self.progress_label.setText("")
+        for combo in (self.status_filter, self.finish_filter):
+            combo.blockSignals(True)
+            combo.setCurrentIndex(0)
+            combo.blockSignals(False)
+        while self.finish_filter.count() > 1:
+            self.finish_filter.removeItem(1)
+        from_loader = run is None or run.run_id == self.loader_run_id
+        self.problems.setVisible(from_loader and self.loader is not None and bool(self.loader.problems))
+        self._sync_runs()
+        self._update_controls()
+
+    def _sync_runs(self) -> None:
+        entries = [(run_id, run_title(run, run_id in self.restored_ids))
+                   for run_id, run in self.model.batch_runs.items()]
+        if self._pending():
+            rows = self.loader.results.num_rows
+            state = "reading…" if not self.loader.done else "not run yet"
+            entries.append((PENDING, f"{Path(self.loader.path).name} · {rows:,} prompts · {state}"))
+        self.runs.set_entries(entries, self.run.run_id if self.run is not None else PENDING)
+        shown = self.run
+        self.runs.remove_button.setEnabled(shown is not None and shown.state not in ("running", "paused"))
+
+    def remove_run(self, run_id: str | None) -> bool:
+        """Takes an ended run off the model (asks first); a run still going stays."""
+        run = self.model.batch_runs.get(run_id or "")
+        if run is None or run.state in ("running", "paused"):
+            return False
+        if not self.confirm(self, "Remove a batch run",
+                            f"Remove {run_title(run)} from Runs? Its results leave this window; the rows that "
+                            "ran stay in the session's record."):
+            return False
+        self.model.forget_batch_run(run_id)
+        return True
+
+    def _on_model_batch_runs_changed(self, _run_id: str) -> None:
+        self._sync_runs()
+
+    def _on_model_batch_run_removed(self, run_id: str) -> None:
+        if self.run is not None and self.run.run_id == run_id:
+            if self._pending():
+                self.show_entry(PENDING)
+            elif self.model.batch_runs:
+                self.show_entry(list(self.model.batch_runs)[-1])
+            else:
+                self._show(None, BatchResults())
+                self.file_label.setText("No prompt file open.")
+        self._sync_runs()
 
     # -------------------------------------------------------------- exporting
     def _ask_export(self, kind: str) -> None:
@@ -271,7 +334,7 @@ class BatchPane(QWidget):
 
     def export_format(self, kind: str) -> str:
         """The writer for "jsonl" or "csv": an OpenAI batch input exports JSONL as vllm run-batch writes it."""
-        fmt = self.loader.fmt if self.loader is not None else self.run.source[1] if self.run is not None else ""
+        fmt = self.run.source[1] if self.run is not None else self.loader.fmt if self.loader is not None else ""
         return "openai" if kind == "jsonl" and fmt == "openai" else kind
 
     def export_to(self, path: str, kind: str) -> ChunkedTask | None:
@@ -309,8 +372,9 @@ class BatchPane(QWidget):
         if self.run is not None:
             progress = self.run.progress()
             self.progress.setMaximum(max(1, progress.num_rows))
-            self.progress.setValue(progress.num_finished)
+            self.progress.setValue(progress.num_finished - progress.num_cancelled)  # rows that ran
             self.progress_label.setText(progress_text(progress))
+        self._sync_runs()
         self._update_controls()
 
     def _sync_finish_filter(self) -> None:
@@ -344,12 +408,13 @@ class BatchPane(QWidget):
         self.pause_button.setEnabled(state in ("running", "paused"))
         self.pause_button.setText("Resume" if state == "paused" else "Pause")
         self.cancel_button.setEnabled(state in ("running", "paused"))
-        self.open_button.setEnabled(not self._active())
+        self.open_button.setEnabled(not self._reading())
+        self.runs.combo.setEnabled(not self._reading())
         self.export_button.setEnabled(self._exportable())
 
     def _exportable(self) -> bool:
-        """A file read whole, or a restored run, and no export going on."""
-        shown = self.loader.done if self.loader is not None else self.run is not None
+        """A run shown, or a file read whole, and no export going on."""
+        shown = self.run is not None or (self._pending() and self.loader.done)
         return shown and self.exporting is None
 
     def shutdown(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
 from workbench.batch.results import COUNT_COLUMNS, DONE, STATUS_NAMES, BatchResults
 
@@ -160,6 +161,25 @@ class BatchTableModel(QAbstractTableModel):
             self.dataChanged.emit(self.index(0, 0), self.index(len(self.order) - 1, len(COLUMNS) - 1),
                                   [Qt.DisplayRole])
         return True
+
+
+def results_view(model: BatchTableModel) -> QTableView:
+    """The table view over ``model``: sortable, one row selected at a time, fixed row heights."""
+    table = QTableView(objectName="batchTable")
+    table.setModel(model)
+    table.setSortingEnabled(True)
+    table.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)
+    table.setSelectionBehavior(QAbstractItemView.SelectRows)
+    table.setSelectionMode(QAbstractItemView.SingleSelection)
+    table.verticalHeader().setSectionResizeMode(QHeaderView.Fixed)
+    table.verticalHeader().setDefaultSectionSize(22)
+    table.verticalHeader().hide()
+    table.setWordWrap(False)
+    header = table.horizontalHeader()
+    header.setStretchLastSection(True)
+    for column, width in enumerate((48, 64, 170, 74, 78, 74, 70, 66, 56, 56, 54)):
+        header.resizeSection(column, width)
+    return table
 
 
 def status_choices() -> list[tuple[str, int | None]]:

@@ -5,6 +5,8 @@
     python -m workbench.bench.gui.screenshot --benchmark CSV OUT.png
                                                             the Benchmark view showing a saved result
     python -m workbench.bench.gui.screenshot --batch OUT.png  the batch pane mid-run, a chat reply beside it
+    python -m workbench.bench.gui.screenshot --batch-runs OUT.png  the batch pane after a cancelled run, the
+                                                            Runs picker holding it beside an earlier one
     python -m workbench.bench.gui.screenshot --presets OUT.png  the preset panel: a diff and the capacity planner
     python -m workbench.bench.gui.screenshot --storage OUT.png
                                                             a session restored from a read-only database
@@ -160,6 +162,36 @@ def batch_pane(path: str) -> int:
     return 0
 
 
+def batch_runs(path: str) -> int:
+    """A short run finished, then 300 prompts cancelled part-way: the pane's counts and its Runs picker."""
+    import tempfile
+
+    window, wait = _started_window((1500, 900))
+    if window is None:
+        return 1
+    folder, pane = Path(tempfile.mkdtemp()), window.batch
+    window.panes.setCurrentWidget(pane)
+    pane.confirm = lambda *_: True  # the question before the first run leaves the pane: yes
+    for name, count, cancel_at in (("warm-up.txt", 12, None), ("prompts.txt", 300, 120)):
+        (folder / name).write_text("".join(f"Item {i}: what is a KV cache block?\n" for i in range(count)))
+        pane.open_file(str(folder / name), "text")
+        wait(lambda: pane.loader.done, 60)
+        pane.settings.sampling.max_tokens.setValue(48)
+        pane.settings.sampling.ignore_eos.setChecked(True)
+        pane.settings.max_in_flight.setValue(16)
+        run = pane.start_run()
+        wait(lambda: run.state == "finished" or cancel_at and run.progress().num_finished >= cancel_at, 300)
+        if cancel_at:
+            pane.cancel_run()
+            wait(lambda: run.progress().num_in_flight == 0, 60)
+    pane.table.selectRow(2)
+    wait(lambda: False, 0.6)  # the pane's timer redraws the progress line and the picker
+    size = save_small(pane, path)
+    print("saved", path, f"{size:,} bytes |", pane.progress_label.text(), "|", pane.runs.titles())
+    window.close()
+    return 0
+
+
 def preset_panel(path: str) -> int:
     """The preset panel with low-latency chosen against the running balanced engine: the diff, an edited
     value, and the planner beside vLLM's own count."""
@@ -284,6 +316,8 @@ if __name__ == "__main__":
         sys.exit(preset_panel(sys.argv[2]))
     if len(sys.argv) == 3 and sys.argv[1] == "--storage":
         sys.exit(storage_trouble(sys.argv[2]))
+    if len(sys.argv) == 3 and sys.argv[1] == "--batch-runs":
+        sys.exit(batch_runs(sys.argv[2]))
     if len(sys.argv) == 3 and sys.argv[1] == "--batch":
         sys.exit(batch_pane(sys.argv[2]))
     if len(sys.argv) == 4 and sys.argv[1] == "--benchmark":
