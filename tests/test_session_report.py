@@ -107,6 +107,8 @@ def test_the_heatmap_picture_is_the_grid_with_its_legend():
         row, column = divmod(block, columns)
         x, y = margin + column * cell + cell // 2, margin + row * cell + cell // 2
         assert image.pixelColor(x, y).getRgb()[:3] == STATE_COLOURS[snapshot.states[block]], block
+    row, column = divmod(1024, columns)  # past the pool's end: no block there, and none drawn
+    assert image.pixelColor(margin + column * cell + cell // 2, margin + row * cell + cell // 2).getRgb()[:3] == (255,) * 3
     legend = [image.pixelColor(x, y).getRgb()[:3] for y in range(margin + rows * cell + margin, image.height())
               for x in range(0, image.width(), 2)]
     assert set(map(tuple, STATE_COLOURS)) <= set(legend)  # a swatch of each state under the grid

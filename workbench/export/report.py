@@ -30,7 +30,7 @@ table{border-collapse:collapse;font-size:12px;margin:8px 0}th,td{border:1px soli
 th{background:#f3f3f3;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .runs{display:flex;gap:12px;flex-wrap:wrap}.run{border:1px solid #ccc;border-radius:6px;padding:6px 8px;width:600px}
 .run .tables{display:flex;gap:12px;align-items:flex-start}.run h4{margin:4px 0}.run p{font-size:12px;color:#555}
-.plots{display:flex;flex-wrap:wrap;gap:12px}.plots figure{margin:0}
+.plots{display:flex;flex-wrap:wrap;gap:12px}figure{margin:0}
 figure img{max-width:100%;height:auto;display:block}
 figcaption{font-size:13px;color:#555;max-width:900px}.note{color:#8a5300;font-size:13px}
 p.explain{font-size:13px;color:#444;max-width:900px}td.prompt{max-width:420px}
@@ -158,8 +158,9 @@ def png_size(png: bytes) -> tuple[int, int]:
 def _picture(png: bytes, alt: str, caption: str, attributes: str = "") -> str:
     """A picture drawn at :data:`PICTURE_SCALE` pixels per CSS pixel, shown at its drawn size."""
     width, height = (size // PICTURE_SCALE for size in png_size(png))
+    caption = f"<figcaption>{_e(caption)}</figcaption>" if caption else ""
     return (f"<figure {attributes}><img alt='{_e(alt)}' width='{width}' height='{height}' src='{data_uri(png)}'>"
-            f"<figcaption>{_e(caption)}</figcaption></figure>")
+            f"{caption}</figure>")
 
 
 def build_report(summary: SessionSummary, runs: list[EngineRunRecord], figures: list[Mapping[str, float]],
@@ -168,7 +169,7 @@ def build_report(summary: SessionSummary, runs: list[EngineRunRecord], figures: 
     """The page; ``plots``: name -> (title, PNG bytes); ``figures``: each run's, as ``compare.run_figures``;
     pictures are drawn at :data:`PICTURE_SCALE` pixels per CSS pixel."""
     run_numbers = {run.run_key: index + 1 for index, run in enumerate(runs)}
-    images = "".join(_picture(png, title, title, f"class='plot' id='plot-{_e(name)}'")
+    images = "".join(_picture(png, title, "", f"class='plot' id='plot-{_e(name)}'")  # titled in the picture
                      for name, (title, png) in plots.items())
     heatmap = (_picture(heatmap_png, "KV-cache blocks", heatmap_caption or "KV-cache blocks at export time",
                         "class='heatmap'") if heatmap_png else

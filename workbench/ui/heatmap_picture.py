@@ -13,6 +13,7 @@ from workbench.export.report import PICTURE_SCALE
 GRID_WIDTH_PX = 900  # the grid's width in the report, CSS pixels (cells stay square and whole)
 GRID_ASPECT = 2.0  # columns over rows
 MARGIN_PX = 8
+MIN_OUTLINED_CELL_PX = 8  # cells at least this large (in the PNG) are drawn with a line between them
 TEXT_COLOUR = QColor("#1d1d1f")  # the report's text colour, on its white page
 
 
@@ -46,11 +47,33 @@ def heatmap_png(snapshot: KVSnapshot, font: QFont) -> bytes:
     painter = QPainter(picture)
     try:
         painter.drawImage(margin, margin, grid)
+        if cell_px >= MIN_OUTLINED_CELL_PX:
+            _draw_cell_lines(painter, margin, rows, columns, cell_px)
+        _blank_past_the_pool(painter, margin, snapshot, columns, cell_px)
         painter.setFont(font)
         _draw_legend(painter, metrics, snapshot, margin, grid.height() + 2 * margin)
     finally:
         painter.end()
     return _png(picture)
+
+
+def _draw_cell_lines(painter: QPainter, margin: int, rows: int, columns: int, cell_px: int) -> None:
+    """A white line between neighbouring cells, so that each block of a run of one state can be told apart."""
+    painter.setPen(QColor("white"))
+    for column in range(1, columns):
+        painter.drawLine(margin + column * cell_px, margin, margin + column * cell_px, margin + rows * cell_px - 1)
+    for row in range(1, rows):
+        painter.drawLine(margin, margin + row * cell_px, margin + columns * cell_px - 1, margin + row * cell_px)
+
+
+def _blank_past_the_pool(painter: QPainter, margin: int, snapshot: KVSnapshot, columns: int, cell_px: int) -> None:
+    """The cells of the last row past the pool's end hold no block: left blank, not drawn as null blocks."""
+    per_cell, rows, _ = grid_shape(snapshot.num_blocks, aspect=GRID_ASPECT)
+    num_cells = -(-snapshot.num_blocks // per_cell)
+    row, column = divmod(num_cells, columns)
+    if row < rows:
+        painter.fillRect(margin + column * cell_px, margin + row * cell_px, (columns - column) * cell_px + 1, cell_px + 1,
+                         QColor("white"))
 
 
 def _draw_legend(painter: QPainter, metrics: QFontMetrics, snapshot: KVSnapshot, x: int, y: int) -> None:

@@ -77,7 +77,7 @@ def show_memory_series(panel: MemoryPanel, series: dict[str, np.ndarray]) -> Non
     panel.text.setText(f"{num_points:,} stored memory points over {x[-1] - x[0]:,.0f} s")
 
 
-REPORT_PLOT_PX = (680, 320)  # a plot's size in report.html, in CSS pixels
+REPORT_PLOT_PX = (660, 320)  # a plot's size in report.html, in CSS pixels
 TIME_LABEL = "seconds since the session started"
 LABEL_COLOUR = "#c8c8c8"
 ROUND_STEPS = (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10)  # a report's axis ends on one of these × 10^k
