@@ -194,8 +194,8 @@ def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, t
     if os.environ.get("WORKBENCH_SCREENSHOTS"):
         from PIL import Image
 
-        with Image.open(screenshot(page, tmp_path / "report-doc.png", (1400, 1900))) as full:
-            full.convert("RGB").resize((980, 1330)).quantize(colors=96).save(DOCS / "session-report.png", optimize=True)
+        with Image.open(screenshot(page, tmp_path / "report-doc.png", (1400, 3000))) as full:
+            full.convert("RGB").resize((980, 2100)).quantize(colors=96).save(DOCS / "session-report.png", optimize=True)
 
     as_json = json.loads(write_conversation(conversation, tmp_path / "chat.json").read_text())
     assert as_json["messages"][-1]["text"] == reply.text and as_json["messages"][-1]["figures"]["ttft_s"] == figures.ttft_s
