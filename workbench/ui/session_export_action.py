@@ -5,27 +5,21 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QObject, Qt, QTimer
+from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog, QWidget
 from superqt.utils import create_worker
 
 from workbench.export.conversation import conversation_json, conversation_markdown
+from workbench.engine.kv_snapshot import KVSnapshot
 from workbench.export.session_export import Pictures, export_session
 from workbench.sessions.stored import engine_runs, open_read_only, session, session_series
 from workbench.storage.series import MEMORY
+from workbench.ui.heatmap_picture import heatmap_caption, heatmap_png
 from workbench.ui.stored_plots import (
-    render_live_plot, render_off_screen, render_one, stored_memory_panel, stored_plots_view,
+    render_off_screen, render_one, stored_memory_panel, stored_plots_view, window_font,
 )
 
 STORED_MEMORY_TITLE = "Memory (the memory panel's stored series)"
-
-
-def png_bytes(widget: QWidget) -> bytes:
-    buffer = QBuffer()
-    buffer.open(QIODevice.WriteOnly)
-    widget.grab().save(buffer, "PNG")
-    return bytes(QByteArray(buffer.data()))
-
 
 PICTURES_SHARE = 0.3  # of the progress bar: rendering the pictures on the GUI thread, then the files
 
@@ -33,33 +27,33 @@ PICTURES_SHARE = 0.3  # of the progress bar: rendering the pictures on the GUI t
 class SessionExportJob(QObject):
     """One export: the pictures rendered on the GUI thread, one plot per turn of the event loop (a picture
     takes about half a second: the window keeps answering between them), then the files written on a
-    worker thread; one progress dialog for both. ``on_done(folder, error)`` runs on the GUI thread
-    (error None on success). ``storage``: the window's, when it records the session exported: the export
-    then holds everything recorded up to the moment it was asked for (the points kept for the next chunk
-    and the writer's uncommitted records included), waiting for that commit on a worker thread."""
+    worker thread; one progress dialog for both. ``heatmap``: the snapshot the heatmap shows at export
+    time (None: no engine). Every plot, the memory plot too, is drawn from the stored series, as
+    timeseries.csv holds them. ``on_done(folder, error)`` runs on the GUI thread (error None on success).
+    ``storage``: the window's, when it records the session exported: the export then holds everything
+    recorded up to the moment it was asked for (the points kept for the next chunk and the writer's
+    uncommitted records included), waiting for that commit on a worker thread."""
 
-    def __init__(self, parent: QWidget, db_path: Path, session_id: str, folder: Path, heatmap: QWidget | None,
-                 on_done, memory=None, storage=None):
+    def __init__(self, parent: QWidget, db_path: Path, session_id: str, folder: Path, heatmap: KVSnapshot | None,
+                 on_done, storage=None):
         super().__init__(parent)
         self.db_path, self.session_id, self.folder, self.on_done = Path(db_path), session_id, Path(folder), on_done
-        self.heatmap_png = png_bytes(heatmap) if heatmap is not None else None  # the heatmap at export time
+        self.heatmap_png = heatmap_png(heatmap, window_font()) if heatmap is not None else None
+        self.heatmap_caption = heatmap_caption(heatmap) if heatmap is not None else ""
         self.plots: dict[str, tuple[str, bytes, bytes]] = {}
         self._todo: list = []
         self._view = None
-        self._memory_panel = None  # a past session's memory plot, drawn from its stored series
+        self._memory_panel = None  # the memory plot, drawn from its stored series
         self.worker = None
         self.dialog = QProgressDialog("Exporting the session: reading what was recorded…", "", 0, 1000, parent)
         self.dialog.setWindowTitle("Export session")
         self.dialog.setCancelButton(None)
         self.dialog.setWindowModality(Qt.WindowModal)
         self.dialog.setMinimumDuration(0)
-        # the memory panel's plot as the window shows it now (after the stored plots in the report)
-        self.memory = render_live_plot(memory, "Memory, as the window showed it at export time", "memory") \
-            if memory is not None else None
         # the live session: what was recorded up to now goes to disk first, waited for off the GUI thread
         self.committed = storage.mark_commit() if storage is not None and storage.session_id == session_id else None
         self.reader = create_worker(stored_plot_series, self.db_path, self.session_id, self.committed,
-                                    self.memory is None, _start_thread=False)
+                                    _start_thread=False)
         self.reader.returned.connect(self._prepare)
         self.reader.errored.connect(self._finish)
         self.reader.start()
@@ -69,7 +63,7 @@ class SessionExportJob(QObject):
         try:
             self._view = stored_plots_view(series, origin_s)
             self._todo = list(self._view.plots.items())
-            if memory:  # not the live session (no panel handed in): the memory plot from the stored series
+            if memory:  # after the stored plots in the report
                 self._memory_panel = stored_memory_panel(memory, origin_s)
                 self._todo.append(("memory", self._memory_panel.plot))
         except Exception as error:  # series that cannot be drawn: said, nothing written
@@ -92,9 +86,7 @@ class SessionExportJob(QObject):
             QTimer.singleShot(0, self._render_next)
             return
         self._close_view()
-        if self.memory is not None:
-            self.plots["memory"] = self.memory
-        pictures = Pictures(dict(self.plots), self.heatmap_png)
+        pictures = Pictures(dict(self.plots), self.heatmap_png, self.heatmap_caption)
         self.worker = create_worker(export_session, self.db_path, self.session_id, self.folder, pictures,
                                     _start_thread=False)
         self.worker.yielded.connect(self._on_worker_yielded)
@@ -120,11 +112,12 @@ class SessionExportJob(QObject):
 
 
 def start_session_export(parent: QWidget, db_path: Path, session_id: str, folder: Path,
-                         heatmap: QWidget | None = None, on_done=lambda folder, error: None,
-                         memory=None, storage=None) -> SessionExportJob:
-    """Exports into ``folder`` (and ``folder``.zip) with a progress dialog; returns the job. With the
-    ``storage`` that records ``session_id``, everything recorded until this call is in the export."""
-    return SessionExportJob(parent, db_path, session_id, folder, heatmap, on_done, memory, storage)
+                         heatmap: KVSnapshot | None = None, on_done=lambda folder, error: None,
+                         storage=None) -> SessionExportJob:
+    """Exports into ``folder`` (and ``folder``.zip) with a progress dialog; returns the job. ``heatmap``:
+    the snapshot the window's heatmap shows (None for a past session). With the ``storage`` that records
+    ``session_id``, everything recorded until this call is in the export."""
+    return SessionExportJob(parent, db_path, session_id, folder, heatmap, on_done, storage)
 
 
 class NotSavedYet(RuntimeError):
@@ -143,16 +136,16 @@ def wait_for_commit(committed) -> None:
     raise NotSavedYet(f"the last seconds of the session are not saved yet, so the export would miss them ({cause})")
 
 
-def stored_plot_series(db_path: Path, session_id: str, committed, with_memory: bool):
+def stored_plot_series(db_path: Path, session_id: str, committed):
     """On a worker thread: once ``committed`` is on disk, the session's start time and the stored series
-    its plots are drawn from (the memory panel's too, with ``with_memory``)."""
+    its plots are drawn from, the memory panel's too."""
     wait_for_commit(committed)
     connection = open_read_only(db_path)
     try:
         summary = session(connection, session_id)
         runs = engine_runs(connection, session_id)
         series = session_series(connection, runs)
-        memory = session_series(connection, runs, MEMORY) if with_memory else {}
+        memory = session_series(connection, runs, MEMORY)
     finally:
         connection.close()
     return (summary.started_s if summary else time.time()), series, memory
@@ -170,8 +163,8 @@ def ask_and_export_session(window) -> None:
     if chosen:
         folder = Path(chosen) / f"workbench-session-{stamp}"
         window._session_export = start_session_export(
-            window, storage.path, storage.session_id, folder, window.heatmap,
-            lambda f, e: tell_export_done(window, f, e), window.memory.plot, storage)
+            window, storage.path, storage.session_id, folder, window.heatmap.snapshot,
+            lambda f, e: tell_export_done(window, f, e), storage)
 
 
 def tell_export_done(parent: QWidget, folder: Path, error) -> None:

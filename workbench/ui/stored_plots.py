@@ -1,16 +1,22 @@
 """The live plots and the memory panel's plot drawn from stored series (a past session, or this one for
-an export), and each plot rendered as PNG and SVG bytes."""
+an export), and each plot rendered for the report as PNG and SVG bytes: its text at the window's font
+size, its height from 0 to the unit's natural top."""
 from __future__ import annotations
 
+import math
 import tempfile
 from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
+import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QApplication
 
 from workbench.engine.ring_buffer import Series
 from workbench.engine.stats import StatsSeries, StatsTotals
+from workbench.export.report import PICTURE_SCALE
 from workbench.sessions.thinning import thin_series
 from workbench.ui.memory_panel import LAYERS, MemoryPanel
 from workbench.ui.plot_export import export_plot
@@ -71,10 +77,78 @@ def show_memory_series(panel: MemoryPanel, series: dict[str, np.ndarray]) -> Non
     panel.text.setText(f"{num_points:,} stored memory points over {x[-1] - x[0]:,.0f} s")
 
 
-def render_live_plot(plot, title: str, name: str) -> tuple[str, bytes, bytes]:
-    """One plot as it is drawn now: (title, PNG bytes, SVG bytes)."""
+REPORT_PLOT_PX = (660, 320)  # a plot's size in report.html, in CSS pixels
+TIME_LABEL = "seconds since the session started"
+LABEL_COLOUR = "#c8c8c8"
+ROUND_STEPS = (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10)  # a report's axis ends on one of these × 10^k
+
+
+def round_top(peak: float) -> float:
+    """The first of :data:`ROUND_STEPS` × 10^k above ``peak``; 1 where there is no peak (all zeros)."""
+    if not peak > 0 or not math.isfinite(peak):
+        return 1.0
+    power = 10 ** math.floor(math.log10(peak))
+    return next(step * power for step in ROUND_STEPS if step * power >= peak)
+
+
+def window_font() -> QFont:
+    """The window's font, with its size in points (the size every plot text of the report takes)."""
+    font = QFont(QApplication.font())
+    if font.pointSizeF() <= 0:
+        font.setPointSizeF(font.pixelSize() * 0.75)
+    return font
+
+
+def natural_top(plot) -> float:
+    """The top of ``plot``'s y axis: 100 for a percentage, else a round figure above the peak of its
+    curves (1 for a series of zeros, which has no peak)."""
+    if plot.getAxis("left").labelText.strip() == "%":
+        return 100.0
+    peaks = [np.nanmax(item.yData) for item in plot.listDataItems()
+             if item.yData is not None and np.isfinite(item.yData).any()]
+    return round_top(max(peaks, default=0.0) * 1.05)
+
+
+def style_for_report(plot) -> None:
+    """Legend, ticks and axis labels at the window's font size (the title a point larger and bold);
+    the y axis from 0 to :func:`natural_top`, its figures as they are (no SI-prefix scaling: 5 %
+    reads 5, not "50 (x0.1)"); the time axis labelled."""
+    font = window_font()
+    size = f"{font.pointSizeF():g}pt"
+    plot.setTitle(plot.titleLabel.text, size=f"{font.pointSizeF() + 1:g}pt", bold=True)
+    plot.setLabel("bottom", TIME_LABEL)
+    for name in ("left", "bottom"):
+        axis = plot.getAxis(name)
+        # no range scales the figures (pyqtgraph's default scales a 0–1 range by 1000, and the flag alone
+        # leaves the ticks scaled from before it)
+        axis.setSIPrefixEnableRanges(())
+        axis.enableAutoSIPrefix(False)
+        axis.setTickFont(font)
+        axis.setLabel(axis.labelText, **{"font-size": size, "color": LABEL_COLOUR})
+    plot.getAxis("left").setWidth(None)  # as wide as its tick labels at this size
+    legend = plot.legend
+    if legend is not None:
+        # pyqtgraph keeps a legend at one size on screen whatever the zoom; an exporter scales the picture,
+        # and such a legend stayed at a third of the rest of the text in the report
+        legend.setFlag(legend.GraphicsItemFlag.ItemIgnoresTransformations, False)
+        legend.setLabelTextSize(size)
+        for _, label in legend.items:
+            label.setText(label.text, size=size)
+        legend.layout.setVerticalSpacing(0)
+    for item in plot.listDataItems():  # the curves as wide in the picture as on screen
+        pen = pg.mkPen(item.opts["pen"])
+        pen.setWidthF(max(pen.widthF(), 1.0) * PICTURE_SCALE)
+        item.setPen(pen)
+    plot.disableAutoRange(axis="y")
+    plot.setYRange(0, natural_top(plot), padding=0)
+
+
+def render_plot(plot, title: str, name: str) -> tuple[str, bytes, bytes]:
+    """One plot as it is drawn now: (title, PNG bytes at :data:`PICTURE_SCALE` pixels per pixel of the
+    plot, SVG bytes)."""
+    width_px = round(plot.sceneBoundingRect().width()) * PICTURE_SCALE  # whole CSS pixels in the report
     with tempfile.TemporaryDirectory(prefix="workbench-plots-") as folder:
-        png = export_plot(plot, Path(folder) / f"{name}.png", width_px=900).read_bytes()
+        png = export_plot(plot, Path(folder) / f"{name}.png", width_px=width_px).read_bytes()
         svg = export_plot(plot, Path(folder) / f"{name}.svg").read_bytes()
         return title, png, svg
 
@@ -85,9 +159,18 @@ def render_one(view: StatsPlotsView, name: str, plot) -> tuple[str, bytes, bytes
 
 
 def render_off_screen(widget, plot, title: str, name: str) -> tuple[str, bytes, bytes]:
-    """``plot`` of ``widget`` (a stored view or panel, not shown) as (title, PNG bytes, SVG bytes)."""
+    """``plot`` of ``widget`` (a stored view or panel, not shown), styled for the report and about
+    :data:`REPORT_PLOT_PX` in size, as (title, PNG bytes, SVG bytes)."""
     if not widget.isVisible():
         widget.setAttribute(Qt.WA_DontShowOnScreen, True)
-        widget.resize(1400, 900)
         widget.show()
-    return render_live_plot(plot, title, name)
+    style_for_report(plot)
+    for _ in range(3):  # the layout's share for the plot, then the widget grown by what it lacks
+        QApplication.sendPostedEvents()
+        size = plot.size()
+        missing = (REPORT_PLOT_PX[0] - size.width(), REPORT_PLOT_PX[1] - size.height())
+        if max(map(abs, missing)) < 2:
+            break
+        widget.resize(max(200, int(widget.width() + missing[0] * widget.width() / max(size.width(), 1))),
+                      max(200, int(widget.height() + missing[1] * widget.height() / max(size.height(), 1))))
+    return render_plot(plot, title, name)

@@ -1,0 +1,97 @@
+"""The heatmap for the report: the block grid of a snapshot with its legend under it, drawn from the
+snapshot's own image data (``workbench.engine.heatmap_image``), not a grab of the widget and its buttons."""
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRect, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter
+
+from workbench.engine.heatmap_image import STATE_COLOURS, colour_table, grid_shape, heatmap_image
+from workbench.engine.kv_snapshot import BLOCK_STATE_NAMES, KVSnapshot
+from workbench.export.report import PICTURE_SCALE
+
+GRID_WIDTH_PX = 900  # the grid's width in the report, CSS pixels (cells stay square and whole)
+GRID_ASPECT = 2.0  # columns over rows
+MARGIN_PX = 8
+MIN_OUTLINED_CELL_PX = 8  # cells at least this large (in the PNG) are drawn with a line between them
+TEXT_COLOUR = QColor("#1d1d1f")  # the report's text colour, on its white page
+
+
+def heatmap_caption(snapshot: KVSnapshot) -> str:
+    """What the picture shows, in words: the pool, what a cell stands for, blocks by state."""
+    per_cell, rows, columns = grid_shape(snapshot.num_blocks, aspect=GRID_ASPECT)
+    counts = dict(zip(BLOCK_STATE_NAMES, snapshot.counts))
+    cell = "one cell per block" if per_cell == 1 else f"one cell per {per_cell} blocks (its most-used state)"
+    return (f"vLLM's block pool at export time: {snapshot.num_blocks:,} blocks of {snapshot.block_size} tokens, "
+            f"{rows} × {columns} cells, {cell}, block 0 top left. {snapshot.num_in_use:,} in use "
+            f"({counts['shared']:,} shared by several requests), {counts['cached']:,} cached, {counts['free']:,} "
+            f"free; vLLM KV usage {snapshot.kv_usage:.1%}.")
+
+
+def heatmap_png(snapshot: KVSnapshot, font: QFont) -> bytes:
+    """The grid (no highlights: a report has no previous frame) and a legend of the states with their
+    counts in ``font`` (the window's), at :data:`PICTURE_SCALE` pixels per CSS pixel."""
+    cells = heatmap_image(snapshot, snapshot.version, aspect=GRID_ASPECT)
+    rows, columns = cells.shape
+    cell_px = max(1, GRID_WIDTH_PX * PICTURE_SCALE // columns)
+    rgb = np.ascontiguousarray(colour_table()[cells])
+    grid = QImage(rgb.data, columns, rows, columns * 3, QImage.Format.Format_RGB888)
+    grid = grid.scaled(columns * cell_px, rows * cell_px, Qt.IgnoreAspectRatio, Qt.FastTransformation)
+    font = QFont(font)
+    font.setPointSizeF(font.pointSizeF() * PICTURE_SCALE)
+    metrics = QFontMetrics(font)
+    margin = MARGIN_PX * PICTURE_SCALE
+    legend_height = metrics.height() + margin
+    picture = QImage(grid.width() + 2 * margin, grid.height() + legend_height + 2 * margin, QImage.Format.Format_RGB32)
+    picture.fill(QColor("white"))
+    painter = QPainter(picture)
+    try:
+        painter.drawImage(margin, margin, grid)
+        if cell_px >= MIN_OUTLINED_CELL_PX:
+            _draw_cell_lines(painter, margin, rows, columns, cell_px)
+        _blank_past_the_pool(painter, margin, snapshot, columns, cell_px)
+        painter.setFont(font)
+        _draw_legend(painter, metrics, snapshot, margin, grid.height() + 2 * margin)
+    finally:
+        painter.end()
+    return _png(picture)
+
+
+def _draw_cell_lines(painter: QPainter, margin: int, rows: int, columns: int, cell_px: int) -> None:
+    """A white line between neighbouring cells, so that each block of a run of one state can be told apart."""
+    painter.setPen(QColor("white"))
+    for column in range(1, columns):
+        painter.drawLine(margin + column * cell_px, margin, margin + column * cell_px, margin + rows * cell_px - 1)
+    for row in range(1, rows):
+        painter.drawLine(margin, margin + row * cell_px, margin + columns * cell_px - 1, margin + row * cell_px)
+
+
+def _blank_past_the_pool(painter: QPainter, margin: int, snapshot: KVSnapshot, columns: int, cell_px: int) -> None:
+    """The cells of the last row past the pool's end hold no block: left blank, not drawn as null blocks."""
+    per_cell, rows, _ = grid_shape(snapshot.num_blocks, aspect=GRID_ASPECT)
+    num_cells = -(-snapshot.num_blocks // per_cell)
+    row, column = divmod(num_cells, columns)
+    if row < rows:
+        painter.fillRect(margin + column * cell_px, margin + row * cell_px, (columns - column) * cell_px + 1, cell_px + 1,
+                         QColor("white"))
+
+
+def _draw_legend(painter: QPainter, metrics: QFontMetrics, snapshot: KVSnapshot, x: int, y: int) -> None:
+    """A swatch and "state (count)" for each block state, left to right."""
+    swatch = metrics.ascent()
+    for name, colour, count in zip(BLOCK_STATE_NAMES, STATE_COLOURS, snapshot.counts):
+        painter.fillRect(QRect(x, y + (metrics.height() - swatch) // 2, swatch, swatch), QColor(*colour))
+        painter.setPen(QColor("#888888"))
+        painter.drawRect(QRect(x, y + (metrics.height() - swatch) // 2, swatch, swatch))
+        x += swatch + metrics.averageCharWidth()
+        text = f"{name} ({int(count):,})"
+        painter.setPen(TEXT_COLOUR)
+        painter.drawText(x, y + metrics.ascent(), text)
+        x += metrics.horizontalAdvance(text) + 3 * metrics.averageCharWidth()
+
+
+def _png(image: QImage) -> bytes:
+    buffer = QBuffer()
+    buffer.open(QIODevice.WriteOnly)
+    image.save(buffer, "PNG")
+    return bytes(QByteArray(buffer.data()))
