@@ -243,7 +243,7 @@ class EngineMarks:
             # and the legend holds the top left.
             line = pg.InfiniteLine(pos=x_s, angle=90, movable=False, label=label,
                                    pen=pg.mkPen(colour, width=1.5, style=Qt.DashLine),
-                                   labelOpts={"position": 0.5, "color": colour, "fill": BACKGROUND + "d0",
+                                   labelOpts={"position": 0.5, "color": colour,
                                               "rotateAxis": (1, 0), "anchors": [(0.5, 1), (0.5, 1)]})
             line.label.setFont(font)
             plot.addItem(line, ignoreBounds=True)
