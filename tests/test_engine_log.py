@@ -134,9 +134,33 @@ def test_a_model_workers_death_is_named_with_its_signal_and_what_it_usually_mean
 
     line = ("(EngineCore pid=4651) ERROR 12-01 22:43:32 [multiproc_executor.py:315] Worker proc VllmWorker-0 "
             "died unexpectedly (exit code: {}), shutting down executor.\n")
-    said = worker_death("(EngineCore pid=4651) INFO starting\n" + line.format(-4))
-    assert said.startswith("its model worker VllmWorker-0 was killed by SIGILL (exit code -4)")
+    said = worker_death("(EngineCore pid=4651) INFO starting\n(Worker pid=4700) INFO loading\n" + line.format(-4))
+    assert said.startswith("its model worker VllmWorker-0 (pid 4700) was killed by signal 4 (SIGILL)")
     assert "does not fit this CPU" in said
-    assert "out-of-memory killer" in worker_death(line.format(-9))
+    killed = worker_death(line.format(-9))  # who sent it is not known: named as possible, no memory advice
+    assert killed.endswith("was killed by signal 9 (SIGKILL): something outside vLLM ended it — the "
+                           "out-of-memory killer, a `kill`, or a system monitor"), killed
     assert worker_death(line.format(1)) == "its model worker VllmWorker-0 exited with code 1"
     assert worker_death("(EngineCore pid=4651) INFO all well\n") == ""
+
+
+def test_a_signal_death_names_the_out_of_memory_killer_only_on_the_kernels_word():
+    from workbench.engine.process_death import OomVerdict, death_label, ended, oom_kill_in
+
+    who = "its engine core (VLLM::EngineCore, pid 4321)"
+    unknown = ended(who, -9)
+    assert unknown == (f"{who} was killed by signal 9 (SIGKILL): something outside vLLM ended it — the "
+                       "out-of-memory killer, a `kill`, or a system monitor")
+    not_oom = ended(who, -9, OomVerdict("not", "the kernel log names no out-of-memory kill of it"))
+    assert "not the kernel's out-of-memory killer" in not_oom and "max_num_seqs" not in not_oom
+    oom = ended(who, -9, OomVerdict("killed", 'the kernel log says "Out of memory: Killed process 4321"'))
+    assert "the kernel's out-of-memory killer ended it" in oom and "lower max_num_seqs" in oom
+    assert "max_num_seqs" not in unknown and "max_num_seqs" not in ended(who, -15)
+    assert ended(who, 1) == f"{who} exited with code 1"
+    assert death_label(f"The engine stopped during a reply: {unknown}.") == "engine died: SIGKILL"
+    assert death_label("The engine stopped: it exited with code 3.") == "engine died: exit code 3"
+    assert death_label("The engine stopped during a reply: the connection was closed.") == "engine died"
+    record = ("3,812,96170043,-;Out of memory: Killed process 4321 (VLLM::Worker) total-vm:9046424kB, "
+              "anon-rss:7702252kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:15504kB oom_score_adj:0\n")
+    assert oom_kill_in(record) == (96170043, 4321, "Out of memory: Killed process 4321 (VLLM::Worker)")
+    assert oom_kill_in("6,813,96170050,-;EXT4-fs (vda): mounted filesystem\n") is None

@@ -96,7 +96,8 @@ def test_engine_that_fails_to_start_kv_cache_too_small(window, qtbot, demo_model
 
 def test_model_worker_killed_mid_stream_is_named_with_its_signal(window, qtbot):
     """The engine core's own error is then only a consequence ("RuntimeError: cancelled"); the
-    message names the worker, the signal and what it usually means."""
+    message names the worker, its pid and the signal, and, the kernel not having named the
+    out-of-memory killer, gives no memory advice."""
     window.chat.sampling.ignore_eos.setChecked(True)
     window.chat.sampling.max_tokens.setValue(1800)
     _, reply = type_and_send(window, qtbot, "What is a block?")
@@ -106,10 +107,18 @@ def test_model_worker_killed_mid_stream_is_named_with_its_signal(window, qtbot):
     os.kill(workers[0], signal.SIGKILL)
     qtbot.waitUntil(lambda: window.model.engine.state == "died", timeout=60_000)
     message = engine_message(window)
-    assert "was killed by SIGKILL (exit code -9): most often the system's out-of-memory killer" in message, message
+    assert (f"its model worker VllmWorker-0 (pid {workers[0]}) was killed by signal 9 (SIGKILL): something outside "
+            "vLLM ended it") in message, message
+    assert_no_memory_advice(message)
     assert "Restart the engine" in message and "cancelled" not in message and "stopped answering" not in message
     assert reply.status == "error" and "SIGKILL" in reply.error and len(reply.text) > 20
     window.chat.sampling.ignore_eos.setChecked(False)
+
+
+def assert_no_memory_advice(message: str) -> None:
+    """A kill this test sent: the out-of-memory killer is not named as the cause, nor its advice given."""
+    assert "max_num_seqs" not in message and "smaller model" not in message, message
+    assert "the kernel's out-of-memory killer ended it" not in message, message
 
 
 def _engine_core_pids() -> list[int]:
@@ -134,7 +143,13 @@ def test_engine_core_killed_mid_stream(window, qtbot):
     os.kill(cores[0], signal.SIGKILL)
     qtbot.waitUntil(lambda: window.model.engine.state == "died", timeout=60_000)
     assert window.isVisible()
-    assert "engine stopped during a reply" in engine_message(window)
+    message = engine_message(window)
+    assert "engine stopped during a reply" in message
+    assert (f"its engine core (VLLM::EngineCore, pid {cores[0]}) was killed by signal 9 (SIGKILL): something outside "
+            "vLLM ended it") in message, message
+    assert "its model worker (VLLM::Worker, pid" in message and "ended with it" in message, message
+    assert "still running" not in message and "EngineDeadError" not in message, message
+    assert_no_memory_advice(message)
     assert "Restart the engine" in engine_message(window)
     assert reply.status == "error" and len(reply.text) > 20, "what streamed stays in the transcript"
     assert conversation.messages[0].text == "What is a block?"
@@ -147,3 +162,31 @@ def test_engine_core_killed_mid_stream(window, qtbot):
     _, again = type_and_send(window, qtbot, "Hello!")
     wait_finished(qtbot, again)
     assert again.status == "done" and again.text
+
+
+def test_every_engine_process_killed_at_once_is_named_with_its_signal(window, qtbot):
+    """`pkill -9` of vLLM's processes and the engine-client process together: the message names the
+    process whose end the window saw (the engine-client process, where there is one) and the signal,
+    never "still running", and gives no memory advice; a restart brings the engine back."""
+    window.chat.sampling.ignore_eos.setChecked(True)
+    window.chat.sampling.max_tokens.setValue(1800)
+    _, reply = type_and_send(window, qtbot, "What is a block?")
+    qtbot.waitUntil(lambda: len(reply.text) > 20, timeout=60_000)
+    client = getattr(window.engine.worker, "client_pid", None)
+    vllm = [p.pid for p in psutil.Process().children(recursive=True) if p.name().startswith("VLLM::")]
+    cores = _engine_core_pids()
+    for pid in ([client] if client else []) + vllm:
+        os.kill(pid, signal.SIGKILL)
+    qtbot.waitUntil(lambda: window.model.engine.state == "died", timeout=60_000)
+    message = engine_message(window)
+    named = (f"the engine client process (pid {client})" if client
+             else f"its engine core (VLLM::EngineCore, pid {cores[0]})")
+    assert f"{named} was killed by signal 9 (SIGKILL): something outside vLLM ended it" in message, message
+    assert "still running" not in message and "stopped answering" not in message, message
+    assert_no_memory_advice(message)
+    assert reply.status == "error" and "SIGKILL" in reply.error and len(reply.text) > 20
+    died_start = window.model.engine.start_id
+    qtbot.mouseClick(window.findChild(QPushButton, "restartButton"), Qt.LeftButton)
+    qtbot.waitUntil(lambda: window.model.engine.settled(died_start + 1), timeout=ENGINE_START_TIMEOUT_MS)
+    assert window.model.engine.state == "ready", window.model.engine.message
+    window.chat.sampling.ignore_eos.setChecked(False)

@@ -140,3 +140,85 @@ def test_a_plot_exports_as_png_and_svg(window, qtbot, tmp_path):
     assert len(paths) >= 2, "the exported SVG holds no curves"
     with pytest.raises(ValueError):
         export_plot(plot, tmp_path / "tokens.jpg")
+
+
+def _marks_at(plot) -> list[tuple[float, str]]:
+    """The vertical lines a plot shows, with their labels."""
+    import pyqtgraph as pg
+
+    return [(line.value(), line.label.format) for line in plot.items if isinstance(line, pg.InfiniteLine)]
+
+
+def _points_of(plot) -> tuple[np.ndarray, np.ndarray]:
+    """Every finite point the plot's curves hold, in time order, whichever curve holds it."""
+    import pyqtgraph as pg
+
+    xs, ys = [np.zeros(0)], [np.zeros(0)]
+    for item in plot.items:
+        if isinstance(item, pg.PlotDataItem) and item.getOriginalDataset()[0] is not None:
+            x, y = item.getOriginalDataset()
+            finite = np.isfinite(y)
+            xs.append(np.asarray(x)[finite])
+            ys.append(np.asarray(y)[finite])
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    order = np.argsort(x, kind="stable")
+    return x[order], y[order]
+
+
+def _points_drawn(plot) -> int:
+    return len(_points_of(plot)[0])
+
+
+@pytest.mark.slow
+def test_plots_keep_their_points_across_a_death_marked_where_it_died(window, qtbot):
+    """vLLM's processes SIGKILLed mid-reply (as `pkill -9 -f VLLM` does): every plot keeps the points it
+    drew and shows a line labelled "engine died: SIGKILL" where the engine died, the memory plot too;
+    after a restart the next engine's points follow on the same time axis, the old ones still there."""
+    import os
+    import signal
+
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QPushButton
+
+    from workbench.engine.process_guard import child_pids
+
+    plots = window.plots
+    window.chat.sampling.ignore_eos.setChecked(True)
+    window.chat.sampling.max_tokens.setValue(1800)
+    _, reply = type_and_send(window, qtbot, "What is a KV cache?")
+    generated = plots.curves["generation_tokens_per_s"]
+    qtbot.waitUntil(lambda: len(reply.text) > 100 and _num_points(generated) >= 8
+                    and np.nanmax(generated.getOriginalDataset()[1]) > 0, timeout=60_000)
+    before = {name: _points_drawn(plot) for name, plot in plots.plots.items()}
+    for pid in child_pids(vllm_only=True):
+        os.kill(pid, signal.SIGKILL)
+    qtbot.waitUntil(lambda: window.model.engine.state == "died", timeout=60_000)
+    assert before["tokens"] >= 8
+    for name, plot in plots.plots.items():
+        assert _points_drawn(plot) >= before[name], f"the {name} plot lost the points it drew"
+    marks = _marks_at(plots.plots["tokens"])
+    assert marks and marks[-1][1] == "engine died: SIGKILL", marks
+    died_at = marks[-1][0]
+    for name, plot in [*plots.plots.items(), ("memory", window.memory.plot)]:
+        assert (died_at, "engine died: SIGKILL") in _marks_at(plot), f"the {name} plot shows no mark"
+    drawn_x, drawn_y = _points_of(plots.plots["tokens"])
+    assert np.nanmax(drawn_y) > 0 and drawn_x[-1] <= died_at, "the tokens/s plot lost its generation or drew after"
+    assert plots.totals.text().startswith("engine died: SIGKILL")
+
+    died_start = window.model.engine.start_id
+    qtbot.mouseClick(window.findChild(QPushButton, "restartButton"), Qt.LeftButton)
+    qtbot.waitUntil(lambda: window.model.engine.settled(died_start + 1), timeout=180_000)
+    assert window.model.engine.ready, window.model.engine.message
+    window.chat.new_conversation()
+    window.chat.sampling.ignore_eos.setChecked(True)
+    window.chat.sampling.max_tokens.setValue(64)
+    _, again = type_and_send(window, qtbot, "What is prefix caching?")
+    wait_finished(qtbot, again)
+    qtbot.waitUntil(lambda: _num_points(generated) >= 2 and np.nanmax(generated.getOriginalDataset()[1]) > 0,
+                    timeout=10_000)
+    x_after = generated.getOriginalDataset()[0]
+    assert x_after[0] > died_at, "the next engine's points start after the death, on the same axis"
+    x_all, _ = _points_of(plots.plots["tokens"])
+    assert set(drawn_x) <= set(x_all), "the dead engine's points were lost"
+    assert (died_at, "engine died: SIGKILL") in _marks_at(plots.plots["tokens"])
+    window.chat.sampling.ignore_eos.setChecked(False)

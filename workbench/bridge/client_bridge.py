@@ -20,7 +20,6 @@ import collections
 import itertools
 import os
 import queue
-import signal
 import socket
 import subprocess
 import sys
@@ -37,6 +36,7 @@ from workbench.engine.client_wire import Batch, CallInClient, Reply, SnapshotDec
 from workbench.engine.commands import AdoptEngine, Shutdown, StartEngine, Submit, SubmitAll
 from workbench.engine.events import EngineReady, EngineState, RequestFailed, RequestFinished, StateChanged
 from workbench.engine.loop import NOT_RUNNING
+from workbench.engine.process_death import OomVerdict, OomWitness, ended
 from workbench.engine.process_guard import CLIENT_PARENT_ENV, child_pids, is_running, kill_processes
 
 BACKEND_FACTORY = "workbench.bridge.backends:backend_for"
@@ -54,6 +54,7 @@ class _Client:
         self.process = subprocess.Popen(args, pass_fds=(theirs.fileno(),), env=env)
         theirs.close()
         self.conn = Connection(ours.detach())
+        self.witness = OomWitness.now()  # the kernel's count of out-of-memory kills, to compare at its death
         self.send_lock = threading.Lock()
         self.asked_to_end = False
         # What a report of its death needs: the requests it holds, its latest start, its engine's processes.
@@ -74,13 +75,14 @@ class _Client:
                 return False
 
     def how_it_ended(self, timeout_s: float = 5.0) -> str:
+        """Its end in words: the signal that killed it and what is known of who sent it; "still running"
+        only of a process that still runs after ``timeout_s``."""
+        who = f"the engine client process (pid {self.pid})"
         try:
             code = self.process.wait(timeout_s)
         except subprocess.TimeoutExpired:
-            return f"the engine client process (pid {self.pid}) stopped answering"
-        if code < 0:
-            return f"the engine client process (pid {self.pid}) was killed by {signal.Signals(-code).name}"
-        return f"the engine client process (pid {self.pid}) exited with code {code}"
+            return f"{who} is still running but stopped answering"
+        return ended(who, code, self.witness.verdict([self.pid]) if code < 0 else OomVerdict("unknown"))
 
 
 _SEND_OUTBOX = QEvent.Type(QEvent.registerEventType())
@@ -271,7 +273,8 @@ class ClientProcessWorker(QObject, Mailboxes):
     def _report_death(self, client: _Client) -> None:
         how = client.how_it_ended()
         kill_processes([pid for pid in client.engine_pids if is_running(pid)])  # die with it (PDEATHSIG too)
-        message = (f"The engine stopped: {how}. What was streamed so far is kept. Restart the engine "
+        ended_too = "; the engine's processes ended with it" if client.engine_pids else ""
+        message = (f"The engine stopped: {how}{ended_too}. What was streamed so far is kept. Restart the engine "
                    "(Engine > Restart engine); if it happens again, the engine log has the details "
                    "(Engine > Show engine log).")
         with self._lock:

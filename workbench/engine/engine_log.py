@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.engine.process_death import OomVerdict, OomWitness, ended
 from workbench.paths import data_dir
 
 MAX_LOGS_KEPT = 20
@@ -197,30 +197,33 @@ def root_cause(log_text: str, max_error_lines: int = 4) -> RootCause | None:
 
 
 _WORKER_DIED = re.compile(r"Worker proc (?P<name>\S+) died unexpectedly \(exit code: (?P<code>-?\d+)\)")
-_SIGNAL_HINTS = {
-    "SIGKILL": "most often the system's out-of-memory killer: lower max_num_seqs or max_model_len, or choose a "
-               "smaller model",
-    "SIGILL": "the CPU refused one of its instructions: this vLLM build does not fit this CPU",
-    "SIGSEGV": "a crash in vLLM's or PyTorch's native code",
-    "SIGBUS": "memory it had mapped went away (a full /dev/shm, or a model file changed while loaded)",
-}
+_WORKER_PREFIX = re.compile(r"^\((?P<process>Worker[\w.-]*) pid=(?P<pid>\d+)\)", re.MULTILINE)
 
 
-def worker_death(log_text: str) -> str:
-    """What vLLM's executor logged of a model worker that died: "its model worker VllmWorker-0 was
-    killed by SIGILL (exit code -4): <what that usually means>"; "" when the log holds no such line."""
-    found = list(_WORKER_DIED.finditer(_ANSI.sub("", log_text)))
+def worker_death(log_text: str, witness: OomWitness | None = None) -> str:
+    """What vLLM's executor logged of a model worker that died: "its model worker VllmWorker-0 (pid
+    6104) was killed by signal 4 (SIGILL): <what that usually means>"; "" when the log holds no such
+    line. ``witness``: the kernel's count of out-of-memory kills at the engine's start, which (with the
+    kernel's log, where readable) tells whether a SIGKILL came from the out-of-memory killer."""
+    text = _ANSI.sub("", log_text)
+    found = list(_WORKER_DIED.finditer(text))
     if not found:
         return ""
     name, code = found[-1].group("name"), int(found[-1].group("code"))
-    if code >= 0:
-        return f"its model worker {name} exited with code {code}"
-    try:
-        signal_name = signal.Signals(-code).name
-    except ValueError:
-        return f"its model worker {name} was killed by signal {-code} (exit code {code})"
-    hint = _SIGNAL_HINTS.get(signal_name)
-    return f"its model worker {name} was killed by {signal_name} (exit code {code})" + (f": {hint}" if hint else "")
+    pid = _worker_pid(text, name)
+    who = f"its model worker {name}" + (f" (pid {pid})" if pid else "")
+    verdict = (witness or OomWitness(None, 0)).verdict([pid] if pid else [])
+    return ended(who, code, verdict if pid else OomVerdict("unknown"))
+
+
+def _worker_pid(text: str, name: str) -> int | None:
+    """The pid of vLLM's worker ``name`` ("VllmWorker-1") from the prefixes of its lines ("(Worker_TP1
+    pid=6104)", or "(Worker pid=6104)" where it is the only one)."""
+    pids: dict[str, int] = {m.group("process"): int(m.group("pid")) for m in _WORKER_PREFIX.finditer(text)}
+    rank = name.rsplit("-", 1)[-1]
+    if f"Worker_TP{rank}" in pids:
+        return pids[f"Worker_TP{rank}"]
+    return next(iter(pids.values())) if len(set(pids.values())) == 1 else None
 
 
 def _read_tracebacks(lines: list[LogLine]) -> tuple[list[_Traceback], list[str]]:

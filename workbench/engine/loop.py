@@ -15,13 +15,14 @@ from typing import Callable, Protocol
 from workbench.engine.backend import Backend, ChatRequest, PromptTooLongError, StreamEvent
 from workbench.engine.commands import (AdoptEngine, Abort, ReleaseEngine, Shutdown, StartEngine, StopEngine, Submit,
                                        SubmitAll)
-from workbench.engine.engine_log import read_log, root_cause, worker_death
+from workbench.engine.engine_log import read_log, root_cause
 from workbench.engine.events import (
     EngineLogOpened, EngineReady, EngineState, RequestFailed, RequestFinished, RequestsTaken, StartProgressed,
     StateChanged, TextFlushed,
 )
 from workbench.engine.kv_snapshot import KVSnapshot
 from workbench.engine.model_source import ModelNotFoundError
+from workbench.engine.process_death import is_signal_death
 from workbench.engine.session import EngineSession
 from workbench.engine.spec import EngineConfig
 from workbench.engine.start_phases import EngineStartError, StartProgress
@@ -322,18 +323,7 @@ class EngineLoop:
         self._flush_text()
         how = backend.describe_end() if backend is not None else "it is gone"
         self._stop_engine()
-        log_text = read_log(getattr(backend, "log_path", None) or "")
-        cause, worker = root_cause(log_text), worker_death(log_text)
-        if worker:  # the worker's end is the cause: the engine core's exception is only its consequence
-            what, advice, said = f"vLLM's log says {worker}", "", ""
-        else:
-            what = f"{how} ({type(exc).__name__}: {exc})"
-            advice = "; if it happens again, lower max_num_seqs or max_model_len, or choose a smaller model"
-            said = (f"\n\nvLLM said (in its {cause.process or 'client'} process): {cause.exception}"
-                    if cause and cause.exception else "")
-        message = (f"The engine stopped during a reply: {what}. What was streamed so far is kept. Restart the "
-                   f"engine (Engine > Restart engine){advice}. The engine log has the details "
-                   f"(Engine > Show engine log).{said}")
+        message = death_message(how, exc, read_log(getattr(backend, "log_path", None) or ""))
         for request_id in open_requests:
             self.request_failed(request_id, message)
         self._set_state(EngineState.DIED, message)
@@ -341,3 +331,18 @@ class EngineLoop:
     def _set_state(self, state: EngineState, message: str, retry: tuple = ()) -> None:
         self.state = state
         self.listener.publish(StateChanged(state, message, self.start_id, retry))
+
+
+def death_message(how: str, exc: Exception, log_text: str) -> str:
+    """The message of an engine that died in use. ``how``: its processes' end in words (the backend's
+    ``describe_end``). A process killed by a signal is the cause: the client's exception
+    (EngineDeadError) and the engine core's ("RuntimeError: cancelled") are only its consequences."""
+    if is_signal_death(how):
+        what, said = how, ""
+    else:
+        cause = root_cause(log_text)
+        what = f"{how} ({type(exc).__name__}: {exc})"
+        said = (f"\n\nvLLM said (in its {cause.process or 'client'} process): {cause.exception}"
+                if cause and cause.exception else "")
+    return (f"The engine stopped during a reply: {what}. What was streamed so far is kept. Restart the engine "
+            f"(Engine > Restart engine). The engine log has the details (Engine > Show engine log).{said}")

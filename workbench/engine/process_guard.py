@@ -6,12 +6,16 @@ worker processes inherit it. The plugin makes them die with their parent (Linux 
 """
 from __future__ import annotations
 
+import multiprocessing
 import os
 import threading
+import time
 from typing import Callable
 
 import psutil
 
+from workbench.engine.engine_log import worker_death
+from workbench.engine.process_death import OomWitness, ended
 from workbench.engine.vllm_plugin.process_life import OWNER_ENV
 
 VLLM_PROCESS_PREFIX = "VLLM::"
@@ -81,12 +85,50 @@ def child_pids(vllm_only: bool = False, pid: int | None = None) -> set[int]:
     return pids
 
 
-def describe_exit(pids: list[int]) -> str:
-    """How the engine's processes ended, in words (for the 'engine died' message)."""
-    alive = [p for p in pids if is_running(p)]
-    if alive:
-        return f"process {alive[0]} is still running but stopped answering"
-    return "its process is gone (killed, crashed, or out of memory)"
+ROLES = (("EngineCore", "engine core"), ("Worker", "model worker"))
+END_WAIT_S = 2.0  # a process that is dying (killed with its parent) is given this long before it is judged
+
+
+def describe_exit(pids: list[int], watchdog: EngineWatchdog | None = None, log_text: str = "") -> str:
+    """How the engine's processes ended, in words (for the 'engine died' message): the model worker's
+    death where vLLM logged it (``log_text``), else the end of the first process whose exit code
+    this process saw (its child, the engine core), given :data:`END_WAIT_S` to end. "Still running
+    but stopped answering" only of a process that still runs after that, and only when none ended."""
+    witness = watchdog.witness if watchdog is not None else OomWitness(None, 0)
+    if worker := worker_death(log_text, witness):
+        return worker
+    codes = watchdog.wait_for_exit_codes(END_WAIT_S) if watchdog is not None else {}
+    names = watchdog.names if watchdog is not None else {}
+    alive = _still_running([p for p in pids if codes.get(p) is None], END_WAIT_S)
+    known = [pid for pid in pids if codes.get(pid) is not None]
+    if not known and alive:
+        return f"{_who(min(alive, key=pids.index), names)} is still running but stopped answering"
+    if not known:
+        return f"its processes are gone (pid {', '.join(map(str, pids))}); how they ended is not known"
+    first = known[0]
+    words = ended(_who(first, names), codes[first], witness.verdict([first]))
+    gone = [_who(pid, names) for pid in pids if pid != first and pid not in alive]
+    left = [_who(pid, names) for pid in pids if pid in alive]
+    return (words + (f"; {' and '.join(gone)} ended with it" if gone else "")
+            + (f"; {' and '.join(left)} outlived it and is ended now" if left else ""))
+
+
+def _who(pid: int, names: dict[int, str]) -> str:
+    """Words for an engine process: "its engine core (VLLM::EngineCore, pid 6077)"."""
+    name = names.get(pid, "")
+    role = next((role for key, role in ROLES if key in name), "engine process")
+    return f"its {role} ({name + ', ' if name else ''}pid {pid})"
+
+
+def _still_running(pids: list[int], timeout_s: float) -> set[int]:
+    """Those of ``pids`` still running after ``timeout_s``. A zombie has ended: a killed grandchild
+    waits as one until whoever adopted it reaps it, which a container's first process may do late."""
+    deadline = time.monotonic() + timeout_s
+    running = {pid for pid in pids if is_running(pid)}
+    while running and time.monotonic() < deadline:
+        time.sleep(0.05)
+        running = {pid for pid in running if is_running(pid)}
+    return running
 
 
 def is_running(pid: int) -> bool:
@@ -123,16 +165,29 @@ class EngineWatchdog:
 
     def __init__(self, pids: list[int], on_death: Callable[[], None], interval_s: float = 0.25):
         self._processes = []
+        self.names: dict[int, str] = {}  # pid -> process name, read while it runs
         for pid in pids:
             try:
                 process = psutil.Process(pid)
-                if "EngineCore" in process.name() or not self._processes:
+                self.names[pid] = process.name()
+                if "EngineCore" in self.names[pid] or not self._processes:
                     self._processes.append(process)
             except psutil.Error:
                 pass
+        # The engine processes this process started (the engine core): their exit codes, as their
+        # parent sees them. Never waited for through psutil, which would reap them behind vLLM's back.
+        self._children = [child for child in multiprocessing.active_children() if child.pid in set(pids)]
+        self.witness = OomWitness.now()
         self._on_death, self._interval_s = on_death, interval_s
         self._stopped = threading.Event()
         threading.Thread(target=self._watch, name="engine-watchdog", daemon=True).start()
+
+    def wait_for_exit_codes(self, timeout_s: float) -> dict[int, int | None]:
+        """pid -> exit code of each engine process started here (None: still running after ``timeout_s``)."""
+        deadline = time.monotonic() + timeout_s
+        for child in self._children:
+            child.join(max(0.0, deadline - time.monotonic()))
+        return {child.pid: child.exitcode for child in self._children}
 
     def _dead(self) -> bool:
         for process in self._processes:

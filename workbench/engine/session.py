@@ -17,7 +17,7 @@ from typing import Callable
 from workbench.engine.backend import (
     Backend, Capabilities, ChatRequest, EngineInfo, PromptTooLongError, StreamEvent, WorkerMemory,
 )
-from workbench.engine.engine_log import EngineLogCapture, new_log_path
+from workbench.engine.engine_log import EngineLogCapture, new_log_path, read_log
 from workbench.engine.kv_probe import LocalKVProbe
 from workbench.engine.metrics import figures_from_output
 from workbench.engine.model_source import resolve_model
@@ -346,4 +346,5 @@ class EngineSession(Backend):
         return self.probe
 
     def describe_end(self) -> str:
-        return describe_exit(self.engine_pids)
+        """How the engine's processes ended: the signal, and what is known of who sent it."""
+        return describe_exit(self.engine_pids, self.watchdog, read_log(self.log_path) if self.log_path else "")

@@ -1,15 +1,23 @@
 """What every live plot shares: curves drawn from ring buffers with clipping to the view and peak
-downsampling, seconds on one time axis, a view that follows the data in steps, and pausing (the
-curves keep their data; zoom stays free)."""
+downsampling, seconds on one time axis, a view that follows the data in steps, pausing (the
+curves keep their data; zoom stays free), and the moments an engine ended: its points kept,
+a labelled vertical line where it died, stopped or was restarted."""
 from __future__ import annotations
 
 import math
 
+import time
+
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QCheckBox, QLabel, QSizePolicy, QWidget
 
+from workbench.engine.events import EngineState
+from workbench.engine.process_death import death_label
 from workbench.engine.ring_buffer import Series
+from workbench.model.engine_status import EngineStatus
 
 BACKGROUND = "#1e1f22"
 # Following the data, the view moves in steps: a range that changes on every new point makes every
@@ -17,6 +25,10 @@ BACKGROUND = "#1e1f22"
 # ms with ranges that hold still and no grid).
 X_WINDOW_S = 120.0
 X_STEP_S = 15.0
+KEPT_POINTS = 14_400  # points of engines that ended, kept per curve (two engines' full series)
+MAX_MARKS = 50  # engine ends marked; older marks go
+DIED_COLOUR, ENDED_COLOUR = "#ef5350", "#9e9e9e"
+MARK_FONT_PT = 7
 
 
 def live_curve(plot: pg.PlotItem, colour: str, name: str, width: float = 1.5) -> pg.PlotDataItem:
@@ -167,3 +179,90 @@ class LivePlotsWidget(QWidget):
         self.graphics.setBackground(BACKGROUND)
         self.paused = QCheckBox("Pause")
         self.paused.toggled.connect(self.pause.set_paused)
+        self.marks: EngineMarks | None = None  # set by a pane that marks engine ends, once it has its plots
+
+    def mark_engine_end(self, status: EngineStatus, at: float | None = None) -> None:
+        """The engine left READY for ``status`` at ``at`` (``time.monotonic()``; None: now): a labelled
+        line there; what was drawn stays."""
+        if self.marks is not None:
+            self.marks.add((time.monotonic() if at is None else at) - self.time_origin, engine_end_label(status))
+
+
+def engine_end_label(status: EngineStatus) -> str:
+    """What the mark says where the engine left READY for ``status``: "engine died: SIGKILL",
+    "engine stopped", "restarted"."""
+    if status.state is EngineState.DIED:
+        return death_label(status.message)
+    return "restarted" if status.state is EngineState.STARTING else f"engine {status.state.value}"
+
+
+class KeptCurve:
+    """The points of engines that ended, drawn as ``live`` draws them (its pen, no legend entry):
+    :meth:`keep` moves the live curve's points here, a gap before them."""
+
+    def __init__(self, plot: pg.PlotItem, live: pg.PlotDataItem):
+        self.curve = plot.plot(pen=live.opts["pen"], connect="finite")
+        self.curve.setClipToView(True)
+        self.curve.setDownsampling(auto=True, method="peak")
+        self.x, self.y = np.zeros(0), np.zeros(0)
+
+    def keep(self, live: pg.PlotDataItem) -> None:
+        x, y = live.getOriginalDataset()
+        live.setData([], [])
+        if x is None or not len(x):
+            return
+        self.x = np.concatenate([self.x, [x[0]], x])[-KEPT_POINTS:]  # a NaN point: no line from the last engine
+        self.y = np.concatenate([self.y, [np.nan], y])[-KEPT_POINTS:]
+        self.curve.setData(self.x, self.y)
+
+    def peak_since(self, x_first: float) -> float:
+        start = int(np.searchsorted(self.x, x_first))
+        values = self.y[start:]
+        return float(np.nanmax(values)) if np.isfinite(values).any() else 0.0
+
+    def clear(self) -> None:
+        self.x, self.y = np.zeros(0), np.zeros(0)
+        self.curve.setData([], [])
+
+
+class EngineMarks:
+    """Vertical lines across ``plots`` at the moments an engine ended, each labelled ("engine died:
+    SIGKILL"); a death in red, a stop or restart in grey."""
+
+    def __init__(self, plots: list[pg.PlotItem]):
+        self.plots = plots
+        self.marks: list[tuple[float, str, list[pg.InfiniteLine]]] = []
+
+    def add(self, x_s: float, label: str) -> None:
+        colour = DIED_COLOUR if label.startswith("engine died") else ENDED_COLOUR
+        font = QFont()
+        font.setPointSize(MARK_FONT_PT)
+        lines = []
+        for plot in self.plots:
+            # The label runs up along the line, on its left: the latest end is at the plot's right edge,
+            # and the legend holds the top left.
+            line = pg.InfiniteLine(pos=x_s, angle=90, movable=False, label=label,
+                                   pen=pg.mkPen(colour, width=1.5, style=Qt.DashLine),
+                                   labelOpts={"position": 0.5, "color": colour,
+                                              "rotateAxis": (1, 0), "anchors": [(0.5, 1), (0.5, 1)]})
+            line.label.setFont(font)
+            plot.addItem(line, ignoreBounds=True)
+            lines.append(line)
+        self.marks.append((x_s, label, lines))
+        if len(self.marks) > MAX_MARKS:
+            self._remove(self.marks.pop(0))
+
+    @property
+    def last_x(self) -> float | None:
+        return self.marks[-1][0] if self.marks else None
+
+    def labels(self) -> list[str]:
+        return [label for _, label, _ in self.marks]
+
+    def clear(self) -> None:
+        while self.marks:
+            self._remove(self.marks.pop())
+
+    def _remove(self, mark) -> None:
+        for plot, line in zip(self.plots, mark[2]):
+            plot.removeItem(line)

@@ -167,6 +167,7 @@ class MainWindow(QMainWindow):
     def _on_model_engine_changed(self, status: EngineStatus) -> None:
         if (status.state, status.start_id) == self._last_state:
             return  # start progress, the log's path or the engine's facts: the status bar shows those
+        was_ready = self._last_state[0] is EngineState.READY
         self._last_state = (status.state, status.start_id)
         first_line = status.message.splitlines()[0] if status.message else ""
         logging.getLogger("workbench").info("%s", first_line or f"engine {status.state.value}")
@@ -178,7 +179,10 @@ class MainWindow(QMainWindow):
             self.memory_service.watch(info, (client,) if client else ())
         elif status.state is not EngineState.READY:
             self.heatmap.clear("Engine starting…" if status.state is EngineState.STARTING else "No engine running.")
-            self.plots.clear()
+            if was_ready:  # the plots keep what they drew, marked where the engine ended
+                ended_at = time.monotonic()
+                self.plots.mark_engine_end(status, ended_at)
+                self.memory.mark_engine_end(status, ended_at)
             self.memory_service.watch(None)
 
     @Slot()

@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout
 
 from workbench.telemetry.memory_service import MemoryReading, MemoryState
-from workbench.ui.live_plot import FollowView, LivePlotsWidget, live_curve, seconds_since, time_plot
+from workbench.ui.live_plot import EngineMarks, FollowView, LivePlotsWidget, live_curve, seconds_since, time_plot
 from workbench.ui.plot_export import add_export_actions
 
 TEXT_INTERVAL_S = 1.0
@@ -85,6 +85,7 @@ class MemoryPanel(LivePlotsWidget):
         self._zero = zero
         self.total = live_curve(self.plot, "#eeeeee", "GPU total", 1.0)
         self.view = FollowView([self.plot])
+        self.marks = EngineMarks([self.plot])  # where an engine died, stopped or restarted
         self.unit = GIB
         self._labelled: tuple[int, bool] | None = None  # (unit, on a GPU) the labels say
         bar = QHBoxLayout()

@@ -7,7 +7,8 @@ window's timer asks (10 Hz) and only when a new point has come. Every plot share
 (seconds since the window opened), which the memory panel's plot joins. The view follows the last
 two minutes; Pause stops new data from being drawn; the mouse zooms and pans (and stops following);
 "Show all" shows the whole history, "Follow" the latest again; each plot's right-click menu exports
-it as PNG or SVG.
+it as PNG or SVG. When the engine dies, stops or restarts, its points stay drawn, a labelled line
+marks the moment ("engine died: SIGKILL"), and the next engine's points go on on the same axis.
 """
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout
 
 from workbench.engine.stats import StatsSeries
+from workbench.model.engine_status import EngineStatus
 from workbench.ui.live_plot import (
-    FollowView, LivePlotsWidget, fixed_size_text, live_curve, seconds_since, time_plot, visible_peak,
+    X_WINDOW_S, EngineMarks, FollowView, KeptCurve, LivePlotsWidget, engine_end_label, fixed_size_text, live_curve, seconds_since,
+    time_plot, visible_peak,
 )
 from workbench.ui.plot_export import add_export_actions
 
@@ -42,7 +45,9 @@ class StatsPlotsView(LivePlotsWidget):
         super().__init__("statsPlots", time_origin)
         self.plots: dict[str, pg.PlotItem] = {}
         self.curves: dict[str, pg.PlotDataItem] = {}
+        self.kept: dict[str, KeptCurve] = {}  # column -> the points of engines that ended
         self._build_plots()
+        self.marks = EngineMarks(list(self.plots.values()))
         self.view = FollowView(list(self.plots.values()), {2: 100.0, 3: 100.0})
         self._x = None
         self._shown = dict.fromkeys(PLOTS, -1)  # plot name -> the series version it shows
@@ -70,6 +75,7 @@ class StatsPlotsView(LivePlotsWidget):
             plot = time_plot(self.graphics.addPlot(row=row, col=column), title, unit)
             for key, legend, colour in curves:
                 self.curves[key] = live_curve(plot, colour, legend)
+                self.kept[key] = KeptCurve(plot, self.curves[key])
             if first is None:
                 first = plot
             else:
@@ -88,7 +94,7 @@ class StatsPlotsView(LivePlotsWidget):
         One plot a call: the window calls at 10 Hz, so each plot is drawn at about 1.7 Hz (the
         series is binned at 4 Hz), and a tick of the GUI thread costs one plot's update and paint,
         not six (about 6 ms at once on the CPU build, the GIL held all the while)."""
-        if not len(stats.series) or self.pause.paused:
+        if not len(stats.series) or self.pause.paused or self._ended_before(stats):
             return False
         names = list(PLOTS)
         due = [names[(self._next + offset) % len(names)] for offset in range(len(names))]
@@ -102,7 +108,10 @@ class StatsPlotsView(LivePlotsWidget):
         columns = PLOTS[name][2]
         for key, _, _ in columns:
             self.curves[key].setData(x, series[key])
-        self.view.follow_one(index, x[-1], visible_peak(x, [series[key] for key, _, _ in columns]))
+        peak = visible_peak(x, [series[key] for key, _, _ in columns])
+        if self.marks.marks:  # the engines before, still in view
+            peak = max(peak, *(self.kept[key].peak_since(x[-1] - X_WINDOW_S) for key, _, _ in columns))
+        self.view.follow_one(index, x[-1], peak)
         self._shown[name] = stats.version
         if index == 0:
             totals = stats.totals
@@ -112,20 +121,40 @@ class StatsPlotsView(LivePlotsWidget):
         self.num_draws += 1
         return True
 
+    def _ended_before(self, stats: StatsSeries) -> bool:
+        """True for the series of an engine that ended at the last mark (still in the mailbox when
+        the next one starts): its points are kept already."""
+        last_mark = self.marks.last_x
+        return last_mark is not None and stats.series["t"][-1] - self.time_origin <= last_mark
+
+    def mark_engine_end(self, status: EngineStatus, at: float | None = None) -> None:
+        """The engine left READY: its points move to the kept curves, a line marks the moment, and the
+        next engine's points start afresh on the same time axis."""
+        for key, curve in self.curves.items():
+            self.kept[key].keep(curve)
+        super().mark_engine_end(status, at)
+        self.draw_all_again()
+        self.totals.setText(f"{engine_end_label(status)} — {self.totals.text()}")
+
     def draw_all_again(self) -> None:
         """Each plot is drawn again, in turn, from the next series on."""
         self._shown = dict.fromkeys(PLOTS, -1)
         self.pause.shown_version = -1
 
     def clear(self) -> None:
+        """Nothing drawn: no points, kept or live, and no marks."""
         for curve in self.curves.values():
             curve.setData([], [])
+        for kept in self.kept.values():
+            kept.clear()
+        self.marks.clear()
         self.draw_all_again()
         self.totals.setText("No engine running.")
 
     def _on_show_all_clicked(self) -> None:
-        if self._x is not None and len(self._x):
-            self.view.show_all(float(self._x[0]), float(self._x[-1]))
+        spans = [x for x in [*(kept.x for kept in self.kept.values()), self._x] if x is not None and len(x)]
+        if spans:  # the engines that ended too
+            self.view.show_all(float(min(x[0] for x in spans)), float(max(x[-1] for x in spans)))
 
     def _on_follow_clicked(self) -> None:
         self.view.resume()

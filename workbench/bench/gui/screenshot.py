@@ -13,6 +13,10 @@
     python -m workbench.bench.gui.screenshot --engine-log OUT.png  the engine log, at the engine core's placement
     python -m workbench.bench.gui.screenshot --worker-killed OUT.png
                                                             the model worker SIGKILLed mid-reply: the message
+    python -m workbench.bench.gui.screenshot --engine-killed OUT.png
+                                                            vLLM's processes SIGKILLed mid-reply (as `pkill -9 -f
+                                                            VLLM` does), twice, a restart between: the plots keep
+                                                            their points, marked where the engine died
 """
 from __future__ import annotations
 
@@ -307,7 +311,54 @@ def worker_killed(path: str) -> int:
     return 0 if died and "SIGKILL" in window.model.engine.message else 1
 
 
+def engine_killed(path: str) -> int:
+    """vLLM's processes (engine core and model worker) SIGKILLed mid-reply, as `pkill -9 -f VLLM` does;
+    the engine restarted, a second reply, and killed again: the plots keep both engines' points on
+    one time axis, a line where each died, and the status bar names the signal."""
+    window, wait = _started_window()
+    if window is None:
+        return 1
+    chat = window.chat
+    for round_number in (1, 2):
+        _long_replies(chat)
+        chat.input.setPlainText("What is a KV cache?" if round_number == 1 else "What is prefix caching?")
+        chat.send()
+        reply = chat.current.messages[-1]
+        drawn = window.plots.num_draws
+        wait(lambda: len(reply.text) > 300 and window.plots.num_draws >= drawn + 30, 120)
+        kill_vllm_processes()
+        if not wait(lambda: window.model.engine.state == "died", 60):
+            print("the engine did not die:", window.model.engine.message)
+            return 1
+        if round_number == 1:
+            start_id = window.restart_engine()
+            wait(lambda: window.model.engine.settled(start_id), 600)
+            chat.new_conversation()
+    wait(lambda: False, 1.0)  # the window draws the state
+    save_small(window, path, max_bytes=250_000)
+    print("saved", path, "|", window.plots.marks.labels(), "|", window.model.engine.message[:300].replace("\n", " "))
+    window.close()
+    return 0 if "SIGKILL" in window.model.engine.message else 1
+
+
+def kill_vllm_processes() -> list[int]:
+    """SIGKILLs this app's vLLM processes (named ``VLLM::...``), as `pkill -9 -f VLLM` would; their pids."""
+    import signal
+
+    from workbench.engine.process_guard import child_pids
+
+    pids = sorted(child_pids(vllm_only=True))
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return pids
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--engine-killed":
+        sys.exit(engine_killed(sys.argv[2]))
     if len(sys.argv) == 3 and sys.argv[1] == "--worker-killed":
         sys.exit(worker_killed(sys.argv[2]))
     if len(sys.argv) == 3 and sys.argv[1] == "--engine-log":
