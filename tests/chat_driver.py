@@ -22,6 +22,13 @@ def type_and_send(window, qtbot, text: str):
     return conversation, conversation.messages[-1]
 
 
+def reply_line(window, reply) -> str:
+    """The line under a reply (its figures, or what it waits for), read from its view once the
+    transcript has drawn the latest messages."""
+    view = window.chat.transcripts[window.chat.current.conversation_id].view_of(reply.message_id)
+    return view.stats.text()
+
+
 def wait_finished(qtbot, turn, timeout=REPLY_TIMEOUT_MS):
     qtbot.waitUntil(lambda: turn.status not in ("waiting", "streaming"), timeout=timeout)
 

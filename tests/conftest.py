@@ -64,7 +64,8 @@ def shared_window(qapp, demo_model_path):
     window.resize(1400, 860)
     window.show()
     yield window
-    window.close()
+    window.close()  # the window goes at once; the engine stops behind it
+    assert window.shutdown.wait(120), "the engine and the storage did not stop behind the closed window"
     assert not engine.thread.isRunning(), "the engine thread outlived the window"
     from workbench.engine.process_guard import child_pids, is_running
 

@@ -234,7 +234,7 @@ def test_a_new_file_asks_first_and_the_finished_run_comes_back_from_the_runs_pic
     pane = window.batch
     open_and_wait(pane, qtbot, lines_file(tmp_path / "first.txt", 6), "text")
     run = run_and_wait(pane, qtbot)
-    qtbot.waitUntil(lambda: "finished" in pane.progress_label.text(), timeout=5_000)
+    qtbot.waitUntil(lambda: "finished" in pane.progress_label.text(), timeout=HANG_TIMEOUT_MS)
     pane.table.selectRow(2)
     detail, progress_line = pane.detail.toPlainText(), pane.progress_label.text()
     assert "Item 2" in detail
@@ -254,9 +254,9 @@ def test_a_new_file_asks_first_and_the_finished_run_comes_back_from_the_runs_pic
     assert f"Run {run.run_no} · first.txt · 6 done" in titles and pane.runs.isVisibleTo(pane), titles
     pane.runs.combo.activated.emit(titles.index(f"Run {run.run_no} · first.txt · 6 done"))
     assert pane.run is run and pane.table_model.rowCount() == 6 and pane.export_button.isEnabled()
-    qtbot.waitUntil(lambda: pane.progress_label.text().startswith("6 done · "), timeout=5_000)
+    qtbot.waitUntil(lambda: pane.progress_label.text().startswith("6 done · "), timeout=HANG_TIMEOUT_MS)
     pane.export_to(str(tmp_path / "first.jsonl"), "jsonl")
-    qtbot.waitUntil(lambda: pane.exporting is None, timeout=10_000)
+    qtbot.waitUntil(lambda: pane.exporting is None, timeout=HANG_TIMEOUT_MS)
     exported = [json.loads(line) for line in (tmp_path / "first.jsonl").read_text().splitlines()]
     assert [e["text"] for e in exported] == run.results.texts and all(run.results.texts)
 
@@ -280,7 +280,7 @@ def test_a_run_still_going_is_cancelled_only_when_the_user_says_so(window, qtbot
     answers.answers = [True]
     open_and_wait(pane, qtbot, tmp_path / "next.txt", "text")
     assert run.state == "cancelled" and pane.table_model.rowCount() == 3
-    qtbot.waitUntil(lambda: run.progress().num_in_flight == 0, timeout=30_000)
+    qtbot.waitUntil(lambda: run.progress().num_in_flight == 0, timeout=HANG_TIMEOUT_MS)
     pane.show_entry(run.run_id)
     num_done, num_cancelled = run.results.count(DONE), run.results.count(CANCELLED)
     assert num_done >= 3 and num_cancelled >= 200 and num_done + num_cancelled == 300

@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton
 
-from chat_driver import ENGINE_START_TIMEOUT_MS, HANG_TIMEOUT_MS, type_and_send, wait_finished
+from chat_driver import ENGINE_START_TIMEOUT_MS, HANG_TIMEOUT_MS, reply_line, type_and_send, wait_finished
 from killed_app import killed_app_leaves
 from workbench.engine.process_guard import is_running
 
@@ -139,7 +139,7 @@ def test_killed_client_process_is_an_engine_error_with_restart(client_window, qt
     os.kill(client_pid, signal.SIGKILL)
     qtbot.waitUntil(lambda: window.model.engine.state == "died", timeout=60_000)
     message = window.findChild(QLabel, "engineMessage").text()
-    assert f"the engine client process (pid {client_pid}) was killed by SIGKILL" in message
+    assert f"the engine client process (pid {client_pid}) was killed by signal 9 (SIGKILL)" in message
     assert "Restart the engine" in message
     assert reply.status == "error" and len(reply.text) > 20, "what streamed stays in the transcript"
     assert conversation.messages[0].text == "What is a block?"
@@ -150,8 +150,7 @@ def test_killed_client_process_is_an_engine_error_with_restart(client_window, qt
     window.chat.sampling.max_tokens.setValue(64)
     _, unsent = type_and_send(window, qtbot, "Still there?")  # no client now: it waits, saying why
     assert unsent.status == "waiting" and window.engine.worker.client_pid == client_pid
-    shown = [label.text() for label in window.chat.stack.currentWidget().findChildren(QLabel)]
-    assert any("not sent yet: the engine stopped unexpectedly" in text for text in shown), shown
+    assert "not sent yet: the engine stopped unexpectedly" in reply_line(window, unsent)
     died_start = window.model.engine.start_id
     qtbot.mouseClick(window.findChild(QPushButton, "restartButton"), Qt.LeftButton)
     qtbot.waitUntil(lambda: window.model.engine.settled(died_start + 1), timeout=ENGINE_START_TIMEOUT_MS)

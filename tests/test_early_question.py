@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from chat_driver import ENGINE_START_TIMEOUT_MS, REPLY_TIMEOUT_MS, type_and_send, wait_finished
+from chat_driver import ENGINE_START_TIMEOUT_MS, HANG_TIMEOUT_MS, REPLY_TIMEOUT_MS, reply_line, type_and_send, wait_finished
 
 from workbench.engine.events import EngineState, StateChanged
 from workbench.engine.start_phases import progress_for
@@ -18,11 +18,6 @@ from workbench.model.engine_commands import EngineCommands, waiting_note
 from workbench.model.engine_status import EngineStatus
 from workbench.engine.spec import EngineConfig
 from workbench.engine.backend import SamplingSettings
-
-
-def reply_line(window, reply) -> str:
-    view = window.chat.transcripts[window.chat.current.conversation_id].view_of(reply.message_id)
-    return view.stats.text()
 
 
 def assert_answered(qtbot, window, reply) -> None:
@@ -51,7 +46,8 @@ def test_a_question_asked_at_launch_waits_for_the_engine_and_is_answered(qtbot, 
         assert any(line.endswith(" %") and "waiting for the engine: " in line for line in seen), seen
         assert_answered(qtbot, window, reply)
     finally:
-        window.close()
+        window.close()  # the window goes at once; the engine stops behind it
+    assert window.shutdown.wait(HANG_TIMEOUT_MS / 1000), "the engine did not stop behind the closed window"
     assert not engine.thread.isRunning()
 
 
@@ -70,7 +66,9 @@ def test_a_question_asked_right_after_restart_engine_is_answered_by_the_new_engi
 def test_a_question_asked_right_after_apply_is_answered_by_the_preset_engine(qtbot, window):
     presets, before = window.presets, window.model.latest_start_id
     presets.choose("low-latency")
-    assert presets.apply(), presets.problem_text.text()
+    with qtbot.waitSignal(presets.checked, timeout=HANG_TIMEOUT_MS) as checked:  # checked off the GUI thread
+        presets.apply()
+    assert checked.args == [True], presets.problem_text.text()
     qtbot.waitUntil(lambda: window.model.latest_start_id > before, timeout=ENGINE_START_TIMEOUT_MS)
     start_id = window.model.latest_start_id
     _, reply = type_and_send(window, qtbot, "Which preset is this?")

@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtWidgets import QLabel, QPushButton
 
-from chat_driver import ENGINE_START_TIMEOUT_MS, HANG_TIMEOUT_MS, type_and_send, wait_finished
+from chat_driver import ENGINE_START_TIMEOUT_MS, HANG_TIMEOUT_MS, reply_line, type_and_send, wait_finished
 from workbench.engine.events import StateChanged
 from workbench.engine.process_guard import is_running
 
@@ -52,9 +52,8 @@ def test_folder_that_holds_no_model(window, qtbot, tmp_path):
     assert "holds no model: config.json is missing" in engine_message(window)
     _, reply = type_and_send(window, qtbot, "Is anyone there?")
     assert reply.status == "waiting", "kept for the engine, not refused"
-    shown = [label.text() for label in window.chat.stack.currentWidget().findChildren(QLabel)]
-    assert any("not sent yet: the engine did not start" in text and "Restart engine" in text
-               for text in shown), shown
+    line = reply_line(window, reply)
+    assert "not sent yet: the engine did not start" in line and "Restart engine" in line, line
     assert window.chat.current.messages[0].text == "Is anyone there?", "the user's text stays in the transcript"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from chat_driver import HANG_TIMEOUT_MS
 
 from workbench.engine.engine_log import read_log
 from workbench.engine.spec import EngineConfig
@@ -451,6 +452,13 @@ def preset_panel(qtbot, facts, restarts: list):
     return widget
 
 
+def applied(qtbot, panel) -> bool:
+    """Presses Apply and waits for the check that runs off the GUI thread: True when the switch went ahead."""
+    with qtbot.waitSignal(panel.checked, timeout=HANG_TIMEOUT_MS) as outcome:
+        assert panel.apply(), "a check started"
+    return outcome.args == [True]
+
+
 def values_row(panel, key: str) -> int:
     return next(r for r in range(panel.values.rowCount()) if panel.values.item(r, 0).text() == key)
 
@@ -465,12 +473,12 @@ def test_the_panel_on_a_cpu_without_avx512_shows_why_and_refuses_fp8_before_a_st
     here = panel.values.item(row, 2)
     assert "neither AVX-512 nor AMX" in here.toolTip() and "vLLM's default" in here.toolTip()
     assert "fp8 KV cache where the processor can hold one" in panel.description.text()
-    assert panel.apply() and restarts == [1]
+    assert applied(qtbot, panel) and restarts == [1]
     assert panel.model.config.option("kv_cache_dtype") is None
 
     store.user_dir().joinpath("mine.toml").write_text('[preset]\nname = "mine"\n[engine]\nkv_cache_dtype = "fp8"\n')
     panel.reload("mine")
-    assert not panel.apply() and restarts == [1], "nothing started"
+    assert not applied(qtbot, panel) and restarts == [1], "nothing started"
     assert panel.problem_text.text().startswith("Not applied:\nengine.kv_cache_dtype = 'fp8': vLLM's CPU build")
     assert 'cpu_avx512 = "fp8"' in panel.problem_text.text()
 

@@ -38,6 +38,7 @@ def attached(vllm_server, qapp, tmp_path_factory):  # noqa: F811
     window.show()
     yield window
     window.close()
+    assert window.shutdown.wait(120)
     assert not engine.thread.isRunning()
 
 

@@ -94,18 +94,63 @@ def run_gui(argv: list[str]) -> int:
     from workbench.ui.window_layout import restore_layout
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setQuitOnLastWindowClosed(False)  # the window goes at once; the app quits once its engine has stopped
+    wait_for_a_stopping_instance()
     window, _ = build_window(demo_engine_config(args.model))
     window.remember_layout = True
     restore_layout(window)  # as the user left it, else fitted to the screen
     window.show()
-    if args.quit_when_ready:
-        return quit_when_ready(app, window)
-    return app.exec()
+    quit_once_stopped(app, window)
+    code = quit_when_ready(app, window) if args.quit_when_ready else app.exec()
+    if getattr(window, "shutdown", None) is not None:
+        window.shutdown.wait()
+    return code
+
+
+STOPPING_TEXT = "The last vLLM Workbench is still stopping its engine…"
+
+
+def wait_for_a_stopping_instance(path=None, timeout_s: float = 120.0) -> bool:
+    """Where the instance that held the data folder is still stopping (its window gone), waits for it
+    with a message and a busy bar, the event loop running, rather than meeting the instance lock.
+    True when there was one to wait for."""
+    from PySide6.QtCore import QEventLoop, QTimer
+    from PySide6.QtWidgets import QProgressDialog
+
+    from workbench.storage.store import default_database_path, held_by_a_stopping_instance, lock_is_free
+
+    path = path or default_database_path()
+    if not held_by_a_stopping_instance(path):
+        return False
+    dialog = QProgressDialog(STOPPING_TEXT, "", 0, 0, objectName="stoppingInstanceDialog")
+    dialog.setWindowTitle("vLLM Workbench")
+    dialog.setCancelButton(None)
+    dialog.setMinimumDuration(0)
+    dialog.show()
+    loop = QEventLoop()
+    poll = QTimer(interval=100)
+    poll.timeout.connect(lambda: lock_is_free(path) and loop.quit())
+    QTimer.singleShot(int(timeout_s * 1000), loop.quit)  # then the lock's own message says what holds it
+    poll.start()
+    loop.exec()
+    poll.stop()
+    dialog.close()
+    return True
+
+
+def quit_once_stopped(app, window) -> None:
+    """Quits the app once the closed window's engine and storage have stopped behind it."""
+    from PySide6.QtCore import QTimer
+
+    timer = QTimer(app, interval=100)
+    timer.timeout.connect(lambda: getattr(window, "shutdown", None) is not None and window.shutdown.done
+                          and app.quit())
+    timer.start()
 
 
 def quit_when_ready(app, window) -> int:
-    """Runs the app until the engine has started or failed, closes the window (which stops the
-    engine), and returns the exit code: 0 for ready, 1 for failed (its message on stderr)."""
+    """Runs the app until the engine has started or failed, closes the window (the engine stops behind
+    it, and the app quits after), and returns the exit code: 0 for ready, 1 for failed (its message on stderr)."""
     from PySide6.QtCore import QTimer
 
     outcome: list[int] = []

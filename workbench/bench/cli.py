@@ -6,6 +6,7 @@ path (d) need no Qt.
     vllm-workbench bench compare --requests 64 --prompt-len 256 --output-len 256 --repeats 3 --out DIR
     vllm-workbench bench compare --paths a,b,c,d --repeats 8 ...   (d: the app's window, offscreen; needs Qt)
     vllm-workbench bench gui-stall --requests 256 --output-len 256
+    vllm-workbench bench ui-stalls --preset low-latency   (the GUI thread's longest stall: first Apply, close)
     vllm-workbench bench heatmap --blocks 120000,640000
     vllm-workbench bench batch throughput --requests 1000 --output-len 256 --out DIR   (batch path / LLM.generate)
     vllm-workbench bench batch rss --requests 100000 --output-len 4 --out DIR
@@ -165,6 +166,14 @@ def cmd_gui_stall(args) -> int:
     return 1 if flags else 0
 
 
+def cmd_ui_stalls(args) -> int:
+    from workbench.bench.gui.ui_stalls import print_ui_stalls, run_ui_stalls
+
+    result = run_ui_stalls(args.preset, client=args.client)
+    print_ui_stalls(result)
+    return 0 if result["ready_after_apply"] and result["engine_stopped"] and result["storage_closed"] else 1
+
+
 def _print_snapshot_path(path: dict, elapsed_s: float) -> None:
     print(f"\nThe whole snapshot path, per frame drawn ({path['frames']} frames, "
           f"{path.get('snapshots_published', 0)} snapshots published in {elapsed_s:.1f} s)")
@@ -294,6 +303,11 @@ def main(argv: list[str]) -> int:
     stall.add_argument("--output-len", type=int, default=256)
     stall.add_argument("--blocks", type=int, default=8192,
                        help="KV pool size in blocks (the real pools: 120000 for a 7B model, 640000 for a 0.5B one)")
+    ui_stalls = sub.add_parser("ui-stalls", help="the GUI thread's longest stall during the first Apply of a "
+                                                 "preset and during the close (needs Qt)")
+    ui_stalls.add_argument("--preset", default="low-latency", help="the preset applied (default: low-latency)")
+    ui_stalls.add_argument("--client", choices=("process", "thread"), default=None,
+                           help="where vLLM's client loop runs (default: WORKBENCH_ENGINE_CLIENT, else process)")
     heatmap = sub.add_parser("heatmap", help="the GUI thread's time to draw one heatmap frame (no engine)")
     heatmap.add_argument("--blocks", type=_block_counts, default=[120_000, 640_000],
                          help="pool sizes, comma-separated (default: 120000,640000)")
@@ -310,7 +324,7 @@ def main(argv: list[str]) -> int:
     if args.command == "session-export":
         return session_export_bench.cmd_session_export(args)
     args.bench_argv = argv  # bench batch throughput runs each path as this command again, in a process of its own
-    commands = {"snapshot": cmd_snapshot, "loop": cmd_loop, "compare": cmd_compare, "gui-stall": cmd_gui_stall,
+    commands = {"snapshot": cmd_snapshot, "loop": cmd_loop, "compare": cmd_compare, "gui-stall": cmd_gui_stall, "ui-stalls": cmd_ui_stalls,
                 "client-wire": client_wire_cost.cmd_client_wire,
                 "heatmap": cmd_heatmap, "batch": lambda a: batch_cli.cmd_batch(a, _config(a)),
                 "presets": lambda a: cmd_preset_table(a) if a.what == "table" else preset_bench.cmd_presets(a, _config(a)),

@@ -9,6 +9,8 @@ series go to mailboxes (the latest of each only) that the GUI reads on its own t
 from __future__ import annotations
 
 import threading
+import traceback
+from typing import Callable
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
@@ -123,3 +125,38 @@ class EngineThread(WorkerThread):
             return True
         kill_processes(sorted(child_pids()))  # a hung engine must not outlive the app
         return self.thread.wait(5_000)
+
+
+class ShutdownBehind:
+    """The app's stop after its window has gone: ``steps`` (the telemetry, the engine, the storage) run
+    in order on a thread of their own, so the GUI thread never waits for an engine to stop. The thread
+    is not a daemon: the process ends after it, whatever the event loop does."""
+
+    def __init__(self, steps: list[Callable[[], object]]):
+        self.steps = steps
+        self.stopped_on: int | None = None  # the thread the steps ran on (threading.get_ident)
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="app-shutdown")
+
+    def start(self) -> ShutdownBehind:
+        self._thread.start()
+        return self
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Waits until every step has run; True when they have."""
+        return self._done.wait(timeout_s)
+
+    def _run(self) -> None:
+        self.stopped_on = threading.get_ident()
+        try:
+            for step in self.steps:
+                try:
+                    step()
+                except Exception:  # one step's failure must not keep the others (the database) from running
+                    traceback.print_exc()
+        finally:
+            self._done.set()

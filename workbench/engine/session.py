@@ -27,7 +27,7 @@ from workbench.engine.sampling import SamplingSettings
 from workbench.engine.sampling_params import to_sampling_params
 from workbench.engine.spec import DEMO_MODEL, EngineConfig
 from workbench.engine.start_failure import explain_start_failure
-from workbench.engine.start_phases import EngineStartError, PhaseWatcher, StartProgress, progress_for
+from workbench.engine.start_phases import EngineStartError, PhaseWatcher, StartProgress, WholeStart, progress_for
 from workbench.engine.stats import StepStats
 from workbench.engine.vllm_plugin import PHASE_FILE_ENV, SUPPORTED_VLLM
 from workbench.engine.vllm_plugin.stat_logger import StatLoggerSwitch, make_stat_logger_factory
@@ -97,6 +97,7 @@ class EngineSession(Backend):
 
     # -------------------------------------------------------------- life cycle
     def start(self, report: Callable[[StartProgress], None]) -> None:
+        report = WholeStart(report)  # one bar over the demo model's build and the engine's start
         mark_owner()
         use_spawn_for_engine_processes()
         if self.config.model == DEMO_MODEL:

@@ -5,6 +5,7 @@ runs on with what could be read (nothing is written unless the database opened w
 """
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 import uuid
@@ -13,7 +14,7 @@ from typing import Callable
 
 from workbench.model.app_model import AppModel
 from workbench.storage.database import (
-    CORRUPTED, DB_NAME, LOCKED, OpenedDatabase, StorageProblem, move_aside, open_database, problem_for,
+    CORRUPTED, DB_NAME, LOCKED, InstanceLock, OpenedDatabase, StorageProblem, move_aside, open_database, problem_for,
 )
 from workbench.storage.recorder import ModelRecorder
 from workbench.storage.records import SessionEnded, SessionStarted
@@ -24,10 +25,45 @@ from workbench.telemetry.memory_service import MEMORY_COLUMNS
 from workbench.storage.writer import CommitMark, StorageWriter
 
 
+RUNNING, STOPPING = "running", "stopping"  # what the instance holding the lock says it is doing
+
+
 def default_database_path() -> Path:
     from workbench.paths import data_dir
 
     return data_dir() / DB_NAME
+
+
+def _lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+def _say(path: Path, state: str) -> None:
+    """Writes what the instance holding the lock is doing into the lock file (beside the lock itself,
+    which the system holds on another handle)."""
+    try:
+        _lock_path(path).write_text(f"{state} {os.getpid()}\n", encoding="utf-8")
+    except OSError:  # a lock file that cannot be written: a second instance sees it as running
+        pass
+
+
+def held_by_a_stopping_instance(path: Path) -> bool:
+    """True while another instance holds the database and says it is stopping (its window gone, its
+    engine and storage stopping behind it): a new instance waits for it rather than refusing."""
+    try:
+        said = _lock_path(path).read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return said.startswith(STOPPING) and not lock_is_free(path)
+
+
+def lock_is_free(path: Path) -> bool:
+    """True when no instance holds the database (asked by taking the lock and letting it go)."""
+    lock = InstanceLock.acquire(path)
+    if lock is None:
+        return False
+    lock.release()
+    return True
 
 
 class Storage:
@@ -44,7 +80,10 @@ class Storage:
     @classmethod
     def open(cls, path: Path | None = None, mode: str = "rwc") -> Storage:
         """``mode``: SQLite's URI mode; "ro" opens the file read-only whoever runs the app."""
-        return cls(open_database(path or default_database_path(), mode), mode)
+        opened = open_database(path or default_database_path(), mode)
+        if opened.lock is not None:
+            _say(opened.path, RUNNING)
+        return cls(opened, mode)
 
     @property
     def path(self) -> Path:
@@ -145,6 +184,12 @@ class Storage:
             self.opened.connection.close()
             self.opened.connection = None
         self.opened.writable = False
+
+    def mark_stopping(self) -> None:
+        """Tells a new instance that this one is stopping (``held_by_a_stopping_instance``): it waits for
+        the lock rather than refusing."""
+        if self.opened.lock is not None:
+            _say(self.path, STOPPING)
 
     def close(self) -> None:
         """Commits what is queued, stops the thread, closes the database and lets the lock go."""

@@ -1,7 +1,7 @@
 """The engine's state above the panes: start progress by phase, faults in words, the engine log, Restart."""
 from __future__ import annotations
 
-from PySide6.QtCore import Signal, Slot
+from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
 
 from workbench.engine.events import EngineState
@@ -16,6 +16,30 @@ STATE_STYLES = {
 }
 
 
+class ElidedProgressBar(QProgressBar):
+    """A progress bar whose text, a label and the percentage, always fits: the label is elided to the
+    bar's width (the whole of it in the tooltip), the percentage kept."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.setRange(0, 100)
+        self.label = ""
+
+    def show_progress(self, label: str, fraction: float) -> None:
+        self.label = label
+        self.setToolTip(label)
+        self.setValue(int(round(fraction * 100)))
+        self.update()
+
+    def text(self) -> str:
+        percent = f"{self.value()}%"
+        if not self.label:
+            return percent
+        metrics = self.fontMetrics()
+        room = self.contentsRect().width() - metrics.horizontalAdvance(" " + percent) - 2 * metrics.averageCharWidth()
+        return f"{metrics.elidedText(self.label, Qt.ElideRight, max(room, 0))} {percent}".strip()
+
+
 class EngineStatusBar(QWidget):
     """Shows the model's engine status; holds no state of its own."""
 
@@ -28,8 +52,7 @@ class EngineStatusBar(QWidget):
         self.log_dialog = None
         self.message = QLabel("Engine not started.", objectName="engineMessage")
         self.message.setWordWrap(True)
-        self.progress = QProgressBar(objectName="engineProgress")
-        self.progress.setRange(0, 100)
+        self.progress = ElidedProgressBar(objectName="engineProgress")
         self.progress.setMinimumWidth(240)
         self.progress.hide()
         self.restart_button = QPushButton("Restart engine", objectName="restartButton")
@@ -57,14 +80,22 @@ class EngineStatusBar(QWidget):
         self.progress.setVisible(starting)
         if starting:
             progress = status.progress
-            self.progress.setValue(int(progress.fraction * 100) if progress else 0)
-            self.progress.setFormat(f"{progress.label} %p%" if progress else "%p%")
+            self.progress.show_progress(progress.label if progress else "", progress.fraction if progress else 0.0)
         self.restart_button.setEnabled(not starting)
         failed = status.state is EngineState.FAILED and bool(status.retry)
         self.retry_button.setVisible(failed)
         if failed:
             self.retry_button.setText(retry_label(status.retry))
         self.log_button.setVisible(status.state in (EngineState.FAILED, EngineState.DIED) and bool(status.log_path))
+
+    def show_stopping(self) -> None:
+        """The window is closing: says so at once, before the engine stops behind it."""
+        self.message.setText("Stopping the engine…")
+        self.message.setStyleSheet("padding: 6px;")
+        for widget in (self.progress, self.retry_button, self.log_button):
+            widget.hide()
+        self.restart_button.setEnabled(False)
+        self.message.repaint()
 
     @Slot()
     def show_engine_log(self):

@@ -210,13 +210,23 @@ class MainWindow(QMainWindow):
             self.memory.show_memory(self.memory_service.latest())
 
     def closeEvent(self, event) -> None:
-        if self.remember_layout:  # first: the rest may take a while, and the user may not wait for it
+        """The window goes at once, "Stopping the engine…" shown first; the telemetry, the engine and the
+        database stop behind it (``self.shutdown``, a ``ShutdownBehind``; the app's process ends after it)."""
+        if getattr(self, "shutdown", None) is not None:  # closed already: stopping behind
+            super().closeEvent(event)
+            return
+        from workbench.bridge.worker import ShutdownBehind
+        from workbench.presets import check_process
+
+        if self.remember_layout:
             save_layout(self)
+        self.status.show_stopping()
         self.heatmap_timer.stop()
         self.server.close()
         self.batch.shutdown()
-        self.memory_service.stop()
-        self.engine.stop()
-        if self.storage is not None:  # after the engine: the replies it stopped are recorded too
-            self.storage.close()
+        steps = [self.memory_service.stop, check_process.shutdown, self.engine.stop]
+        if self.storage is not None:  # last: the lock is let go once the engine's memory is free
+            self.storage.mark_stopping()  # a new instance waits for this one rather than refusing
+            steps.append(self.storage.close)
+        self.shutdown = ShutdownBehind(steps).start()
         super().closeEvent(event)

@@ -3,27 +3,29 @@ and what it will cost, edit it, save, import, export or reset it, and apply it w
 from __future__ import annotations
 
 import copy
-import sys
 from pathlib import Path
 
-from PySide6.QtCore import QTimer, Slot
+from PySide6.QtCore import QTimer, Signal, Slot
 from PySide6.QtWidgets import (
-    QComboBox, QFileDialog, QHBoxLayout, QInputDialog, QLabel, QMessageBox, QProgressBar, QPushButton,
-    QVBoxLayout, QWidget,
+    QComboBox, QFileDialog, QHBoxLayout, QInputDialog, QLabel, QMessageBox, QPushButton, QVBoxLayout, QWidget,
 )
+from superqt.utils import create_worker
 
 from workbench.engine.commands import Abort
 from workbench.engine.events import EngineState
+from workbench.engine.vllm_plugin import engine_args
 from workbench.model.app_model import AppModel
 from workbench.presets import store
 from workbench.presets.capacity import compare_with_engine, plan_capacity
+from workbench.presets.check_process import check_in_process
 from workbench.presets.checks import check_preset
 from workbench.presets.document import PresetDocument, PresetFileError, plain
 from workbench.presets.machine import this_machine
 from workbench.presets.model_facts import facts_for
 from workbench.presets.resolve import config_rows, diff_configs, resolve_preset
 from workbench.presets.trust import remember_trust
-from workbench.ui.preset_values import PresetValuesTable
+from workbench.ui.engine_status import ElidedProgressBar
+from workbench.ui.preset_values import NOT_READ, PresetValuesTable, value_text
 
 FINISH, ABORT = "finish", "abort"
 ERROR_STYLE = "color: #9b1c1c;"
@@ -41,9 +43,25 @@ def origin_text(origin: dict) -> str:
     return ("From the command line: " + "; ".join(parts) + ".") if parts else ""
 
 
+def check_off_thread(document: PresetDocument, machine, facts) -> tuple[list, dict]:
+    """The preset's problems and vLLM's defaults, on a worker thread that waits for the checking
+    process (``presets.check_process``): vLLM is imported there, never in the window's process."""
+    return check_in_process(document, machine, facts)
+
+
+def defaults_off_thread() -> dict:
+    """vLLM's defaults, read the same way (see :func:`check_off_thread`)."""
+    return check_in_process(None, None, None)[1]
+
+
 class PresetPanel(QWidget):
     """Holds the preset being looked at (a copy, edited in place); the configuration lives in the model.
-    ``post`` queues engine commands; ``restart`` starts the engine on the model's configuration."""
+    ``post`` queues engine commands; ``restart`` starts the engine on the model's configuration.
+
+    The preset's checks and vLLM's defaults are read off the GUI thread (they import vLLM): Apply
+    shows "Checking the preset…" meanwhile, and the result is applied on the GUI thread."""
+
+    checked = Signal(bool)  # an Apply's check ended: True when the switch went ahead (or waits for requests)
 
     def __init__(self, model: AppModel, post, restart):
         super().__init__(objectName="presetPanel")
@@ -54,6 +72,11 @@ class PresetPanel(QWidget):
         self.resolved = None
         self.problems: list = []
         self.pending = None  # a resolved preset waiting for the requests in flight to finish
+        self.defaults: dict | None = engine_args.default_values(1) if engine_args.loaded() else None
+        self.checking = None  # the worker checking the preset for an Apply, while it runs
+        self._when_busy: str | None = None
+        self._loading = None  # the worker reading vLLM's defaults, while it runs
+        self._last_state = (model.engine.state, model.engine.start_id)
         self._build()
         self.wait_timer = QTimer(self, interval=100)
         self.wait_timer.timeout.connect(self._on_wait_timer)
@@ -71,7 +94,7 @@ class PresetPanel(QWidget):
         self.load_problems = QLabel(objectName="presetLoadProblems", wordWrap=True, styleSheet=ERROR_STYLE)
         self.capacity = QLabel(objectName="capacityPlan", wordWrap=True)
         self.capacity.setStyleSheet("background: #f3f4f6; padding: 4px;")
-        self.progress = QProgressBar(objectName="presetProgress", minimum=0, maximum=100, visible=False)
+        self.progress = ElidedProgressBar(objectName="presetProgress", visible=False)
         self.buttons = {}
         row = QHBoxLayout()
         for name, text, slot in (("apply", "Apply", self.apply), ("save", "Save as…", self.save_as),
@@ -98,16 +121,29 @@ class PresetPanel(QWidget):
 
     # -------------------------------------------------------------- presets
     def reload(self, select: str | None = None) -> None:
-        """Reads every preset again; a broken user file is listed, and the others load."""
+        """Reads every preset again; a broken user file is listed, and the others load. Unless a preset
+        is named, the one the configuration came from is shown, or none (the app's own configuration)."""
         self.catalog = store.load_catalog()
         self.load_problems.setText("\n".join(f"Not loaded: {p}" for p in self.catalog.problems))
         self.load_problems.setVisible(bool(self.catalog.problems))
-        current = select or self.choice.currentText() or self.model.preset_name or store.DEFAULT_PRESET
+        current = select or (self.choice.currentText() if self.document is not None else "") or self.model.preset_name
         self.choice.blockSignals(True)
         self.choice.clear()
         self.choice.addItems(self.catalog.names())
+        self.choice.setPlaceholderText(self._no_preset_text())
+        self.choice.setCurrentIndex(-1)
         self.choice.blockSignals(False)
-        self.choose(current if current in self.catalog.entries else store.DEFAULT_PRESET)
+        if current in self.catalog.entries:
+            self.choose(current)
+        else:
+            self.document = None
+            self.refresh()
+
+    def _no_preset_text(self) -> str:
+        from workbench.engine.demo_model import is_demo_model
+
+        return ("Demo configuration (not a preset)" if is_demo_model(self.model.config.model)
+                else "The app's configuration (not a preset)")
 
     def choose(self, name: str) -> None:
         self.choice.setCurrentText(name)
@@ -123,26 +159,67 @@ class PresetPanel(QWidget):
         self.refresh()
 
     def refresh(self) -> None:
-        """Resolves, checks and plans the preset being looked at, against the running configuration."""
+        """Resolves, checks and plans the preset being looked at, against the engine as it is now
+        (running, starting, failed or none). Checks only where vLLM's names are read already: Apply
+        reads them off the GUI thread."""
         if self.document is None:
+            self._show_no_preset()
             return
+        for name in ("apply", "save", "export", "exportAs"):
+            self.buttons[name].setEnabled(name != "apply" or self._can_apply())
         facts = facts_for(self.model.config.model)
         self.resolved = resolve_preset(self.document, self.model.config, self.machine, facts)
-        checked = "vllm" in sys.modules  # vLLM's own names once it is loaded; Apply always checks
-        self.problems = check_preset(self.document, self.machine, facts) if checked else []
+        self.problems = check_preset(self.document, self.machine, facts) if engine_args.loaded() else []
         budget = self.document.gpu_memory_budget
         self.description.setText(self.document.description + (f" Budget: {budget:.0%} of each GPU, the engine's "
                                                                "processes in all." if budget else ""))
         self.origin.setText(origin_text(self.document.origin()))
         self.origin.setVisible(bool(self.origin.text()))
         running = config_rows(self.model.config, self.machine.on_cpu)
-        self.values.show_preset(self.resolved, running, self.machine.platform_keys)
-        changes = diff_configs(self.model.config, self.resolved.config, self.machine.on_cpu)
-        self.diff.setText("Same as the running engine." if not changes else "Differs from the running engine: "
-                          + "; ".join(f"{k} {old} → {new}" for k, old, new in changes))
+        engine = self.model.engine
+        resolved_now = engine.info.resolved if engine.ready and engine.info is not None else {}
+        self.values.show_preset(self.resolved, running, self.machine.platform_keys, self.defaults, resolved_now,
+                                "Running" if engine.ready else "Configured")
+        self.diff.setText(self._diff_text())
         self.problem_text.setText("\n".join(p.message for p in self.problems))
         self.problem_text.setVisible(bool(self.problems))
         self._show_capacity(facts)
+
+    def _show_no_preset(self) -> None:
+        self.resolved, self.problems = None, []
+        for name in ("apply", "save", "export", "exportAs", "reset"):
+            self.buttons[name].setEnabled(False)
+        self.values.setRowCount(0)
+        self.origin.setVisible(False)
+        self.problem_text.setVisible(False)
+        self.description.setText(f"{self._no_preset_text()}: the engine's settings are the app's own. Choose a "
+                                 "preset to see how it differs and what it costs, then Apply it.")
+        self.diff.setText("")
+        self.capacity.setText("")
+
+    def _can_apply(self) -> bool:
+        return self.checking is None and self.model.engine.state is not EngineState.STARTING
+
+    def _diff_text(self) -> str:
+        """How the preset differs from the engine as it is: running, starting, or none (never "the
+        running engine" where there is none)."""
+        engine = self.model.engine
+        changes = diff_configs(self.model.config, self.resolved.config, self.machine.on_cpu)
+        what = {EngineState.READY: "the running engine", EngineState.STARTING: "the engine starting now"}.get(engine.state)
+        if what is None:
+            why = {EngineState.FAILED: "its last start failed", EngineState.DIED: "it stopped unexpectedly"}.get(
+                engine.state, "it is stopped" if engine.start_id else "it has not started yet")
+            return f"No engine is running ({why}): Apply starts one with this preset."
+        if not changes:
+            return f"Same as {what}."
+        resolved_now = engine.info.resolved if engine.ready and engine.info is not None else {}
+        defaults = self.defaults if self.defaults is not None else None
+        parts = []
+        for key, old, new in changes:
+            old_text = f"vLLM default: {resolved_now[key]}" if old is None and resolved_now.get(key) is not None \
+                else value_text(old, defaults.get(key) if defaults is not None else NOT_READ)
+            parts.append(f"{key} {old_text} → {value_text(new, defaults.get(key) if defaults is not None else NOT_READ)}")
+        return f"Differs from {what}: " + "; ".join(parts)
 
     def _show_capacity(self, facts) -> None:
         if facts is None:
@@ -150,7 +227,7 @@ class PresetPanel(QWidget):
             return
         lines = plan_capacity(self.resolved.config, facts, self.machine).lines()
         info = self.model.engine.info
-        if self.model.engine.ready and info is not None:
+        if self.model.engine.ready and info is not None:  # vLLM's own count only of an engine that runs
             running_plan = plan_capacity(self.model.config, facts, self.machine)
             lines.append("Running engine: " + compare_with_engine(running_plan, info.num_kv_blocks))
         self.capacity.setText("\n".join(lines))
@@ -164,21 +241,80 @@ class PresetPanel(QWidget):
         self.document.set_engine_value(key, value)
         self.refresh()
 
+    # -------------------------------------------------------------- vLLM's names and defaults, off the GUI thread
+    def load_defaults(self) -> None:
+        """Reads vLLM's defaults on a worker thread (once); the table and the diff say them after."""
+        if self.defaults is not None or self._loading is not None:
+            return
+        self._loading = create_worker(defaults_off_thread, _start_thread=False)
+        self._loading.returned.connect(self._on_defaults_returned)
+        self._loading.errored.connect(self._on_defaults_errored)
+        self._loading.start()
+
+    @Slot(object)
+    def _on_defaults_returned(self, defaults: dict) -> None:
+        self._loading, self.defaults = None, defaults
+        self.refresh()
+
+    @Slot(object)
+    def _on_defaults_errored(self, _error) -> None:
+        self._loading = None  # vLLM could not be read here: the values say "vLLM default" without a figure
+
     # -------------------------------------------------------------- applying
     def apply(self, when_busy: str | None = None) -> bool:
-        """Switches the engine to the preset. With requests in flight, ``when_busy`` (or the user, asked)
-        says whether they finish first or are aborted. False when nothing was started."""
-        facts = facts_for(self.model.config.model)
-        self.problems = check_preset(self.document, self.machine, facts)
-        if self.problems:
-            self.refresh()
-            self.problem_text.setText("Not applied:\n" + "\n".join(p.message for p in self.problems))
+        """Checks the preset off the GUI thread ("Checking the preset…"), then switches the engine to it
+        (``checked`` tells the outcome). With requests in flight, ``when_busy`` (or the user, asked) says
+        whether they finish first or are aborted. False when no check was started (one runs already,
+        or no preset is chosen)."""
+        if self.document is None or self.checking is not None:
+            return False
+        self._when_busy = when_busy
+        document = PresetDocument(copy.deepcopy(self.document.doc), self.document.path)
+        self.checking = create_worker(check_off_thread, document, self.machine, facts_for(self.model.config.model),
+                                      _start_thread=False)
+        self.checking.returned.connect(self._on_check_returned)
+        self.checking.errored.connect(self._on_check_errored)
+        self.buttons["apply"].setEnabled(False)
+        self.progress.setRange(0, 0)  # busy: the check has no steps to count
+        self.progress.show_progress("Checking the preset…", 0.0)
+        self.progress.setVisible(True)
+        self.checking.start()
+        return True
+
+    def _end_check(self) -> None:
+        self.checking = None
+        self.progress.setRange(0, 100)
+        self.progress.setVisible(self.model.engine.state is EngineState.STARTING)
+        self.buttons["apply"].setEnabled(self._can_apply())
+
+    @Slot(object)
+    def _on_check_returned(self, result) -> None:
+        self._end_check()
+        self.problems, self.defaults = result
+        went_ahead = self._after_check()
+        self.checked.emit(went_ahead)
+
+    @Slot(object)
+    def _on_check_errored(self, error) -> None:
+        self._end_check()
+        self.problem_text.setText(f"Not applied: the preset could not be checked ({type(error).__name__}: {error}).")
+        self.problem_text.setVisible(True)
+        self.checked.emit(False)
+
+    def _after_check(self) -> bool:
+        """On the GUI thread, once the check has ended: refuses with the problems, or asks what it must
+        (trust, requests in flight) and switches."""
+        problems = self.problems
+        self.refresh()
+        if problems:
+            self.problems = problems
+            self.problem_text.setText("Not applied:\n" + "\n".join(p.message for p in problems))
             self.problem_text.setVisible(True)
             return False
         if self.resolved.needs_trust and not self._confirm_trust():
             return False
         if self.model.num_in_flight():
-            when_busy = when_busy or self._ask_in_flight()
+            when_busy = self._when_busy or self._ask_in_flight()
             if when_busy is None:
                 return False
             if when_busy == ABORT:
@@ -226,13 +362,17 @@ class PresetPanel(QWidget):
 
     def _on_model_engine_changed(self, status) -> None:
         starting = status.state is EngineState.STARTING
-        self.progress.setVisible(starting)
-        self.buttons["apply"].setEnabled(not starting)
-        if starting and status.progress is not None:
-            self.progress.setValue(int(status.progress.fraction * 100))
-            self.progress.setFormat(f"{status.progress.label} %p%")
-        if status.state is EngineState.READY:
-            self.refresh()
+        if self.checking is None:
+            self.progress.setVisible(starting)
+            if starting and status.progress is not None:
+                self.progress.show_progress(status.progress.label, status.progress.fraction)
+        state = (status.state, status.start_id)
+        if state == self._last_state and not (status.ready and status.info is not None):
+            return  # start progress only
+        self._last_state = state
+        if status.state is not EngineState.STARTING:  # the first start has settled: read vLLM's defaults now
+            self.load_defaults()
+        self.refresh()
 
     # -------------------------------------------------------------- files
     def save_as(self, name: str | None = None) -> Path | None:

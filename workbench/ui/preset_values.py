@@ -1,5 +1,6 @@
 """The preset's engine values as a table: the value written (edited in place, within its range), the
-value it resolves to here, and the running engine's; rows that would change are marked."""
+value it resolves to here, and the running engine's; rows that would change are marked. A value left
+to vLLM says so with vLLM's own default ("vLLM default: 2048"), never "None"."""
 from __future__ import annotations
 
 from PySide6.QtGui import QColor
@@ -14,8 +15,27 @@ CHANGED = QColor("#fff3c4")
 COLUMNS = ("argument", "preset", "here", "running")
 
 
-def _text(value) -> str:
-    return "default" if value is None else str(value)
+NOT_READ = object()  # vLLM's defaults not read yet in this process
+
+
+def value_text(value, default=NOT_READ) -> str:
+    """An engine argument's value for the user: as set, or vLLM's default for it (``default``: the
+    value vLLM gives it, None where vLLM decides as the engine starts, NOT_READ before they are read)."""
+    if value is not None:
+        return str(value)
+    if default is NOT_READ:
+        return "vLLM default"
+    return "vLLM default (set as the engine starts)" if default is None else f"vLLM default: {default}"
+
+
+def running_text(key: str, running: dict, resolved: dict, defaults: dict | None) -> str:
+    """The running engine's value of ``key``: as the app set it, else as vLLM resolved it for that
+    engine (``resolved``, from the engine itself), else vLLM's default."""
+    if running.get(key) is not None:
+        return str(running[key])
+    if resolved.get(key) is not None:
+        return f"vLLM default: {resolved[key]}"
+    return value_text(None, defaults.get(key) if defaults is not None else NOT_READ)
 
 
 class PresetValuesTable(QTableWidget):
@@ -29,19 +49,28 @@ class PresetValuesTable(QTableWidget):
         self.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.horizontalHeader().setStretchLastSection(True)
 
-    def show_preset(self, resolved: ResolvedPreset, running: dict, platform: str | tuple[str, ...]) -> None:
+    def show_preset(self, resolved: ResolvedPreset, running: dict, platform: str | tuple[str, ...],
+                    defaults: dict | None = None,
+                    running_resolved: dict | None = None, running_header: str = "Running") -> None:
+        """``running``: the engine arguments the app gives the engine it compares with; ``defaults``:
+        vLLM's defaults (None: not read yet); ``running_resolved``: what vLLM resolved for the running
+        engine ({} with none running)."""
         self.clearContents()  # the previous preset's editors go with their rows
         self.setRowCount(0)
         self.setRowCount(len(resolved.values))
+        self.setHorizontalHeaderLabels(["Argument", "Preset", "Here", running_header])
         for row, item in enumerate(resolved.values):
             here = running.get(item.key, None)
             changed = item.value is not None and item.value != here
             self.setItem(row, 0, QTableWidgetItem(item.key))
             self.setCellWidget(row, 1, self._editor(item.key, for_platform(item.written, platform)))
-            resolved_item = QTableWidgetItem(_text(item.value))
+            unused = item.value is None and item.note.startswith("not used")
+            text = "not used here" if unused else \
+                value_text(item.value, defaults.get(item.key) if defaults is not None else NOT_READ)
+            resolved_item = QTableWidgetItem(text)
             resolved_item.setToolTip(item.note)
             self.setItem(row, 2, resolved_item)
-            self.setItem(row, 3, QTableWidgetItem(_text(here)))
+            self.setItem(row, 3, QTableWidgetItem(running_text(item.key, running, running_resolved or {}, defaults)))
             for column in (0, 2, 3):
                 if changed:
                     self.item(row, column).setBackground(CHANGED)

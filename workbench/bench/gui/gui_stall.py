@@ -65,13 +65,12 @@ def _stall_figures(ticks: list[float], elapsed_s: float) -> dict:
             "blocked_share": sum(stalls) / (elapsed_s * 1e3) if elapsed_s > 0 else float("nan")}
 
 
-def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16, num_blocks: int = 8192,
-                  client: str | None = None) -> dict:
-    from workbench.app import build_window, demo_engine_config
+def started_window(config, client: str | None = None, **build):
+    """The real window, shown offscreen at 1500 × 900, its engine started and ready: (window, engine)."""
+    from workbench.app import build_window
 
     application()
-    config = replace(demo_engine_config(), max_num_seqs=num_requests, num_gpu_blocks_override=num_blocks)
-    window, engine = build_window(config, start_engine=False, client=client)
+    window, engine = build_window(config, start_engine=False, client=client, **build)
     window.resize(1500, 900)
     window.show()
     model = window.model
@@ -79,6 +78,16 @@ def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16, num_bl
               window.restart_engine)
     if not model.engine.ready:
         raise RuntimeError(f"engine did not start: {model.engine.message}")
+    return window, engine
+
+
+def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16, num_blocks: int = 8192,
+                  client: str | None = None) -> dict:
+    from workbench.app import demo_engine_config
+
+    config = replace(demo_engine_config(), max_num_seqs=num_requests, num_gpu_blocks_override=num_blocks)
+    window, engine = started_window(config, client)
+    model = window.model
     probe, ended, path = Probe(), EndedRequests(num_requests), SnapshotPathRecorder(window)
     timer = QTimer()
     timer.setInterval(PROBE_INTERVAL_MS)

@@ -219,6 +219,25 @@ def preset_panel(path: str) -> int:
     return 0
 
 
+def preset_status(path: str) -> int:
+    """The window during a preset's start: the preset panel (against the engine starting now, vLLM's
+    defaults with their values) and the status bar's one start bar."""
+    window, wait = _started_window((1500, 900))
+    if window is None:
+        return 1
+    panel, model = window.presets, window.model
+    wait(lambda: panel.defaults is not None, 300)  # read off the GUI thread once the first start settled
+    panel.choose("high-throughput")
+    before = model.latest_start_id
+    panel.apply()
+    starting = wait(lambda: model.latest_start_id > before and model.engine.progress is not None
+                    and model.engine.progress.phase in ("weights", "profiling", "kv_alloc"), 300)
+    size = save_small(window, path, max_bytes=250_000)
+    print("saved", path, f"{size:,} bytes |", window.status.progress.text(), "|", panel.diff.text())
+    window.close()
+    return 0 if starting else 1
+
+
 def storage_trouble(path: str) -> int:
     """A conversation stored (its last reply cut off by a crash), then shown from the database opened
     read-only: the band names the file and what to do, the restored session below it. No engine."""
@@ -365,6 +384,8 @@ if __name__ == "__main__":
         sys.exit(engine_log(sys.argv[2]))
     if len(sys.argv) == 3 and sys.argv[1] == "--presets":
         sys.exit(preset_panel(sys.argv[2]))
+    if len(sys.argv) == 3 and sys.argv[1] == "--preset-status":
+        sys.exit(preset_status(sys.argv[2]))
     if len(sys.argv) == 3 and sys.argv[1] == "--storage":
         sys.exit(storage_trouble(sys.argv[2]))
     if len(sys.argv) == 3 and sys.argv[1] == "--batch-runs":

@@ -58,7 +58,9 @@ class Check:
         model = self.window.model
         before = model.latest_start_id
         panel.choose(preset)
-        if not panel.apply("abort"):
+        panel.apply("abort")
+        _wait(self.app, lambda: panel.checking is None, START_TIMEOUT_S)  # the check runs off the GUI thread
+        if panel.problems:
             self.expect(False, f"switch to {preset}: not applied: {panel.problem_text.text()}")
             return False
         _wait(self.app, lambda: model.latest_start_id > before and model.engine.settled(model.latest_start_id),

@@ -78,6 +78,35 @@ def engine_arg_types() -> dict[str, ArgType]:
     return found
 
 
+def loaded() -> bool:
+    """True once vLLM's engine arguments have been read in this process: asking again costs nothing
+    (the first time imports vLLM, seconds; never on the GUI thread)."""
+    return engine_arg_types.cache_info().currsize > 0
+
+
+@lru_cache(maxsize=4)
+def default_values(world_size: int = 1) -> dict[str, object]:
+    """Each engine argument's default as vLLM applies it to an ``LLMEngine`` here: the ``EngineArgs``
+    field's default, and for the batch limits it leaves open (``max_num_batched_tokens``,
+    ``max_num_seqs``) vLLM's own choice for ``LLMEngine.from_engine_args`` (its usage context
+    ``ENGINE_CONTEXT``) on this platform with ``world_size`` ranks. None where vLLM decides only as the
+    engine starts (from the model's own config), or where the field has no default."""
+    values = {name: (arg.default if has_default(arg) else None) for name, arg in engine_arg_types().items()}
+    try:
+        from vllm.config import SchedulerConfig
+        from vllm.engine.arg_utils import EngineArgs
+        from vllm.usage.usage_lib import UsageContext
+
+        tokens, seqs = EngineArgs.get_batch_defaults(world_size)
+    except (ImportError, AttributeError, TypeError):  # a vLLM without these: the fields' own defaults
+        return values
+    for name, chosen, fallback in (("max_num_batched_tokens", tokens, "DEFAULT_MAX_NUM_BATCHED_TOKENS"),
+                                   ("max_num_seqs", seqs, "DEFAULT_MAX_NUM_SEQS")):
+        if values.get(name) is None:
+            values[name] = chosen.get(UsageContext.ENGINE_CONTEXT, getattr(SchedulerConfig, fallback, None))
+    return values
+
+
 def _default_of(field):
     if field.default is not dataclasses.MISSING:
         return field.default

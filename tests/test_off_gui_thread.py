@@ -1,0 +1,102 @@
+"""Nothing the user does waits on the GUI thread for vLLM: the preset's checks (which import vLLM) run
+on a worker thread while Apply says "Checking the preset…"; the window goes at once on close, the engine
+and the database stopping behind it, and nothing outlives them; a relaunch meanwhile waits for the stop
+with a message rather than meeting the instance lock. (How long the GUI thread stalls is a benchmark:
+``bench ui-stalls``.)"""
+from __future__ import annotations
+
+import sys
+import threading
+
+import pytest
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication, QProgressDialog
+
+from chat_driver import ENGINE_START_TIMEOUT_MS
+from workbench.engine.process_guard import is_running
+from workbench.storage.database import LOCKED
+from workbench.storage.store import Storage
+
+
+@pytest.fixture
+def config_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_CONFIG_DIR", str(tmp_path / "config"))
+
+
+def test_the_preset_checks_run_off_the_gui_thread(qtbot, monkeypatch, config_folder):
+    from workbench.app import demo_engine_config
+    from workbench.model.app_model import AppModel
+    from workbench.ui import preset_panel
+
+    checked_on: list[int] = []
+    real_check = preset_panel.check_in_process
+
+    def recording_check(*args):
+        checked_on.append(threading.get_ident())
+        return real_check(*args)
+
+    monkeypatch.setattr(preset_panel, "check_in_process", recording_check)
+    vllm_here_before = "vllm" in sys.modules
+    restarts: list[int] = []
+    panel = preset_panel.PresetPanel(AppModel(demo_engine_config()), post=lambda _c: None,
+                                     restart=lambda: restarts.append(1))
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.choose("low-latency")
+    with qtbot.waitSignal(panel.checked, timeout=180_000) as outcome:
+        panel.buttons["apply"].click()
+        assert panel.progress.isVisible() and panel.progress.text().startswith("Checking the preset…")
+        assert not panel.buttons["apply"].isEnabled(), "one check at a time"
+    assert outcome.args == [True] and restarts == [1], panel.problem_text.text()
+    assert checked_on and threading.get_ident() not in checked_on, "the preset was checked on the GUI thread"
+    assert vllm_here_before or "vllm" not in sys.modules, "the check imported vLLM into the window's process"
+    assert panel.model.preset_name == "low-latency" and not panel.progress.isVisible()
+
+
+@pytest.mark.slow
+def test_the_window_goes_at_once_and_the_engine_stops_behind_it(qtbot, tmp_path, demo_model_path):
+    from workbench.app import build_window, demo_engine_config
+    from workbench.storage.store import lock_is_free
+
+    storage = Storage.open(tmp_path / "workbench.db")
+    window, engine = build_window(demo_engine_config(demo_model_path), storage=storage)
+    window.show()
+    model = window.model
+    qtbot.waitUntil(lambda: model.engine.settled(model.latest_start_id), timeout=ENGINE_START_TIMEOUT_MS)
+    assert model.engine.ready, model.engine.message
+    engine_pids = list(model.engine.info.engine_pids)
+    client = getattr(engine.worker, "client_pid", None)
+    assert window.close()
+    # close() came back without waiting for the engine: the window is hidden while it still stops.
+    assert not window.isVisible() and window.status.message.text() == "Stopping the engine…"
+    assert engine.thread.isRunning() and not window.shutdown.done
+    assert not lock_is_free(storage.path), "the database is held until the engine has stopped"
+    assert window.shutdown.wait(120)
+    assert window.shutdown.stopped_on != threading.get_ident(), "the engine was stopped on the GUI thread"
+    assert not engine.thread.isRunning(), "the engine thread outlived the app"
+    assert not [pid for pid in engine_pids if is_running(pid)], "vLLM processes outlived the app"
+    assert client is None or not is_running(client), "the engine-client process outlived the app"
+    assert lock_is_free(storage.path)
+
+
+def test_a_relaunch_waits_for_an_instance_still_stopping(qtbot, tmp_path):
+    from workbench.app import STOPPING_TEXT, wait_for_a_stopping_instance
+
+    path = tmp_path / "workbench.db"
+    running = Storage.open(path)
+    assert not wait_for_a_stopping_instance(path), "an instance that runs on is not waited for"
+    assert Storage.open(path).problem.kind == LOCKED
+    running.mark_stopping()  # its window closed: the engine and the database stop behind it
+    seen: list[str] = []
+
+    def look_then_let_go() -> None:
+        dialogs = [w for w in QApplication.topLevelWidgets() if isinstance(w, QProgressDialog) and w.isVisible()]
+        seen.extend(d.labelText() for d in dialogs)
+        running.close()
+
+    QTimer.singleShot(300, look_then_let_go)
+    assert wait_for_a_stopping_instance(path, timeout_s=60)
+    assert seen == [STOPPING_TEXT]
+    relaunched = Storage.open(path)
+    assert relaunched.problem is None and relaunched.opened.writable
+    relaunched.close()

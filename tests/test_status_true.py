@@ -1,0 +1,101 @@
+"""What the preset panel and the status bar say is true: no running engine claimed where none runs
+(before the first start, after a failed one), no preset named while the app's own configuration runs,
+vLLM's default said with its value ("vLLM default: 2048", never "None"), and one start bar from 0 to
+100 % over the demo model's build and the engine's start, its text fitting the bar."""
+from __future__ import annotations
+
+import pytest
+
+from chat_driver import ENGINE_START_TIMEOUT_MS
+from workbench.engine.events import EngineState, StartProgressed, StateChanged
+
+
+@pytest.fixture
+def config_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_CONFIG_DIR", str(tmp_path / "config"))
+
+
+def cells(panel, column: int) -> dict[str, str]:
+    table = panel.values
+    return {table.item(row, 0).text(): table.item(row, column).text() for row in range(table.rowCount())}
+
+
+def test_before_any_engine_no_preset_is_named_and_no_running_engine_claimed(qtbot, config_folder):
+    from workbench.app import demo_engine_config
+    from workbench.model.app_model import AppModel
+    from workbench.ui.preset_panel import PresetPanel
+
+    panel = PresetPanel(AppModel(demo_engine_config()), post=lambda _c: None, restart=lambda: 0)
+    qtbot.addWidget(panel)
+    assert panel.choice.currentText() == "" and panel.choice.placeholderText() == "Demo configuration (not a preset)"
+    assert not panel.buttons["apply"].isEnabled()
+    panel.choose("high-throughput")
+    assert panel.diff.text() == "No engine is running (it has not started yet): Apply starts one with this preset."
+    assert panel.values.horizontalHeaderItem(3).text() == "Configured"
+    assert "Running engine" not in panel.capacity.text()
+
+
+@pytest.mark.slow
+def test_vllms_defaults_are_said_with_their_values(window, qtbot):
+    panel = window.presets
+    qtbot.waitUntil(lambda: panel.defaults is not None, timeout=180_000)  # read off the GUI thread
+    resolved = window.model.engine.info.resolved
+    for name in ("high-throughput", "low-latency", "long-context", "balanced"):
+        panel.choose(name)
+        assert "None" not in panel.diff.text(), panel.diff.text()
+        for column in (2, 3):
+            texts = cells(panel, column).values()
+            assert not {"None", "default"} & set(texts), (name, texts)
+    panel.choose("high-throughput")  # the demo configuration leaves the token budget to vLLM
+    assert cells(panel, 3)["max_num_batched_tokens"] == f"vLLM default: {resolved['max_num_batched_tokens']}"
+    assert f"max_num_batched_tokens vLLM default: {resolved['max_num_batched_tokens']} → 8192" in panel.diff.text()
+
+
+@pytest.mark.slow
+def test_after_a_failed_start_no_running_engine_is_claimed(window, qtbot):
+    panel = window.presets
+    panel.choose("balanced")
+    assert "vLLM allocated" in panel.capacity.text()  # the demo engine runs: its pool is vLLM's count
+    start_id = window.start_engine(window.model.config.with_changes((("quantization", "awq"),)))
+    qtbot.waitUntil(lambda: window.model.engine.settled(start_id), timeout=ENGINE_START_TIMEOUT_MS)
+    assert window.model.engine.state is EngineState.FAILED
+    assert panel.diff.text() == "No engine is running (its last start failed): Apply starts one with this preset."
+    assert "vLLM allocated" not in panel.capacity.text() and "Running engine" not in panel.capacity.text()
+
+
+@pytest.mark.slow
+def test_one_start_bar_over_the_demo_models_build_and_the_engine(qtbot, tmp_path, monkeypatch):
+    """A start that builds the demo model first (a short recipe, into a folder of its own) and starts
+    the real engine on it: the bar never goes back, from 0 to 100 %, and its text fits the bar."""
+    from workbench.engine import demo_model
+    from workbench.engine.session import EngineSession
+    from workbench.engine.spec import DEMO_MODEL, EngineConfig
+    from workbench.model.app_model import AppModel
+    from workbench.ui.engine_status import EngineStatusBar
+
+    monkeypatch.setattr(demo_model, "demo_model_dir", lambda: tmp_path / "models" / "demo-qwen2")
+    short = demo_model.DemoRecipe(max_steps=30, time_budget_s=5.0)
+    monkeypatch.setattr(demo_model.ensure_demo_model, "__defaults__", (None, short))
+    reported = []
+    session = EngineSession(EngineConfig(model=DEMO_MODEL, num_gpu_blocks_override=256))
+    try:
+        session.start(reported.append)
+    finally:
+        session.shutdown()
+    phases = [p.phase for p in reported]
+    assert phases[0] == "model" and "weights" in phases and phases[-1] == "ready"
+    model = AppModel(EngineConfig(model=DEMO_MODEL))
+    bar = EngineStatusBar(model)
+    qtbot.addWidget(bar)
+    bar.resize(700, 40)
+    bar.show()
+    bar.progress.setFixedWidth(200)  # narrower than the build's labels: they must be elided to fit
+    model.apply(StateChanged(EngineState.STARTING, "Starting the engine…", 1))
+    shown = []
+    for progress in reported:
+        model.apply(StartProgressed(progress))
+        text, room = bar.progress.text(), bar.progress.contentsRect().width()
+        assert bar.progress.fontMetrics().horizontalAdvance(text) <= room, (text, room)
+        shown.append(bar.progress.value())
+    assert shown == sorted(shown), f"the bar went back: {shown}"
+    assert shown[0] <= 5 and shown[-1] == 100

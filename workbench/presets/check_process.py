@@ -1,0 +1,60 @@
+"""The preset checks and vLLM's defaults, read in a process of its own.
+
+Reading vLLM's ``EngineArgs`` imports vLLM and torch: seconds of work that, in a thread of the
+window's process, still holds the GIL for stretches of a second (C extensions load with it held) and
+so stalls the GUI thread. One spawned process does it instead and is kept for the next check (then
+milliseconds); ``shutdown`` ends it with the app.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from concurrent.futures import ProcessPoolExecutor
+
+import tomlkit
+
+from workbench.presets.document import PresetDocument
+
+_lock = threading.Lock()
+_pool: ProcessPoolExecutor | None = None
+
+
+def _plain(value):
+    """A value that crosses back without vLLM (its enums subclass str: unpickled, they import vLLM)."""
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    return str(getattr(value, "value", value))
+
+
+def _check_here(toml_text: str, path: str, machine, facts) -> tuple[list, dict]:
+    """In the checking process: the preset's problems and vLLM's defaults (plain values)."""
+    from workbench.engine.vllm_plugin.engine_args import default_values
+    from workbench.presets.checks import check_preset
+
+    problems = check_preset(PresetDocument(tomlkit.parse(toml_text), path), machine, facts) if toml_text else []
+    return problems, {name: _plain(value) for name, value in default_values(1).items()}
+
+
+def _executor() -> ProcessPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        return _pool
+
+
+def check_in_process(document: PresetDocument | None, machine, facts) -> tuple[list, dict]:
+    """The preset's problems (none asked for with ``document`` None) and vLLM's defaults, read in the
+    checking process; blocks the calling thread (never the GUI thread) until they come."""
+    text = tomlkit.dumps(document.doc) if document is not None else ""
+    path = document.path if document is not None else ""
+    return _executor().submit(_check_here, text, path, machine, facts).result()
+
+
+def shutdown() -> None:
+    """Ends the checking process (the app is closing); a later check starts another."""
+    global _pool
+    with _lock:
+        pool, _pool = _pool, None
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
