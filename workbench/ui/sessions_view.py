@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget,
 )
 
+from workbench.export.session_figures import generating_figures
 from workbench.sessions.compare import compare_figures, config_diff, format_difference, format_value, run_figures
 from workbench.sessions.stored import (
     EngineRunRecord, SessionSummary, delete_session, engine_run, list_sessions, open_read_only, requests,
@@ -145,10 +146,10 @@ class SessionsView(QWidget):
             for summary in self.sessions:
                 found = requests(connection, [run.run_key for run in summary.runs], with_text=False)
                 figures = run_figures(found, {})
+                rate = generating_figures(found).output_tokens_per_s  # idle time between questions not counted
                 rows.append([_when(summary.started_s), ", ".join(Path(m).name for m in summary.models) or "—",
                              str(len(summary.runs)), f"{summary.num_requests:,}",
-                             format_value(figures["output_tokens_per_s"], "tok/s"),
-                             format_value(figures["ttft_ms_p50"], "ms")])
+                             format_value(rate, "tok/s"), format_value(figures["ttft_ms_p50"], "ms")])
         finally:
             connection.close()
         _fill(self.session_table, rows)
