@@ -100,3 +100,10 @@ def test_a_relaunch_waits_for_an_instance_still_stopping(qtbot, tmp_path):
     relaunched = Storage.open(path)
     assert relaunched.problem is None and relaunched.opened.writable
     relaunched.close()
+
+
+def test_the_checking_process_runs_at_the_lowest_cpu_priority():
+    from workbench.presets import check_process
+
+    assert check_process.niceness() == check_process.LOWEST_PRIORITY, \
+        "vLLM's imports for the preset checks must not take a core from the window and the engine"

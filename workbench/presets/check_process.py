@@ -3,11 +3,14 @@
 Reading vLLM's ``EngineArgs`` imports vLLM and torch: seconds of work that, in a thread of the
 window's process, still holds the GIL for stretches of a second (C extensions load with it held) and
 so stalls the GUI thread. One spawned process does it instead and is kept for the next check (then
-milliseconds); ``shutdown`` ends it with the app.
+milliseconds); ``shutdown`` ends it with the app. It runs at the lowest CPU priority (nice 19): its
+seconds of imports come as the first engine is ready, and on a 2-core machine they would otherwise take
+a core from the window and the engine just when the user asks the first question.
 """
 from __future__ import annotations
 
 import multiprocessing
+import os
 import threading
 from concurrent.futures import ProcessPoolExecutor
 
@@ -35,11 +38,28 @@ def _check_here(toml_text: str, path: str, machine, facts) -> tuple[list, dict]:
     return problems, {name: _plain(value) for name, value in default_values(1).items()}
 
 
+LOWEST_PRIORITY = 19
+
+
+def _lower_priority() -> None:
+    """In the checking process, before any work: the lowest CPU priority there is."""
+    try:
+        os.nice(LOWEST_PRIORITY - os.nice(0))
+    except OSError:  # a platform without nice: the check runs at the app's priority
+        pass
+
+
+def niceness() -> int:
+    """The checking process's CPU priority (for the tests)."""
+    return _executor().submit(os.nice, 0).result()
+
+
 def _executor() -> ProcessPoolExecutor:
     global _pool
     with _lock:
         if _pool is None:
-            _pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+            _pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=_lower_priority)
         return _pool
 
 
