@@ -38,7 +38,7 @@ def test_a_question_asked_at_launch_waits_for_the_engine_and_is_answered(qtbot, 
     try:
         conversation, reply = type_and_send(window, qtbot, "What is a KV cache?")  # before the engine reports at all
         assert reply.status == "waiting" and conversation.messages[-2].text == "What is a KV cache?"
-        assert reply_line(window, reply).startswith("⏳ waiting for the engine")
+        assert reply_line(window, reply).startswith("waiting for the engine")
         assert "generating" not in reply_line(window, reply)
         seen = set()
         qtbot.waitUntil(lambda: seen.add(reply_line(window, reply)) or window.model.engine.ready,
@@ -110,6 +110,14 @@ def test_what_a_waiting_question_says_follows_the_engine():
     assert waiting_note(EngineStatus(state=EngineState.READY, start_id=1), True) == "waiting for the engine to start"
     assert waiting_note(EngineStatus(state=EngineState.DIED), False).startswith(
         "not sent yet: the engine stopped unexpectedly")
+
+
+def test_a_waiting_reply_says_it_in_words_every_font_draws():
+    from workbench.model.conversations import ChatMessage
+    from workbench.ui.chat_pane import figures_text
+
+    turn = ChatMessage("assistant", "", status="waiting")
+    assert figures_text(turn, "waiting for the engine: loading vLLM, 81 %") == "waiting for the engine: loading vLLM, 81 %"
 
 
 def test_the_one_owner_sends_waiting_questions_in_order_once_the_engine_asked_for_is_ready():

@@ -41,7 +41,7 @@ def figures_text(turn: ChatMessage, waiting: str = "") -> str:
     elif turn.status == "streaming":
         parts.append("generating…")
     elif turn.status == "waiting":
-        parts.append(f"⏳ {waiting}")
+        parts.append(waiting)  # words only: a glyph the font lacks draws as an empty box
     return " · ".join(parts)
 
 
