@@ -275,7 +275,7 @@ def panel(qtbot, facts):
     from workbench.model.app_model import AppModel
     from workbench.ui.preset_panel import PresetPanel
 
-    widget = PresetPanel(AppModel(EngineConfig(model=facts.path)), post=lambda _c: None, restart=lambda: 0)
+    widget = PresetPanel(AppModel(EngineConfig(model=facts.path)), abort=lambda _r: None, restart=lambda: 0)
     qtbot.addWidget(widget)
     return widget
 

@@ -38,7 +38,7 @@ def test_the_preset_checks_run_off_the_gui_thread(qtbot, monkeypatch, config_fol
     monkeypatch.setattr(preset_panel, "check_in_process", recording_check)
     vllm_here_before = "vllm" in sys.modules
     restarts: list[int] = []
-    panel = preset_panel.PresetPanel(AppModel(demo_engine_config()), post=lambda _c: None,
+    panel = preset_panel.PresetPanel(AppModel(demo_engine_config()), abort=lambda _r: None,
                                      restart=lambda: restarts.append(1))
     qtbot.addWidget(panel)
     panel.show()

@@ -446,7 +446,7 @@ def preset_panel(qtbot, facts, restarts: list):
     from workbench.model.app_model import AppModel
     from workbench.ui.preset_panel import PresetPanel
 
-    widget = PresetPanel(AppModel(EngineConfig(model=facts.path)), post=lambda _c: None,
+    widget = PresetPanel(AppModel(EngineConfig(model=facts.path)), abort=lambda _r: None,
                          restart=lambda: restarts.append(1) or 1)
     qtbot.addWidget(widget)
     return widget

@@ -25,7 +25,7 @@ def test_before_any_engine_no_preset_is_named_and_no_running_engine_claimed(qtbo
     from workbench.model.app_model import AppModel
     from workbench.ui.preset_panel import PresetPanel
 
-    panel = PresetPanel(AppModel(demo_engine_config()), post=lambda _c: None, restart=lambda: 0)
+    panel = PresetPanel(AppModel(demo_engine_config()), abort=lambda _r: None, restart=lambda: 0)
     qtbot.addWidget(panel)
     assert panel.choice.currentText() == "" and panel.choice.placeholderText() == "Demo configuration (not a preset)"
     assert not panel.buttons["apply"].isEnabled()

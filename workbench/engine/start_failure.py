@@ -52,7 +52,7 @@ _FREE_BELOW_UTIL = re.compile(r"Free memory on device.*?\(([\d.]+)/([\d.]+) GiB\
                               r"GPU memory utilization \(([\d.]+), ([\d.]+) GiB\)", re.S)
 _SHAPE_MISMATCH = re.compile(r"Attempted to load weight \((torch\.Size\(\[[\d, ]*\]\))\) into parameter "
                              r"\((torch\.Size\(\[[\d, ]*\]\))\)|size mismatch", re.S)
-# vLLM's CPU attention (v1/attention/backends/cpu_attn.py, _get_attn_isa) raises NotImplementedError with these.
+# vLLM's CPU attention (v1/attention/backends/cpu_attn.py, _get_attn_isa) refuses fp8 KV with these words.
 _FP8_KV_ON_CPU = re.compile(r"FP8 KV cache on CPU requires x86 with AVX-512 or AMX"
                             r"|FP8 KV cache requires head_size divisible by 32 on CPU")
 _NOT_INITIALIZED = re.compile(r"Following weights were not initialized from checkpoint: (\{.*?\})", re.S)

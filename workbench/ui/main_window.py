@@ -74,7 +74,7 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.status)
         layout.addWidget(splitter, 1)
         self.setCentralWidget(central)
-        self.presets = PresetPanel(model, engine.worker.post, self.restart_engine)
+        self.presets = PresetPanel(model, self.commands.abort, self.restart_engine)
         self.preset_dock = self._dock("Presets", self.presets)
         self.server = ServerActions(self)  # Server menu and panel: attach to a server, or serve the preset
         self.resizeDocks([self.preset_dock], [DOCK_WIDTH], Qt.Horizontal)  # the panes keep most of the width

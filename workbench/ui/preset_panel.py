@@ -11,7 +11,6 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import create_worker
 
-from workbench.engine.commands import Abort
 from workbench.engine.events import EngineState
 from workbench.engine.vllm_plugin import engine_args
 from workbench.model.app_model import AppModel
@@ -56,16 +55,17 @@ def defaults_off_thread() -> dict:
 
 class PresetPanel(QWidget):
     """Holds the preset being looked at (a copy, edited in place); the configuration lives in the model.
-    ``post`` queues engine commands; ``restart`` starts the engine on the model's configuration.
+    ``abort`` stops a chat reply (through the one owner of engine commands); ``restart`` starts the
+    engine on the model's configuration.
 
     The preset's checks and vLLM's defaults are read off the GUI thread (they import vLLM): Apply
     shows "Checking the preset…" meanwhile, and the result is applied on the GUI thread."""
 
     checked = Signal(bool)  # an Apply's check ended: True when the switch went ahead (or waits for requests)
 
-    def __init__(self, model: AppModel, post, restart):
+    def __init__(self, model: AppModel, abort, restart):
         super().__init__(objectName="presetPanel")
-        self.model, self.post, self.restart = model, post, restart
+        self.model, self.abort, self.restart = model, abort, restart
         self.machine = this_machine()
         self.catalog = store.PresetCatalog()
         self.document: PresetDocument | None = None
@@ -319,7 +319,7 @@ class PresetPanel(QWidget):
                 return False
             if when_busy == ABORT:
                 for request_id in self.model.open_chat_requests():
-                    self.post(Abort(request_id))
+                    self.abort(request_id)
             else:
                 self.pending = self.resolved
                 self.diff.setText(f"Waiting for {self.model.num_in_flight()} request(s) to finish…")
