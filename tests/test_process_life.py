@@ -101,3 +101,34 @@ def test_reaper_kills_leftovers_of_a_dead_app_and_spares_live_ones():
             if process.poll() is None:
                 process.kill()
                 process.wait()
+
+
+def test_a_live_apps_processes_are_spared_when_the_wall_clock_moves(monkeypatch):
+    """NTP steps or slews the clock, so the boot time that ``/proc/stat`` gives moves by a second now
+    and then; the app's tag, taken at its start, must still name it as alive an hour later."""
+    import psutil._pslinux as pslinux
+
+    ours = subprocess.Popen(["sleep", "300"], env={**os.environ, OWNER_ENV: owner_tag()})
+    real_boot_time = pslinux.boot_time
+    monkeypatch.setattr(pslinux, "boot_time", lambda: real_boot_time() + 1.0)
+    try:
+        assert ours.pid not in reap_orphans()
+        assert ours.poll() is None, "the reaper killed a live app's process"
+    finally:
+        if ours.poll() is None:
+            ours.kill()
+        ours.wait()
+
+
+def test_an_earlier_versions_live_app_is_spared():
+    """A tag written by an earlier version (the wall-clock start time) still names a live app."""
+    import psutil
+
+    legacy_tag = f"{os.getpid()}:{psutil.Process().create_time() + 1.0:.2f}"  # the clock moved a second since
+    ours = subprocess.Popen(["sleep", "300"], env={**os.environ, OWNER_ENV: legacy_tag})
+    try:
+        assert ours.pid not in reap_orphans()
+        assert ours.poll() is None
+    finally:
+        ours.kill()
+        ours.wait()

@@ -22,11 +22,20 @@ VLLM_PROCESS_PREFIX = "VLLM::"
 # Set for the engine-client process (``engine.client_process``): its parent's pid. The client keeps
 # that process's owner tag, so that it and its engine processes are leftovers of the app if it dies.
 CLIENT_PARENT_ENV = "WORKBENCH_CLIENT_PARENT"
+LEGACY_TAG_SLACK_S = 5.0  # how far a running earlier version's start time may seem to have moved
 
 
 def owner_tag(pid: int | None = None) -> str:
-    process = psutil.Process(pid or os.getpid())
-    return f"{process.pid}:{process.create_time():.2f}"
+    """``pid:start`` where ``start`` is the process's start in clock ticks since boot (``/proc/PID/stat``).
+    Not psutil's ``create_time()``: that adds the boot time as the wall clock now gives it, which moves
+    when the clock is stepped or slewed (NTP), and a live app read as dead would have its engines reaped."""
+    pid = pid or os.getpid()
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rpartition(b")")[2].split()
+    except OSError as error:
+        raise psutil.NoSuchProcess(pid) from error
+    return f"{pid}:{int(fields[19])}"  # field 22, starttime; fields[0] is field 3 (the state)
 
 
 def mark_owner() -> str:
@@ -39,8 +48,10 @@ def mark_owner() -> str:
 
 
 def _owner_alive(tag: str) -> bool:
-    pid, _, created = tag.partition(":")
+    pid, _, started = tag.partition(":")
     try:
+        if "." in started:  # an earlier version's tag: the wall-clock start time, to within the clock's moves
+            return abs(psutil.Process(int(pid)).create_time() - float(started)) < LEGACY_TAG_SLACK_S
         return owner_tag(int(pid)) == tag
     except (psutil.Error, ValueError):
         return False
