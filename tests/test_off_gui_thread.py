@@ -107,3 +107,41 @@ def test_the_checking_process_runs_at_the_lowest_cpu_priority():
 
     assert check_process.niceness() == check_process.LOWEST_PRIORITY, \
         "vLLM's imports for the preset checks must not take a core from the window and the engine"
+
+
+def test_a_killed_checking_process_is_replaced_at_the_next_check():
+    """Killed (out of memory, or by hand), the checking process is started again for the next check,
+    which answers, rather than every later check failing on the broken pool."""
+    import os
+    import signal
+
+    import psutil
+
+    from workbench.presets import check_process
+
+    first = check_process._executor().submit(os.getpid).result()
+    os.kill(first, signal.SIGKILL)
+    psutil.Process(first).wait(30) if psutil.pid_exists(first) else None
+    problems, defaults = check_process.check_in_process(None, None, None)
+    assert problems == [] and "max_num_seqs" in defaults
+    assert check_process._executor().submit(os.getpid).result() != first
+
+
+def test_a_failed_read_of_vllms_defaults_goes_to_the_panel_only(qtbot, monkeypatch, config_folder):
+    """The panel handles the error (the values then say "vLLM default" without a figure); nothing is
+    raised again on the GUI thread (pytest-qt fails a test on any exception in the Qt event loop)."""
+    from workbench.app import demo_engine_config
+    from workbench.model.app_model import AppModel
+    from workbench.ui import preset_panel
+    from workbench.ui.preset_panel import PresetPanel
+
+    def broken():
+        raise RuntimeError("vLLM cannot be imported here")
+
+    monkeypatch.setattr(preset_panel, "defaults_off_thread", broken)
+    panel = PresetPanel(AppModel(demo_engine_config()), abort=lambda _r: None, restart=lambda: 0)
+    qtbot.addWidget(panel)
+    panel.defaults = None
+    panel.load_defaults()
+    qtbot.waitUntil(lambda: panel._loading is None, timeout=30_000)
+    assert panel.defaults is None

@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import threading
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 import tomlkit
 
@@ -68,7 +69,23 @@ def check_in_process(document: PresetDocument | None, machine, facts) -> tuple[l
     checking process; blocks the calling thread (never the GUI thread) until they come."""
     text = tomlkit.dumps(document.doc) if document is not None else ""
     path = document.path if document is not None else ""
-    return _executor().submit(_check_here, text, path, machine, facts).result()
+    pool = _executor()
+    try:
+        return pool.submit(_check_here, text, path, machine, facts).result()
+    except BrokenProcessPool:  # the process was killed (out of memory, or by hand): a new one, once
+        if not _forget(pool):
+            raise  # shut down meanwhile (the app is closing): no new process
+        return _executor().submit(_check_here, text, path, machine, facts).result()
+
+
+def _forget(pool: ProcessPoolExecutor) -> bool:
+    """Lets go of a broken pool; False when it was shut down (and let go of) already."""
+    global _pool
+    with _lock:
+        if _pool is not pool:
+            return False
+        _pool = None
+    return True
 
 
 def shutdown() -> None:

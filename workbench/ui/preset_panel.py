@@ -246,9 +246,10 @@ class PresetPanel(QWidget):
         """Reads vLLM's defaults on a worker thread (once); the table and the diff say them after."""
         if self.defaults is not None or self._loading is not None:
             return
-        self._loading = create_worker(defaults_off_thread, _start_thread=False)
+        # errors go to the handler only (without it superqt raises them again on the GUI thread)
+        self._loading = create_worker(defaults_off_thread, _start_thread=False,
+                                      _connect={"errored": self._on_defaults_errored})
         self._loading.returned.connect(self._on_defaults_returned)
-        self._loading.errored.connect(self._on_defaults_errored)
         self._loading.start()
 
     @Slot(object)
@@ -271,9 +272,8 @@ class PresetPanel(QWidget):
         self._when_busy = when_busy
         document = PresetDocument(copy.deepcopy(self.document.doc), self.document.path)
         self.checking = create_worker(check_off_thread, document, self.machine, facts_for(self.model.config.model),
-                                      _start_thread=False)
+                                      _start_thread=False, _connect={"errored": self._on_check_errored})
         self.checking.returned.connect(self._on_check_returned)
-        self.checking.errored.connect(self._on_check_errored)
         self.buttons["apply"].setEnabled(False)
         self.progress.setRange(0, 0)  # busy: the check has no steps to count
         self.progress.show_progress("Checking the preset…", 0.0)

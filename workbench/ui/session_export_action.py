@@ -53,9 +53,8 @@ class SessionExportJob(QObject):
         # the live session: what was recorded up to now goes to disk first, waited for off the GUI thread
         self.committed = storage.mark_commit() if storage is not None and storage.session_id == session_id else None
         self.reader = create_worker(stored_plot_series, self.db_path, self.session_id, self.committed,
-                                    _start_thread=False)
+                                    _start_thread=False, _connect={"errored": self._finish})
         self.reader.returned.connect(self._prepare)
-        self.reader.errored.connect(self._finish)
         self.reader.start()
 
     def _prepare(self, stored) -> None:
@@ -87,11 +86,11 @@ class SessionExportJob(QObject):
             return
         self._close_view()
         pictures = Pictures(dict(self.plots), self.heatmap_png, self.heatmap_caption)
+        # errors go to _finish only (without it superqt raises them again on the GUI thread)
         self.worker = create_worker(export_session, self.db_path, self.session_id, self.folder, pictures,
-                                    _start_thread=False)
+                                    _start_thread=False, _connect={"errored": self._finish})
         self.worker.yielded.connect(self._on_worker_yielded)
         self.worker.returned.connect(lambda _: self._finish(None))
-        self.worker.errored.connect(self._finish)
         self.worker.start()
 
     def _on_worker_yielded(self, progress) -> None:
