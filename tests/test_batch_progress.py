@@ -8,6 +8,9 @@ from workbench.batch.results import BatchResults
 from workbench.batch.run import BatchRun, RunSettings
 from workbench.engine.backend import StreamEvent
 from workbench.engine.commands import Submit
+from workbench.engine.spec import EngineConfig
+from workbench.model.app_model import AppModel
+from workbench.model.engine_commands import EngineCommands
 
 TICK_S = 0.25  # the pane reads the progress at 4 Hz
 
@@ -25,7 +28,8 @@ def wave_run(num_rows: int, bound: int) -> tuple[BatchRun, Clock, list]:
     for line_no in range(1, num_rows + 1):
         results.append(BatchPrompt(line_no, prompt=f"prompt {line_no}"))
     clock, posted = Clock(), []
-    run = BatchRun(1, results, RunSettings(max_in_flight=bound), posted.append, clock=clock)
+    commands = EngineCommands(AppModel(EngineConfig("demo")), posted.append)  # what the run sends, kept
+    run = BatchRun(1, results, RunSettings(max_in_flight=bound), commands, clock=clock)
     return run, clock, posted
 
 

@@ -66,7 +66,7 @@ def step_points(first_t: float, num: int) -> StatsSeries:
 def test_a_session_holds_its_engine_runs_and_their_series(tmp_path):
     path = tmp_path / "workbench.db"
     storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "be brief")
-    storage.restore_into(model, lambda command: None)
+    storage.restore_into(model)
     before = time.time()
     storage.start(model, FACTS)
     info = EngineInfo("demo", "0.32.0", "cpu", 2048, None, (1,))
@@ -104,7 +104,7 @@ def test_a_past_session_is_drawn_from_its_stored_series_in_every_plot(tmp_path, 
 
     path = tmp_path / "workbench.db"
     storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
-    storage.restore_into(model, lambda command: None)
+    storage.restore_into(model)
     storage.start(model, FACTS)
     for event in (StateChanged(EngineState.STARTING, "starting", 1), StateChanged(EngineState.READY, "ready", 1)):
         model.apply(event)
@@ -136,7 +136,7 @@ def test_the_memory_series_is_stored_per_engine_run_apart_from_the_plots_and_exp
 
     path = tmp_path / "workbench.db"
     storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
-    storage.restore_into(model, lambda command: None)
+    storage.restore_into(model)
     storage.start(model, FACTS)
     worker = WorkerMemory(os.getpid(), "cpu", None, 3 << 20, "parameters", 5 << 20)
     service = MemoryService(telemetry_without_nvml())
@@ -198,7 +198,7 @@ def test_the_memory_series_is_stored_per_engine_run_apart_from_the_plots_and_exp
 def test_a_session_the_app_did_not_end_is_closed_at_the_next_start(tmp_path):
     path = tmp_path / "workbench.db"
     storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
-    storage.restore_into(model, lambda command: None)
+    storage.restore_into(model)
     storage.start(model, FACTS)
     model.apply(StateChanged(EngineState.STARTING, "starting", 1))
     assert storage.flush()
@@ -208,7 +208,7 @@ def test_a_session_the_app_did_not_end_is_closed_at_the_next_start(tmp_path):
     storage.opened.connection = None
     storage.close()
     storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
-    storage.restore_into(model, lambda command: None)
+    storage.restore_into(model)
     storage.close()
     db = connect(path)
     (started_s, ended_s), = db.execute("SELECT started_s, ended_s FROM sessions").fetchall()
@@ -219,12 +219,13 @@ def ran_batch(model: AppModel, num_rows: int = 3):
     from workbench.batch.formats import BatchPrompt
     from workbench.batch.results import BatchResults
     from workbench.batch.run import RunSettings
+    from workbench.model.engine_commands import EngineCommands
 
     results = BatchResults()
     for line_no in range(1, num_rows + 1):
         results.append(BatchPrompt(line_no, prompt=f"prompt {line_no}"))
-    run = model.new_batch_run(results, RunSettings(max_in_flight=num_rows), lambda command: None,
-                              source=("/p.jsonl", "jsonl"))
+    EngineCommands(model, lambda command: None)  # the engine is not running: nothing goes anywhere
+    run = model.new_batch_run(results, RunSettings(max_in_flight=num_rows), source=("/p.jsonl", "jsonl"))
     run.start()
     for row in range(num_rows - 1):
         run.request_finished(StreamEvent(f"{run.run_id}-{row}", "", True, "length",
@@ -239,7 +240,7 @@ def test_a_batch_run_let_go_of_stays_with_its_session_until_the_session_is_delet
 
     path = tmp_path / "workbench.db"
     storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
-    storage.restore_into(model, lambda command: None)
+    storage.restore_into(model)
     storage.start(model, FACTS)
     for event in (StateChanged(EngineState.STARTING, "starting", 1), StateChanged(EngineState.READY, "ready", 1)):
         model.apply(event)
@@ -250,7 +251,7 @@ def test_a_batch_run_let_go_of_stays_with_its_session_until_the_session_is_delet
     assert db.execute("SELECT row FROM batch_rows WHERE run_id = ?", (first.run_id,)).fetchall() == [(0,), (1,)]
     storage.close()
     storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
-    storage.restore_into(model, lambda command: None)
+    storage.restore_into(model)
     assert first.run_id not in model.batch_runs  # not shown again, but kept for the session
     storage.start(model, FACTS)
     second = ran_batch(model)  # may take the same id: the kept one moves aside

@@ -17,6 +17,7 @@ from workbench.engine.spec import EngineConfig
 from workbench.model.app_model import AppModel
 from workbench.storage.database import connect
 from workbench.storage.schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
+from workbench.model.engine_commands import EngineCommands
 from workbench.storage.store import Storage
 from workbench.storage.writer import COMMIT_INTERVAL_S
 
@@ -25,7 +26,8 @@ FIGURES = RequestFigures(12, 4, 7, 0.021, 88.5, queue_s=0.002, e2e_s=0.1)
 
 def started(path) -> tuple[Storage, AppModel]:
     storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "be brief")
-    storage.restore_into(model, posted.append)
+    storage.restore_into(model)
+    EngineCommands(model, posted.append)  # the one owner the model's batch runs send through
     storage.start(model)
     return storage, model
 
@@ -102,7 +104,7 @@ def test_a_batch_run_comes_back_with_its_results(tmp_path):
     results = BatchResults()
     for line_no in (1, 2, 3):
         results.append(BatchPrompt(line_no, prompt=f"prompt {line_no}", sampling=(("max_tokens", 5),)))
-    run = model.new_batch_run(results, RunSettings(max_in_flight=2), posted.append, source=("/p.jsonl", "jsonl"))
+    run = model.new_batch_run(results, RunSettings(max_in_flight=2), source=("/p.jsonl", "jsonl"))
     run.start()
     run.text_arrived(f"{run.run_id}-0", "out zero")
     run.request_finished(StreamEvent(f"{run.run_id}-0", "", True, "length", FIGURES))
@@ -114,7 +116,7 @@ def test_a_batch_run_comes_back_with_its_results(tmp_path):
     assert restored.results.texts[0] == "out zero" and restored.results.finish_reason(0) == "length"
     assert restored.results.value("ttft_s", 0) == FIGURES.ttft_s and restored.results.prompts == results.prompts
     assert restored.state == "paused" and "Resume" in restored.message  # the unfinished row waits
-    assert model.new_batch_run(BatchResults(), RunSettings(), posted.append).run_id != run.run_id
+    assert model.new_batch_run(BatchResults(), RunSettings()).run_id != run.run_id
     storage.close()
 
 

@@ -34,6 +34,7 @@ def open_window(qtbot):
 def stored_conversation(path, title="Kept") -> str:
     storage = Storage.open(path)
     from workbench.model.app_model import AppModel
+    from workbench.model.engine_commands import EngineCommands
     from workbench.engine.spec import EngineConfig
 
     model = AppModel(EngineConfig("demo"))
@@ -166,6 +167,7 @@ def test_the_window_shows_the_batch_run_of_the_last_session(tmp_path, open_windo
     from workbench.engine.backend import StreamEvent
     from workbench.engine.spec import EngineConfig
     from workbench.model.app_model import AppModel
+    from workbench.model.engine_commands import EngineCommands
 
     path = tmp_path / "workbench.db"
     storage, model = Storage.open(path), AppModel(EngineConfig("demo"))
@@ -173,7 +175,8 @@ def test_the_window_shows_the_batch_run_of_the_last_session(tmp_path, open_windo
     results = BatchResults()
     for line_no in (1, 2):
         results.append(BatchPrompt(line_no, prompt=f"prompt {line_no}"))
-    run = model.new_batch_run(results, RunSettings(), lambda command: None, source=(str(tmp_path / "p.txt"), "text"))
+    EngineCommands(model, lambda command: None)  # the engine is not running: nothing goes anywhere
+    run = model.new_batch_run(results, RunSettings(), source=(str(tmp_path / "p.txt"), "text"))
     run.start()
     run.text_arrived(f"{run.run_id}-0", "the output")
     run.request_finished(StreamEvent(f"{run.run_id}-0", "", True, "stop", None))

@@ -52,7 +52,7 @@ def build_window(config: EngineConfig, check_with_scan: bool = False, start_engi
         storage = storage if storage is not None else Storage.open()
         if storage.problem is not None:
             logging.getLogger("workbench").warning("%s", storage.problem.message)
-        storage.restore_into(model, engine.worker.post)
+        storage.restore_into(model)
         storage.start(model)  # before the panes: a first conversation they open is recorded too
     window = MainWindow(engine, model, memory, storage if keep else None)
     engine.start()

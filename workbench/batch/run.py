@@ -12,13 +12,12 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass, replace
-from typing import Callable
+from typing import Callable, Protocol
 
 from workbench.batch.eta import CompletionRate
 from workbench.batch.formats import BatchPrompt
 from workbench.batch.results import CANCELLED, DONE, ERROR, QUEUED, RUNNING, BatchResults
 from workbench.engine.backend import ChatRequest, Message, StreamEvent
-from workbench.engine.commands import Abort, Submit
 from workbench.engine.sampling import SamplingSettings
 from workbench.model.requests import Owner, RequestRegistry
 
@@ -63,14 +62,22 @@ class BatchProgress:
         return self.num_output_tokens / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
 
-class BatchRun:
-    """Sends the rows of ``results`` through ``post`` (the engine loop's command queue)."""
+class RunEngine(Protocol):
+    """Where a run's requests go: the one owner of engine commands (``model.engine_commands``)."""
 
-    def __init__(self, run_no: int, results: BatchResults, settings: RunSettings, post: Callable[[object], None],
+    def submit(self, request: ChatRequest) -> None: ...
+
+    def abort(self, request_id: str) -> None: ...
+
+
+class BatchRun:
+    """Sends the rows of ``results`` to ``engine``; a restored run gets its engine from the model."""
+
+    def __init__(self, run_no: int, results: BatchResults, settings: RunSettings, engine: RunEngine | None = None,
                  owners: RequestRegistry | None = None, clock: Callable[[], float] = time.monotonic,
                  source: tuple[str, str] = ("", "")):
         self.run_no, self.run_id, self.source = run_no, f"batch{run_no}", source
-        self.results, self.settings, self.post = results, settings, post
+        self.results, self.settings, self.engine = results, settings, engine
         self.owners = owners if owners is not None else RequestRegistry()
         self.clock = clock
         self.state = "ready"
@@ -83,11 +90,11 @@ class BatchRun:
         self._rate = CompletionRate(settings.max_in_flight)
 
     @classmethod
-    def restored(cls, run_no: int, results: BatchResults, settings: RunSettings, post: Callable[[object], None],
-                 owners: RequestRegistry, source: tuple[str, str] = ("", "")) -> BatchRun:
+    def restored(cls, run_no: int, results: BatchResults, settings: RunSettings, owners: RequestRegistry,
+                 source: tuple[str, str] = ("", "")) -> BatchRun:
         """A run stored by an earlier session: finished rows kept; rows that had not ended wait to be
-        sent again (paused), so Resume finishes the run."""
-        run = cls(run_no, results, settings, post, owners, source=source)
+        sent again (paused), so Resume finishes the run. It has no engine until the model gives it one."""
+        run = cls(run_no, results, settings, None, owners, source=source)
         unfinished = [row for row in range(results.num_rows) if results.status(row) in (QUEUED, RUNNING)]
         for row in unfinished:
             results.set_status(row, QUEUED)
@@ -125,7 +132,7 @@ class BatchRun:
         self.pause()
         self.state = "cancelled"
         for request_id in list(self._in_flight):
-            self.post(Abort(request_id))  # each comes back finished, "aborted"
+            self.engine.abort(request_id)  # each comes back finished, "aborted"
         for row in [*self._retry, *range(self._next_row, self.results.num_rows)]:
             self.results.finish(row, CANCELLED, None, None)
             self._num_finished += 1
@@ -163,7 +170,7 @@ class BatchRun:
         self._in_flight[request_id] = row
         self.owners.add(request_id, Owner("batch", self.run_id, str(row), self.row_label(row)))
         self.results.set_status(row, RUNNING)
-        self.post(Submit(self.request_for(prompt, request_id)))
+        self.engine.submit(self.request_for(prompt, request_id))
 
     def row_label(self, row: int) -> str:
         """What the heatmap calls the row's request: "Batch row 17 (line 18)"."""

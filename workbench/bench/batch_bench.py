@@ -21,11 +21,12 @@ import psutil
 from workbench.batch.loader import PromptLoader
 from workbench.batch.results import BatchResults
 from workbench.batch.run import BatchRun, RunSettings
-from workbench.engine.commands import Shutdown, StartEngine
+from workbench.engine.commands import Shutdown
 from workbench.engine.loop import EngineLoop
 from workbench.engine.sampling import SamplingSettings
 from workbench.engine.spec import EngineConfig
 from workbench.model.app_model import AppModel
+from workbench.model.engine_commands import EngineCommands
 
 WORDS = ("block", "cache", "token", "page", "prefix", "batch", "request", "engine", "scheduler", "memory",
          "attention", "layer", "sequence", "decode", "prefill", "pool", "hash", "evict", "queue", "model")
@@ -72,18 +73,18 @@ class HeadlessApp:
         self.model = AppModel(config, system_prompt)
         self.listener = _ModelListener(self.model)
         self.loop = EngineLoop(self.listener)
+        self.commands = EngineCommands(self.model, self.loop.post)  # the window's one owner, headless
 
     def start(self, config: EngineConfig | None = None) -> None:
         if config is not None:
             self.model.set_config(config)
-        start_id = self.model.next_start_id()
-        self.loop.post(StartEngine(self.model.config, start_id))
+        start_id = self.commands.start_on(self.model.config)
         self.loop.run_until(lambda: self.model.engine.settled(start_id))
         if not self.model.engine.ready:
             raise SystemExit(f"the engine did not start: {self.model.engine.message}")
 
     def new_run(self, results: BatchResults, settings: RunSettings) -> BatchRun:
-        return self.model.new_batch_run(results, settings, self.loop.post)
+        return self.model.new_batch_run(results, settings)
 
     def run_until(self, done: Callable[[], bool]) -> None:
         self.loop.run_until(lambda: done() or not self.model.engine.ready)

@@ -28,6 +28,7 @@ from workbench.engine.spec import EngineConfig
 from workbench.engine.stats import BIN_S, CAPACITY, COLUMNS, StatsSeries, StatsTotals
 from workbench.export.session_export import export_session
 from workbench.model.app_model import AppModel
+from workbench.model.engine_commands import EngineCommands
 from workbench.storage.store import Storage
 
 
@@ -51,7 +52,8 @@ def _store(storage: Storage, model: AppModel, num_requests: int, num_points: int
     results = BatchResults(capacity=num_requests)
     for line_no in range(1, num_requests + 1):
         results.append(BatchPrompt(line_no, prompt=f"prompt {line_no}: what is a paged KV cache?"))
-    run = model.new_batch_run(results, RunSettings(max_in_flight=num_requests), lambda command: None,
+    EngineCommands(model, lambda command: None)  # no engine: the rows' answers are played in below
+    run = model.new_batch_run(results, RunSettings(max_in_flight=num_requests),
                               source=("bench.jsonl", "jsonl"))
     run.start()
     for row in range(num_requests):
@@ -71,7 +73,7 @@ def measure(num_requests: int, hours: float, out: Path) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-session-export-") as folder:
         path = Path(folder) / "workbench.db"
         storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
-        storage.restore_into(model, lambda command: None)
+        storage.restore_into(model)
         storage.start(model, {"app_version": "bench"})
         began = time.perf_counter()
         _store(storage, model, num_requests, num_points)

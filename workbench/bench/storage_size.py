@@ -57,7 +57,7 @@ def measure(num_messages: int, reply_words: int, out: Path) -> int:
     files = {p.name: p.stat().st_size for p in folder.iterdir() if p.name.startswith("workbench.db")}
     started = time.perf_counter()
     storage, restored = Storage.open(path), AppModel(EngineConfig("demo"))
-    storage.restore_into(restored, lambda command: None)
+    storage.restore_into(restored)
     read_s = time.perf_counter() - started
     num_restored = sum(len(c.messages) for c in restored.conversations.values())
     storage.close()

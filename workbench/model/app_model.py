@@ -12,7 +12,7 @@ from functools import singledispatchmethod
 from psygnal import Signal
 
 from workbench.batch.results import BatchResults
-from workbench.batch.run import BatchRun, RunSettings
+from workbench.batch.run import BatchRun, RunEngine, RunSettings
 from workbench.engine.backend import ChatRequest, SamplingSettings
 from workbench.engine.events import (
     EngineLogOpened, EngineReady, EngineState, RequestFailed, RequestFinished, RequestsTaken, StartProgressed,
@@ -57,6 +57,7 @@ class AppModel:
         self.latest_start_id = 0  # the last start asked for; EngineStatus.start_id is the last reported
         self._replies: dict[str, tuple[str, str]] = {}  # request id -> (conversation id, message id)
         self.batch_runs: dict[str, BatchRun] = {}  # run id -> run, in the order started
+        self.run_engine: RunEngine | None = None  # where batch runs send: the one owner of engine commands
         self._batch_numbers = itertools.count(1)  # run ids never repeat, even after a run is let go
         self._chat_numbers = itertools.count(1)  # nor do conversations' numbers, even after a delete
         self.new_chat_sampling = SamplingSettings()  # seeds each new conversation (the applied preset's)
@@ -148,6 +149,7 @@ class AppModel:
         numbers = [c.number for c in conversations] + [highest_chat_number]
         self._chat_numbers = itertools.count(max(numbers) + 1)
         for run in batch_runs:
+            run.engine = self.run_engine
             self.batch_runs[run.run_id] = run
         highest = max((run.run_no for run in batch_runs), default=0)
         self._batch_numbers = itertools.count(highest + 1)
@@ -211,12 +213,19 @@ class AppModel:
         return self.requests.label(request_id)
 
     # ------------------------------------------------------------------ batch runs
-    def new_batch_run(self, results: BatchResults, settings: RunSettings, post,
+    def send_batch_runs_to(self, engine: RunEngine) -> None:
+        """Where every batch run, restored or new, sends its requests (``EngineCommands`` does this)."""
+        self.run_engine = engine
+        for run in self.batch_runs.values():
+            run.engine = engine
+
+    def new_batch_run(self, results: BatchResults, settings: RunSettings,
                       source: tuple[str, str] = ("", "")) -> BatchRun:
-        """A run of ``results`` through the engine (``post``: the engine loop's command queue); its
-        requests are owners in the request registry, and the loop's messages about them reach it here.
+        """A run of ``results`` through the engine the model sends batch runs to; its requests are
+        owners in the request registry, and the loop's messages about them reach it here.
         ``source``: the prompt file's path and format."""
-        run = BatchRun(next(self._batch_numbers), results, settings, post, self.requests, source=source)
+        run = BatchRun(next(self._batch_numbers), results, settings, self.run_engine, self.requests,
+                       source=source)
         self.batch_runs[run.run_id] = run
         self.batch_run_added.emit(run.run_id)
         return run

@@ -1,6 +1,7 @@
-"""The one owner of the window's engine commands: starts, stops, chat questions and their aborts. No Qt.
+"""The one owner of the window's engine commands: starts, stops, chat questions, batch rows and their
+aborts. No Qt.
 
-Panes ask this owner; it posts to the engine loop's queue. A question asked while the engine cannot
+Panes ask this owner, and the model's batch runs send through it; it posts to the engine loop's queue. A question asked while the engine cannot
 take it (a start asked for and not yet ready, a start that failed, an engine stopped or dead) is not
 posted: its reply waits, saying what it waits for (:func:`waiting_note`), and goes to the engine as
 soon as the engine the model last asked for is ready.
@@ -10,7 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from workbench.engine.backend import ChatRequest, SamplingSettings
-from workbench.engine.commands import Abort, StartEngine, StopEngine, SubmitAll
+from workbench.engine.commands import Abort, StartEngine, StopEngine, Submit, SubmitAll
 from workbench.engine.events import EngineState
 from workbench.engine.spec import EngineConfig
 from workbench.model.app_model import AppModel
@@ -23,6 +24,7 @@ class EngineCommands:
         self.post = post
         self._waiting: dict[str, ChatRequest] = {}  # request id -> request, in the order asked
         model.engine_changed.connect(self._on_model_engine_changed)
+        model.send_batch_runs_to(self)
 
     def accepting(self) -> bool:
         """True when the engine the model asked for last is ready: a question goes to it at once."""
@@ -63,8 +65,14 @@ class EngineCommands:
         request = self.model.regenerate(conversation_id, sampling, system_prompt, waiting=not accepting)
         return self._send_or_keep(request, accepting)
 
+    # -------------------------------------------------------------- batch rows
+    def submit(self, request: ChatRequest) -> None:
+        """A batch row's request, sent as it is (a run sends only while it runs)."""
+        self.post(Submit(request))
+
     def abort(self, request_id: str) -> None:
-        """Stops a reply: one in the engine is aborted there, one still waiting is taken back."""
+        """Stops a reply or a batch row: one in the engine is aborted there, one still waiting is taken
+        back."""
         if self._waiting.pop(request_id, None) is not None:
             self.model.cancel_waiting(request_id)
         else:

@@ -25,3 +25,16 @@ class EngineStatus:
     def settled(self, start_id: int) -> bool:
         """True once the start ``start_id`` has ended, ready or not."""
         return self.start_id >= start_id and self.state is not EngineState.STARTING
+
+
+SERVER_TEMPLATE = ("The server renders chat prompts with its own chat template (the model's, or the one "
+                   "it was started with, --chat-template).")
+NO_TEMPLATE = "This model has no chat template: prompts are sent as a plain 'User: … Assistant:' transcript."
+
+
+def chat_template_text(info: EngineInfo) -> str:
+    """What the chat pane shows as the template of the engine that is ready: the model's own, the
+    note that a server renders with its own, or that the model has none."""
+    if info.device == "server":
+        return SERVER_TEMPLATE
+    return info.chat_template or NO_TEMPLATE

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Callable
 
 from workbench.batch.results import CANCELLED, DONE, ERROR, BatchResults
 from workbench.batch.run import BatchRun
@@ -49,14 +48,14 @@ def highest_chat_number(connection: sqlite3.Connection) -> int:
     return row[0] if row else 0
 
 
-def load_batch_runs(connection: sqlite3.Connection, post: Callable[[object], None],
-                    owners: RequestRegistry) -> list[BatchRun]:
+def load_batch_runs(connection: sqlite3.Connection, owners: RequestRegistry) -> list[BatchRun]:
+    """The stored runs, each without an engine: the model gives them the one it sends batch runs to."""
     runs = []
     for run_id, source, settings in connection.execute(
             "SELECT run_id, source, settings FROM batch_runs WHERE forgotten_s IS NULL ORDER BY created_s"):
         results = load_results(connection, run_id)
         run_no = int(run_id.removeprefix("batch")) if run_id.removeprefix("batch").isdigit() else 0
-        runs.append(BatchRun.restored(run_no, results, run_settings_from_json(settings), post, owners,
+        runs.append(BatchRun.restored(run_no, results, run_settings_from_json(settings), owners,
                                       tuple(json.loads(source))))
     return runs
 

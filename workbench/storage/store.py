@@ -103,13 +103,13 @@ class Storage:
     def saving(self) -> bool:
         return self.writer is not None
 
-    def restore_into(self, model: AppModel, post: Callable[[object], None]) -> None:
+    def restore_into(self, model: AppModel) -> None:
         """Puts the stored conversations and batch runs into ``model`` (before any pane observes it)."""
         connection = self.opened.connection
         if connection is None:
             return
         try:
-            model.restore(load_conversations(connection), load_batch_runs(connection, post, model.requests),
+            model.restore(load_conversations(connection), load_batch_runs(connection, model.requests),
                           highest_chat_number(connection))
             if self.opened.writable:
                 close_interrupted_engine_runs(connection)

@@ -9,7 +9,6 @@ results' version.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
 
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtWidgets import (
@@ -34,11 +33,12 @@ MAX_PROBLEMS_LISTED = 1000
 
 
 class BatchPane(QWidget):
-    """``post`` puts a command on the engine loop's queue (the chat's engine)."""
+    """A prompt file read, run and shown; its runs send through the model's one owner of engine
+    commands (the chat's engine)."""
 
-    def __init__(self, model: AppModel, post: Callable[[object], None]):
+    def __init__(self, model: AppModel):
         super().__init__()
-        self.model, self.post = model, post
+        self.model = model
         self.confirm = ask_to_confirm  # (parent, title, text) -> bool; leaving a run's results asks through it
         self.loader: PromptLoader | None = None  # the file read last
         self.loader_run_id: str | None = None  # the run made of it; None while it has not run
@@ -217,7 +217,7 @@ class BatchPane(QWidget):
     def start_run(self) -> BatchRun | None:
         if not self._can_run():
             return None
-        run = self.model.new_batch_run(self.loader.results, self.settings.settings(), self.post,
+        run = self.model.new_batch_run(self.loader.results, self.settings.settings(),
                                        source=(str(self.loader.path), self.loader.fmt))
         self.run, self.loader_run_id = run, run.run_id
         run.start()

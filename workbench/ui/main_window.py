@@ -9,12 +9,14 @@ from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
+from workbench.bridge.kv_events_feed import ServerKVEventsFeed
+from workbench.bridge.series_keeper import SeriesKeeper
 from workbench.bridge.worker import EngineThread, ModelFeeder
 from workbench.engine.events import EngineState
 from workbench.engine.spec import EngineConfig
 from workbench.model.app_model import AppModel
 from workbench.model.engine_commands import EngineCommands
-from workbench.model.engine_status import EngineStatus
+from workbench.model.engine_status import EngineStatus, chat_template_text
 from workbench.storage.store import Storage
 from workbench.telemetry.memory_service import MemoryService
 from workbench.ui.batch_pane import BatchPane
@@ -30,7 +32,7 @@ from workbench.ui.stats_plots import StatsPlotsView
 from workbench.ui.storage_notice import StorageNotice
 from workbench.ui.window_layout import save_layout
 
-HEATMAP_INTERVAL_MS = 100  # the GUI reads the latest snapshot, series and memory at 10 Hz
+HEATMAP_INTERVAL_MS = 100  # the GUI reads the latest snapshot, series and memory at 10 Hz to draw them
 DOCK_WIDTH = 330  # the presets and server column's first width; the user's own is kept (window_layout)
 MEMORY_EVERY_TICKS = 7  # the memory panel drawn every 7th tick (1.4 Hz); a plot on each of the others
 
@@ -45,10 +47,13 @@ class MainWindow(QMainWindow):
         self.memory_service = memory
         self.storage = storage
         self.feeder = ModelFeeder(engine.worker, model)
+        self.kv_events = ServerKVEventsFeed(model)  # an attached server's KV cache events, while attached
+        # the plotted series kept in storage, on the keeper's own timer (the paint timer only draws)
+        self.series_keeper = SeriesKeeper(engine.worker, model, memory, storage, self) if storage else None
         self._last_state = (model.engine.state, model.engine.start_id)
         self.commands = EngineCommands(model, engine.worker.post)  # the one owner of engine commands
         self.chat = ChatPane(model, self.commands)
-        self.batch = BatchPane(model, engine.worker.post)  # the chat's engine runs the batch too
+        self.batch = BatchPane(model)  # the chat's engine runs the batch too, through self.commands
         self.heatmap = KVHeatmapView(owner_name=model.owner_label)
         time_origin = time.monotonic()  # one time axis for every plot: seconds since the window opened
         self.plots = StatsPlotsView(time_origin)
@@ -173,7 +178,7 @@ class MainWindow(QMainWindow):
         logging.getLogger("workbench").info("%s", first_line or f"engine {status.state.value}")
         if status.state is EngineState.READY and status.info is not None:
             info = status.info
-            self.chat.sampling.show_chat_template(info.chat_template)
+            self.chat.sampling.show_chat_template(chat_template_text(info))  # the one writer of the template
             self.setWindowTitle(f"vLLM Workbench — {info.model} (vLLM {info.vllm_version}, {info.device})")
             client = getattr(self.engine.worker, "client_pid", None)  # the engine-client process, if any
             self.memory_service.watch(info, (client,) if client else ())
@@ -189,10 +194,6 @@ class MainWindow(QMainWindow):
     def _on_heatmap_timer(self) -> None:
         worker = self.engine.worker
         stats = worker.latest_stats()
-        if self.storage is not None and self.model.engine.ready:  # the plotted points, kept per engine run
-            self.storage.record_stats(stats)
-        if self.storage is not None:  # the memory panel's points too, from the engine's start (weights loading)
-            self.storage.record_memory(self.memory_service.latest())
         snapshot = worker.latest_snapshot()
         ready = self.model.engine.ready
         if snapshot is not None and ready:
@@ -222,7 +223,10 @@ class MainWindow(QMainWindow):
             save_layout(self)
         self.status.show_stopping()
         self.heatmap_timer.stop()
+        if self.series_keeper is not None:
+            self.series_keeper.stop()
         self.server.close()
+        self.kv_events.close()
         self.batch.shutdown()
         steps = [self.memory_service.stop, check_process.shutdown, self.engine.stop]
         if self.storage is not None:  # last: the lock is let go once the engine's memory is free

@@ -32,6 +32,6 @@ class SamplingPanel(QWidget):
     def settings(self) -> SamplingSettings:
         return self.form.settings()
 
-    def show_chat_template(self, template: str | None) -> None:
-        self.template.setPlainText(template or "This model has no chat template: prompts are sent as a plain "
-                                               "'User: … Assistant:' transcript.")
+    def show_chat_template(self, text: str) -> None:
+        """``text``: the model's ``chat_template_text`` of the engine that is ready."""
+        self.template.setPlainText(text)

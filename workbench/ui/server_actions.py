@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from PySide6.QtCore import QObject, Qt, QTimer, Slot
+from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtGui import QAction
 
 from workbench.engine.events import EngineState
@@ -19,8 +19,6 @@ from workbench.remote.spec import ServeOptions, ServerSpec
 from workbench.ui.server_kv_view import ServerKVView
 from workbench.ui.server_panel import ServerPanel
 
-SERVER_TEMPLATE = ("The server renders chat prompts with its own chat template (the model's, or the one "
-                   "it was started with, --chat-template).")
 NO_BLOCK_LAYOUT = ("A server shows no physical block layout: its KV view is the prefix cache as vLLM's KV "
                    "cache events describe it.")
 
@@ -31,14 +29,14 @@ class ServerActions(QObject):
         self.window = window
         self.panel = ServerPanel(window.model, window.status.show_engine_log)
         self.dock = window._dock("Server", self.panel)
-        self.kv_view = ServerKVView()  # the server's prefix cache, from its KV cache events
+        self.kv_view = ServerKVView(window.kv_events)  # the server's prefix cache, from its KV cache events
         self.kv_dock = window._dock("Prefix cache (server)", self.kv_view)
         window.splitDockWidget(self.dock, self.kv_dock, Qt.Vertical)  # under the server panel
         self.kv_dock.hide()
         window.tabifyDockWidget(window.preset_dock, self.dock)  # one column at the right: presets, server
         window.preset_dock.raise_()
         window.model.engine_changed.connect(self._on_model_engine_changed)
-        window.model.server_changed.connect(self._follow_kv_events)
+        window.kv_events.changed.connect(self._on_kv_events_changed)
 
     def add_menu(self, menu_bar) -> None:
         menu = menu_bar.addMenu("&Server")
@@ -104,24 +102,14 @@ class ServerActions(QObject):
         return storage is not None and storage.locked
 
     def close(self) -> None:
-        """The window closes: the events subscriber's thread ends."""
-        self.kv_view.detach()
+        """The window closes: the view stops following (the bridge's feed stops its subscriber)."""
+        self.kv_view.close_view()
 
-    def _follow_kv_events(self, *_) -> None:
-        """The prefix-cache view follows the attached server's events endpoints (they come with the
-        server's status, which may follow the engine's ready state)."""
-        engine = self.window.model.engine
-        if not (engine.ready and engine.info is not None and engine.info.device == "server"):
-            self.kv_view.detach()
-            return
-        self.kv_view.attach(self.window.model.server.kv_events_endpoints)
-        if not self.kv_dock.isVisible():
+    def _on_kv_events_changed(self) -> None:
+        if self.window.kv_events.attached and not self.kv_dock.isVisible():
             self.kv_dock.show()  # most of the height: the server panel above holds a few lines
             self.window.resizeDocks([self.dock, self.kv_dock], [220, 640], Qt.Vertical)
 
     def _on_model_engine_changed(self, status) -> None:
-        self._follow_kv_events()
         if status.state is EngineState.READY and status.info is not None and status.info.device == "server":
             self.window.heatmap.clear(NO_BLOCK_LAYOUT)
-            # after the window's own handler, which shows the local engine's template
-            QTimer.singleShot(0, lambda: self.window.chat.sampling.template.setPlainText(SERVER_TEMPLATE))

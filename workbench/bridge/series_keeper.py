@@ -1,0 +1,37 @@
+"""Keeps the plots' and the memory panel's series in storage as the engine and the telemetry publish
+them, on a timer of its own: the window's paint timer only draws.
+
+Each tick hands storage the latest statistics series (while an engine is ready: its points belong to
+that engine run) and the latest memory state (from the engine's start on: weights loading); storage
+keeps the points it has not kept yet.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, QTimer, Slot
+
+from workbench.model.app_model import AppModel
+from workbench.storage.store import Storage
+from workbench.telemetry.memory_service import MemoryService
+
+KEEP_INTERVAL_MS = 250  # the plots' own pace (the statistics are binned at 0.25 s or coarser)
+
+
+class SeriesKeeper(QObject):
+    def __init__(self, mailboxes, model: AppModel, memory: MemoryService, storage: Storage,
+                 parent: QObject | None = None, interval_ms: int = KEEP_INTERVAL_MS):
+        """``mailboxes``: the bridge's worker (its ``latest_stats``)."""
+        super().__init__(parent)
+        self.mailboxes, self.model, self.memory, self.storage = mailboxes, model, memory, storage
+        self.timer = QTimer(self)
+        self.timer.timeout.connect(self.keep)
+        self.timer.start(interval_ms)
+
+    @Slot()
+    def keep(self) -> None:
+        if self.model.engine.ready:
+            self.storage.record_stats(self.mailboxes.latest_stats())
+        self.storage.record_memory(self.memory.latest())
+
+    def stop(self) -> None:
+        """No more points (the window closes; storage closes behind it)."""
+        self.timer.stop()
