@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QPushButton
 from chat_driver import HANG_TIMEOUT_MS, REPLY_TIMEOUT_MS, type_and_send, wait_finished
 from remote_server import SERVER_START_TIMEOUT_S, vllm_server  # noqa: F401  (the module's server)
 from workbench.batch.results import DONE
+from workbench.model.engine_status import SERVER_TEMPLATE
 from workbench.remote.spec import ServerSpec
 
 pytestmark = pytest.mark.slow
@@ -207,8 +208,9 @@ def test_the_prefix_cache_view_follows_the_served_servers_events(attached, vllm_
     blocks equal what the server's own replay buffer describes, decoded here with vLLM's classes."""
     window = attached
     connect(window, qtbot, vllm_server)
-    kv = window.server.kv_view
-    assert kv.subscriber is not None and window.server.kv_dock.isVisibleTo(window)
+    kv, feed = window.server.kv_view, window.kv_events  # the view observes the bridge's feed
+    assert feed.subscriber is not None and window.server.kv_dock.isVisibleTo(window)
+    assert window.chat.sampling.template.toPlainText() == SERVER_TEMPLATE
     window.panes.setCurrentWidget(window.chat)
     window.chat.new_conversation()
     window.chat.sampling.max_tokens.setValue(16)
@@ -220,11 +222,11 @@ def test_the_prefix_cache_view_follows_the_served_servers_events(attached, vllm_
     assert expected, "the server stored no blocks for two replies"
 
     def view_matches():
-        state = kv.subscriber.latest()
+        state = feed.latest()
         assert set(state.ranks[0].stored) == expected
         assert sum(rank.num_stored_now for rank in kv.view.selected_ranks()) == len(expected)
     qtbot.waitUntil(view_matches, timeout=HANG_TIMEOUT_MS)
-    assert kv.subscriber.latest().complete, kv.subscriber.latest().notices
+    assert feed.latest().complete, feed.latest().notices
 
 
 def long_reply_streaming(window, qtbot, question: str, min_chars: int, attempts: int = 3):
