@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 QT_PACKAGES = ("PySide6", "shiboken6", "pyqtgraph", "superqt")
+
+
+def _contracts() -> list[dict]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
 
 
 def test_import_contracts_are_kept():
@@ -17,7 +22,16 @@ def test_import_contracts_are_kept():
     run = subprocess.run([sys.executable, "-c", lint_imports, "--no-cache", "--config", str(ROOT / "pyproject.toml")],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
-    assert "0 broken" in run.stdout
+    assert f"Contracts: {len(_contracts())} kept, 0 broken." in run.stdout, run.stdout[-3000:]
+
+
+def test_layers_are_enforced_as_drawn():
+    """One layers contract over the whole package, every module of it in a layer (kept: the test above), and
+    docs/architecture.md drawing the same order."""
+    [layers] = [c for c in _contracts() if c["type"] == "layers"]
+    assert layers["containers"] == ["workbench"] and layers["exhaustive"] is True
+    drawn = " > ".join(layers["layers"])
+    assert drawn in (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8"), drawn
 
 
 QT_ABSENT = f"""

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.bench.results import COLUMNS, COLUMNS_BEFORE_APP, RatioRow, read_results, results_csv
+from workbench.export.benchmark_results import COLUMNS, COLUMNS_BEFORE_APP, RatioRow, read_results, results_csv
 
 RESULT_FILES = sorted((Path(__file__).resolve().parent.parent / "docs" / "results").glob("*/benchmark.csv"))
 
@@ -47,7 +47,7 @@ def test_benchmark_view_shows_a_saved_results_file(qtbot):
 
 
 def test_a_file_with_the_app_path_reads_back_with_its_client_cpu(tmp_path, qtbot):
-    from workbench.bench.results import BenchmarkResults, ResultRow
+    from workbench.export.benchmark_results import BenchmarkResults, ResultRow
     from workbench.ui.benchmark_view import BenchmarkView
 
     rows = tuple(ResultRow(name, rate, "", (1.0, 2.0), (0.5, 0.9), 2048.0, 500.0, cpu)

@@ -18,8 +18,8 @@ from workbench.batch.eta import CompletionRate
 from workbench.batch.formats import BatchPrompt
 from workbench.batch.results import CANCELLED, DONE, ERROR, QUEUED, RUNNING, BatchResults
 from workbench.engine.backend import ChatRequest, Message, StreamEvent
+from workbench.engine.requests import Owner, RequestRegistry
 from workbench.engine.sampling import SamplingSettings
-from workbench.model.requests import Owner, RequestRegistry
 
 BATCH_PRIORITY = 1  # vLLM runs lower values first; the chat's requests have 0
 DEFAULT_MAX_IN_FLIGHT = 32

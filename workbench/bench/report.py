@@ -1,5 +1,5 @@
 """The comparison as a table (Markdown and CSV) and a bar plot (SVG, no plotting library needed).
-The rows and the CSV's columns are those of ``bench/results.py``."""
+The rows and the CSV's columns are those of ``export/benchmark_results.py``."""
 from __future__ import annotations
 
 import statistics
@@ -8,8 +8,8 @@ from xml.sax.saxutils import escape
 
 from workbench.bench.compare import PATH_NAMES, ComparisonResult, RunStats, median_rate, single_stream_rate
 from workbench.bench.hf_baseline import HFBaseline
-from workbench.bench.results import BenchmarkResults, RatioRow, ResultRow, bar_colour, results_csv
 from workbench.engine.metrics import gap_tokens_per_s, percentile
+from workbench.export.benchmark_results import BenchmarkResults, RatioRow, ResultRow, bar_colour, results_csv
 
 
 def _pct(values: list[float]) -> tuple[float, float] | None:

@@ -18,10 +18,10 @@ from workbench.engine.events import (
     EngineLogOpened, EngineReady, EngineState, RequestFailed, RequestFinished, RequestsTaken, StartProgressed,
     StateChanged, TextFlushed,
 )
+from workbench.engine.requests import Owner, RequestRegistry
 from workbench.engine.spec import EngineConfig
 from workbench.model.conversations import OPEN_STATUSES, ChatMessage, Conversation
 from workbench.model.engine_status import EngineStatus
-from workbench.model.requests import Owner, RequestRegistry
 from workbench.model.server_status import ServerStatus
 from workbench.remote.events import ServerMetricsRead, ServerStateChanged
 

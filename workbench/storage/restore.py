@@ -7,8 +7,8 @@ import sqlite3
 
 from workbench.batch.results import CANCELLED, DONE, ERROR, BatchResults
 from workbench.batch.run import BatchRun
+from workbench.engine.requests import RequestRegistry
 from workbench.model.conversations import ChatMessage, Conversation
-from workbench.model.requests import RequestRegistry
 from workbench.storage.codec import figures_from_json, prompt_from_json, run_settings_from_json, sampling_from_json
 
 ENDED = (DONE, ERROR, CANCELLED)

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
     QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout,
 )
 
-from workbench.bench.results import BenchmarkResults, bar_colour, read_results
+from workbench.export.benchmark_results import BenchmarkResults, bar_colour, read_results
 
 
 class BenchmarkView(QDialog):

@@ -113,7 +113,7 @@ def benchmark_view(csv_path: str, path: str) -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
-    from workbench.bench.results import read_results
+    from workbench.export.benchmark_results import read_results
     from workbench.ui.benchmark_view import BenchmarkView
     from workbench.ui.pg_setup import configure_pyqtgraph
 

@@ -1,5 +1,8 @@
 """The request registry: every request sent to the engine, its owner and its figures. No Qt.
 
+It sits in the engine layer, below both the application model and batch runs, which keep their owners in
+one registry: it needs only the engine's request ids and figures (``metrics.RequestFigures``).
+
 An owner is a conversation's message or a batch row; the heatmap names a block's owners through it.
 A batch row's record leaves when its request ends (the batch's results keep its figures).
 """

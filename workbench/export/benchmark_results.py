@@ -1,5 +1,6 @@
 """The comparison's results as rows: the one schema ``bench compare`` writes to ``benchmark.csv`` and
-the Benchmark view reads back. No Qt.
+the Benchmark view reads back. No Qt. It sits below both (the benchmarks and the widgets), in the exports:
+a results file is one the user saves and hands on.
 
 A results file holds the columns :data:`COLUMNS`, one row per path, then one row per ratio:
 ``ratio <name>``, its value and, for per-repeat ratios, the range. Files written before the app's
