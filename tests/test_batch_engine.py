@@ -22,7 +22,8 @@ RUN_TIMEOUT_MS = 120_000
 
 def open_and_wait(pane, qtbot, path, fmt, column=None):
     assert pane.open_file(str(path), fmt, column)
-    qtbot.waitUntil(lambda: pane.loader.done or pane.problem_box is not None, timeout=HANG_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: pane.loading is None and (pane.loader.done or pane.problem_box is not None),
+                    timeout=HANG_TIMEOUT_MS)  # read on a worker thread, then shown
     return pane.loader
 
 
@@ -117,7 +118,7 @@ def test_malformed_lines_are_listed_and_the_valid_lines_run(window, qtbot, tmp_p
     assert pane.problem_box is not None and "Line 2" in pane.problem_box.text()
     skip = next(b for b in pane.problem_box.buttons() if b.text().startswith("Skip"))
     qtbot.mouseClick(skip, Qt.LeftButton)
-    qtbot.waitUntil(lambda: pane.loader.done, timeout=HANG_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: pane.loading is None and pane.loader.done, timeout=HANG_TIMEOUT_MS)
     listed = [pane.problems.item(i).text() for i in range(pane.problems.count())]
     assert [text.split(":")[0] for text in listed] == ["line 2", "line 4", "line 5"], listed
     assert "repeats line 1" in listed[1] and "/v1/embeddings" in listed[2]

@@ -88,7 +88,7 @@ def run_small_batch(window, qtbot, folder):
     prompts = folder / "prompts.jsonl"
     prompts.write_text("".join(json.dumps({"prompt": f"Question {i}: what is a block?"}) + "\n" for i in range(4)))
     assert pane.open_file(str(prompts), "jsonl", None)
-    qtbot.waitUntil(lambda: pane.loader.done, timeout=HANG_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: pane.loading is None and pane.loader.done, timeout=HANG_TIMEOUT_MS)
     pane.settings.sampling.max_tokens.setValue(8)
     pane.settings.sampling.ignore_eos.setChecked(True)
     qtbot.waitUntil(pane.run_button.isEnabled, timeout=HANG_TIMEOUT_MS)

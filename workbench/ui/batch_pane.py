@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Slot
+from superqt.utils import GeneratorWorker, create_worker
 from PySide6.QtWidgets import (
     QComboBox, QFileDialog, QHBoxLayout, QLabel, QListWidget, QMenu, QMessageBox, QPlainTextEdit, QProgressBar,
     QPushButton, QSplitter, QVBoxLayout, QWidget,
@@ -23,7 +24,7 @@ from workbench.batch.results import BatchResults
 from workbench.batch.run import BatchRun, default_max_in_flight
 from workbench.model.app_model import AppModel
 from workbench.ui.batch_runs import PENDING, RunsPicker, file_name, leave_question, progress_text, run_title
-from workbench.ui.batch_settings import ChunkedTask, OpenPromptDialog, RunSettingsForm
+from workbench.ui.batch_settings import OpenPromptDialog, RunSettingsForm
 from workbench.ui.batch_table import BatchTableModel, results_view, status_choices
 from workbench.ui.chat_pane import ask_to_confirm
 from workbench.ui.scrolling import scrolling
@@ -46,9 +47,8 @@ class BatchPane(QWidget):
         self.restored_ids = set(model.batch_runs)  # runs an earlier session stored
         self.table_model = BatchTableModel()
         self.settings = RunSettingsForm()
-        self.loading = ChunkedTask(self._load_step, self)
-        self.loading.finished.connect(self._on_loading_finished)
-        self.exporting: ChunkedTask | None = None
+        self.loading: GeneratorWorker | None = None  # the file being read, on a worker thread
+        self.exporting: GeneratorWorker | None = None  # the results being written, on a worker thread
         self.problem_box: QMessageBox | None = None
         self._in_flight_set = False
         self._build()
@@ -139,8 +139,8 @@ class BatchPane(QWidget):
     # -------------------------------------------------------------- opening a file
     @Slot()
     def open_file(self, path: str | None = None, fmt: str | None = None, column: str | None = None) -> bool:
-        """Reads a prompt file into the table (in chunks); asks for the file and format where not given,
-        and first whether the run shown may leave the pane (it stays under Runs)."""
+        """Reads a prompt file on a worker thread, then shows it in the table; asks for the file and format
+        where not given, and first whether the run shown may leave the pane (it stays under Runs)."""
         if self._reading():
             return False
         path = path or QFileDialog.getOpenFileName(self, "Open a prompt file", "",
@@ -154,12 +154,21 @@ class BatchPane(QWidget):
             fmt, column = dialog.chosen()
         self.loader, self.loader_run_id = PromptLoader(path, fmt, column, on_problem="ask"), None
         self.problems.clear()
-        self._show(None, self.loader.results)
+        self._show(None, BatchResults())  # the loader's rows are the worker's until it has read them
         self.file_label.setText(f"Reading {Path(path).name}…")
+        self.load_progress.setValue(0)
         self.load_progress.show()
-        self.loading.start()
+        self._read_on()
         self._update_controls()
         return True
+
+    def _read_on(self) -> None:
+        """Reads the loader on a worker thread until the file ends or a line asks the user."""
+        self.loading = create_worker(read_prompts, self.loader, _start_thread=False,
+                                     _connect={"errored": self._on_loading_errored})
+        self.loading.yielded.connect(lambda fraction: self.load_progress.setValue(int(fraction * 1000)))
+        self.loading.returned.connect(self._on_loading_finished)
+        self.loading.start()
 
     def _may_leave_run(self, new_name: str) -> bool:
         """Asks before the run shown leaves the pane: a run still going is cancelled first (or kept, and
@@ -173,22 +182,30 @@ class BatchPane(QWidget):
             self.run.cancel()
         return True
 
-    def _load_step(self) -> bool:
-        more = self.loader.read(500)
-        self.load_progress.setValue(int(self.loader.fraction * 1000))
-        return more
-
-    def _on_loading_finished(self) -> None:
-        loader = self.loader
+    def _on_loading_finished(self, _result=None) -> None:
+        self.loading, loader = None, self.loader
         self._list_problems()
-        self.table_model.refresh()
+        if self.run is None:
+            self._show(None, loader.results)
         if loader.awaiting is not None:
             self._ask_about_problem(loader.awaiting)
+            self._update_controls()
             return
         self.load_progress.hide()
         self.file_label.setText(loader.summary())
         self._update_controls()
         self._sync_runs()
+
+    def _on_loading_errored(self, error: Exception) -> None:
+        """The file could not be read on (gone, unreadable, not text): what was read stays shown."""
+        self.loading, loader = None, self.loader
+        self._list_problems()
+        if self.run is None:
+            self._show(None, loader.results)
+        self.load_progress.hide()
+        self.file_label.setText(f"Could not read {loader.path.name} on after {loader.results.num_rows:,} prompts: "
+                                f"{error}. Check the file, then open it again.")
+        self._update_controls()
 
     def _list_problems(self) -> None:
         shown = self.problems.count()
@@ -210,7 +227,8 @@ class BatchPane(QWidget):
     def _on_problem_answered(self, choice: str) -> None:
         self.problem_box = None
         self.loader.decide(choice)
-        self.loading.start()
+        self._read_on()
+        self._update_controls()
 
     # -------------------------------------------------------------- running
     @Slot()
@@ -248,7 +266,7 @@ class BatchPane(QWidget):
         return self.loader is not None and self.loader_run_id is None
 
     def _reading(self) -> bool:
-        return self.loading.active or self.problem_box is not None
+        return self.loading is not None or self.problem_box is not None
 
     # -------------------------------------------------------------- the runs
     @Slot(str)
@@ -337,33 +355,32 @@ class BatchPane(QWidget):
         fmt = self.run.source[1] if self.run is not None else self.loader.fmt if self.loader is not None else ""
         return "openai" if kind == "jsonl" and fmt == "openai" else kind
 
-    def export_to(self, path: str, kind: str) -> ChunkedTask | None:
+    def export_to(self, path: str, kind: str) -> GeneratorWorker | None:
+        """Writes the results shown to ``path`` on a worker thread, the progress bar counting rows."""
         if not self._exportable():
             return None
         info = self.model.engine.info
         model_name = info.model if info is not None else self.model.config.model
         results = self.table_model.results
-        rows = export_rows(results, path, self.export_format(kind), model_name)
         total = max(1, results.num_rows)
         self.export_progress.setMaximum(total)
         self.export_progress.show()
-
-        def step() -> bool:
-            written = next(rows, None)
-            if written is None:
-                return False
-            self.export_progress.setValue(min(written, total))
-            return True
-
-        self.exporting = ChunkedTask(step, self)
-        self.exporting.finished.connect(lambda: self._on_export_finished(path))
+        self.exporting = create_worker(export_rows, results, path, self.export_format(kind), model_name,
+                                       _start_thread=False,
+                                       _connect={"errored": lambda error: self._on_export_ended(path, error)})
+        self.exporting.yielded.connect(lambda written: self.export_progress.setValue(min(written, total)))
+        self.exporting.returned.connect(lambda _: self._on_export_ended(path, None))
         self.exporting.start()
+        self._update_controls()
         return self.exporting
 
-    def _on_export_finished(self, path: str) -> None:
+    def _on_export_ended(self, path: str, error: Exception | None) -> None:
         self.exporting = None
         self.export_progress.hide()
-        self.progress_label.setText(f"Exported to {path}")
+        self.progress_label.setText(f"Exported to {path}" if error is None else
+                                    f"The export to {path} failed: {error}. The results are kept here: choose "
+                                    "another folder (or free some space) and export again.")
+        self._update_controls()
 
     # -------------------------------------------------------------- keeping up
     def _on_timer_timeout(self) -> None:
@@ -420,6 +437,14 @@ class BatchPane(QWidget):
     def shutdown(self) -> None:
         """Stops the pane's timers (the window is closing)."""
         self.timer.stop()
-        self.loading.stop()
-        if self.exporting is not None:
-            self.exporting.stop()
+        for worker in (self.loading, self.exporting):
+            if worker is not None:
+                worker.quit()  # at its next chunk of lines or rows
+
+
+def read_prompts(loader: PromptLoader):
+    """On a worker thread: reads ``loader`` 500 lines at a time, yielding the fraction read, until the
+    file ends or a malformed line waits for the user's decision (``loader.awaiting``)."""
+    while loader.read(500):
+        yield loader.fraction
+    yield loader.fraction

@@ -1,17 +1,14 @@
-"""The batch pane's parts around the table: how a file is opened, the run's settings, chunked work.
+"""The batch pane's parts around the table: how a file is opened, and the run's settings.
 
 - :class:`OpenPromptDialog` asks the format (guessed from the file) and, for a CSV, the prompt column;
-- :class:`RunSettingsForm` holds the sampling, chat template and bound of one run;
-- :class:`ChunkedTask` runs a step function a few milliseconds at a time on the GUI thread (reading a
-  file, writing an export) so that the window keeps answering.
+- :class:`RunSettingsForm` holds the sampling, chat template and bound of one run.
+
+Reading a file and writing an export run on superqt generator workers (``ui/batch_pane.py``).
 """
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Callable
 
-from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QLabel, QLineEdit, QSpinBox,
     QVBoxLayout, QWidget,
@@ -109,34 +106,3 @@ class RunSettingsForm(QWidget):
         return RunSettings(sampling=self.sampling.settings(), chat_template=self.template_text,
                            system_prompt=self.system.text(), prompts_as_chat=self.as_chat.isChecked(),
                            max_in_flight=self.max_in_flight.value())
-
-
-class ChunkedTask(QObject):
-    """Calls ``step()`` from a zero-interval timer for up to ``budget_ms`` a tick, until it returns False."""
-
-    finished = Signal()
-
-    def __init__(self, step: Callable[[], bool], parent=None, budget_ms: float = 25.0):
-        super().__init__(parent)
-        self.step, self.budget_s = step, budget_ms / 1e3
-        self.timer = QTimer(self, interval=0)
-        self.timer.timeout.connect(self._on_timer_timeout)
-
-    def start(self) -> None:
-        self.timer.start()
-
-    def stop(self) -> None:
-        self.timer.stop()
-
-    @property
-    def active(self) -> bool:
-        return self.timer.isActive()
-
-    def _on_timer_timeout(self) -> None:
-        deadline = time.perf_counter() + self.budget_s
-        while time.perf_counter() < deadline:
-            if not self.step():
-                self.timer.stop()
-                self.finished.emit()
-                return
-
