@@ -1,4 +1,4 @@
-"""The interface the panes talk to, whatever runs the model: the local engine now, a server later.
+"""The interface the panes talk to, whatever runs the model: the local engine, or a vLLM server.
 
 Everything that crosses it is an immutable value: requests in, stream events and KV snapshots out.
 """
@@ -130,7 +130,7 @@ def wait_for_snapshot(probe: KVProbe, check_with_scan: bool = False, timeout_s: 
 
 
 class Backend(abc.ABC):
-    """What runs the model: a local engine, or (later) a server. Its methods are called from one
+    """What runs the model: a local engine (``EngineSession``) or a server (``RemoteBackend``). Its methods are called from one
     thread only, the one that drives it; what happens is pushed to the :class:`BackendEvents` given
     to :meth:`connect`. Nothing here assumes where vLLM's client runs."""
 
