@@ -6,12 +6,12 @@ from pathlib import Path
 
 import html
 
-from PySide6.QtCore import QTimer
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QDialog, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPlainTextEdit, QPushButton, QTextBrowser,
     QVBoxLayout,
 )
+from superqt.utils import qdebounced
 
 from workbench.presets import store
 from workbench.presets.command_in import NON_OPTION, ImportedCommand, import_text, to_document
@@ -59,9 +59,8 @@ class CommandImportDialog(QDialog):
         self.paste.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
         self.paste.setPlaceholderText("Paste vllm serve …, swift infer …, an LLM(...) call or a YAML config; "
                                       "several commands separated by blank lines")
-        self.read_timer = QTimer(self, singleShot=True, interval=250)
-        self.read_timer.timeout.connect(self.read)
-        self.paste.textChanged.connect(self.read_timer.start)
+        self.read_soon = qdebounced(self.read, timeout=250, parent=self)  # read once typing pauses
+        self.paste.textChanged.connect(self.read_soon)
         self.messages = QTextBrowser(objectName="importMessages")  # wrapped: each message is read whole
         self.name = QLineEdit("imported", objectName="importName")
         self.status = QLabel(objectName="importStatus", wordWrap=True)
@@ -103,7 +102,7 @@ class CommandImportDialog(QDialog):
         self.read()
 
     def read(self) -> None:
-        self.read_timer.stop()
+        self.read_soon.cancel()
         self.messages.clear()
         try:
             self.results = import_text(self.paste.toPlainText())
