@@ -15,10 +15,11 @@ import queue
 import threading
 import time
 from collections import deque
+from dataclasses import replace
 from typing import Callable
 
 from workbench.engine.backend import Backend, Capabilities, ChatRequest, EngineInfo, StreamEvent
-from workbench.engine.start_phases import EngineStartError, StartProgress, progress_for
+from workbench.engine.start_phases import EngineStartError, StartProgress, WholeStart, progress_for
 from workbench.remote.errors import ConnectionLost, MalformedMetrics, NoAnswer, ServerError
 from workbench.remote.events import ServerMetricsRead, ServerStateChanged
 from workbench.remote.io_loop import IOLoop
@@ -38,11 +39,20 @@ def backoff_s(attempt: int) -> float:
     return min(0.5 * 2 ** (attempt - 1), MAX_BACKOFF_S)
 
 
-class RemoteBackend(Backend):
-    """A server, attached (``spec.serve`` None) or started here first ("Serve")."""
+ModelForStart = Callable[[str, Callable[[StartProgress], None]], str]
 
-    def __init__(self, spec: ServerSpec, scrape_interval_s: float = SCRAPE_INTERVAL_S):
+
+class RemoteBackend(Backend):
+    """A server, attached (``spec.serve`` None) or started here first ("Serve").
+
+    ``model_for_start``: what a served configuration's model becomes on the start's thread before the
+    server is started (the app's builds the demo model there, its progress part of the start's); None:
+    the model as given."""
+
+    def __init__(self, spec: ServerSpec, scrape_interval_s: float = SCRAPE_INTERVAL_S,
+                 model_for_start: ModelForStart | None = None):
         self.spec = spec
+        self.model_for_start = model_for_start
         self.server: ServerProcess | None = ServerProcess(spec.serve) if spec.serve is not None else None
         self.kv_events_endpoints: tuple[KVEventsEndpoint, ...] = (
             spec.kv_events_endpoints or (kv_endpoints(spec.serve) if spec.serve is not None else ()))
@@ -75,6 +85,7 @@ class RemoteBackend(Backend):
 
     # -------------------------------------------------------------- life cycle
     def start(self, report: Callable[[StartProgress], None]) -> None:
+        report = WholeStart(report)  # one bar over a model built first and the server's start
         if self.server is not None:
             self._serve(report)
         report(progress_for("process", f"Connecting to {self.spec.api_root}", 0.9))
@@ -101,6 +112,7 @@ class RemoteBackend(Backend):
         report(progress_for("ready", f"Attached to {self.spec.api_root}"))
 
     def _serve(self, report: Callable[[StartProgress], None]) -> None:
+        self._prepare_model(report)
         report(progress_for("process", f"Starting vLLM's API server on port {self.spec.serve.port}"))
         self.server.start()
         self.log_path = self.server.log_path
@@ -110,6 +122,15 @@ class RemoteBackend(Backend):
         except ServerStartError as exc:
             self.server.stop()
             raise EngineStartError(str(exc), str(self.log_path)) from exc
+
+    def _prepare_model(self, report: Callable[[StartProgress], None]) -> None:
+        """The served model as ``model_for_start`` makes it, before the server is started on it."""
+        config = self.spec.serve.config
+        model = self.model_for_start(config.model, report) if self.model_for_start is not None else config.model
+        if model != config.model:
+            options = replace(self.spec.serve, config=replace(config, model=model))
+            self.spec = replace(self.spec, serve=options)
+            self.server.options = options
 
     async def _new_client(self):
         return make_client(self.spec)
