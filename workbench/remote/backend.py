@@ -178,7 +178,14 @@ class RemoteBackend(Backend):
             self._wake.set()
             return
         priority = self.spec.serve is not None and self.spec.serve.config.schedules_by_priority
-        self._streams[request.request_id] = self._io.submit(self._stream(request, priority))
+        future = self._io.submit(self._stream(request, priority))
+        self._streams[request.request_id] = future
+        # Forgotten when done, also where the stream ended before it was stored (the callback runs at once)
+        future.add_done_callback(lambda done, request_id=request.request_id: self._forget_stream(request_id, done))
+
+    def _forget_stream(self, request_id: str, future) -> None:
+        if self._streams.get(request_id) is future:
+            self._streams.pop(request_id, None)
 
     def _not_connected_message(self) -> str:
         return (f"The server at {self.spec.api_root} is not reachable now; the workbench is reconnecting "
@@ -212,7 +219,6 @@ class RemoteBackend(Backend):
         else:
             self._news.put(("done", StreamEvent(request_id, "", True, tally.finish_reason, tally.figures())))
         finally:
-            self._streams.pop(request_id, None)
             wake.set()
 
     def abort(self, request_id: str) -> None:
