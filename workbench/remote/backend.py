@@ -4,8 +4,11 @@ live statistics from its Prometheus ``/metrics``, a lost connection retried with
 The loop's thread calls the :class:`~workbench.engine.backend.Backend` methods; the network work runs
 on an asyncio loop of its own (``io_loop``). New text is joined per request under a lock and taken by
 :meth:`RemoteBackend.advance`, which waits at most 20 ms for news, so commands still reach the loop
-promptly. Nothing streamed is dropped: a stream cut off by a lost connection ends as a failed request
-with its text kept, and the backend keeps trying the server until it answers again.
+promptly. The news are frozen values on a queue (the engine's own ``RequestFinished``,
+``RequestFailed`` and ``StepStats``, the server's ``ServerStateChanged`` and ``ServerMetricsRead``),
+each delivered by a handler of its own. Nothing streamed is dropped: a stream cut off by a lost
+connection ends as a failed request with its text kept, and the backend keeps trying the server until
+it answers again.
 """
 from __future__ import annotations
 
@@ -15,10 +18,13 @@ import threading
 import time
 from collections import deque
 from dataclasses import replace
+from functools import singledispatchmethod
 from typing import Callable
 
 from workbench.engine.backend import Backend, Capabilities, ChatRequest, EngineInfo, StreamEvent
+from workbench.engine.events import RequestFailed, RequestFinished
 from workbench.engine.start_phases import EngineStartError, StartProgress, WholeStart, progress_for
+from workbench.engine.stats import StepStats
 from workbench.remote.errors import ConnectionLost, MalformedMetrics, NoAnswer, ServerError
 from workbench.remote.events import ServerMetricsRead, ServerStateChanged
 from workbench.remote.io_loop import IOLoop
@@ -106,7 +112,7 @@ class RemoteBackend(Backend):
         self.state = "connected"
         self._report_state()
         if self.latest_metrics is not None:
-            self._news.put(("report", ServerMetricsRead(self.latest_metrics)))
+            self._news.put(ServerMetricsRead(self.latest_metrics))
         self._io.submit(self._poll_metrics())
         report(progress_for("ready", f"Attached to {self.spec.api_root}"))
 
@@ -173,7 +179,7 @@ class RemoteBackend(Backend):
     # -------------------------------------------------------------- requests
     def submit(self, request: ChatRequest) -> None:
         if self.state != "connected":
-            self._news.put(("failed", request.request_id, self._not_connected_message()))
+            self._news.put(RequestFailed(request.request_id, self._not_connected_message()))
             self._wake.set()
             return
         priority = self.spec.serve is not None and self.spec.serve.config.schedules_by_priority
@@ -209,14 +215,14 @@ class RemoteBackend(Backend):
         except asyncio.CancelledError:
             raise
         except ConnectionLost as exc:
-            self._news.put(("failed", request_id, str(exc)))
+            self._news.put(RequestFailed(request_id, str(exc)))
             self._connection_lost(str(exc))
         except ServerError as exc:
-            self._news.put(("failed", request_id, str(exc)))
+            self._news.put(RequestFailed(request_id, str(exc)))
         except Exception as exc:  # anything else still ends the request, with its text kept
-            self._news.put(("failed", request_id, str(explain(exc, self.spec.api_root, self.spec, True))))
+            self._news.put(RequestFailed(request_id, str(explain(exc, self.spec.api_root, self.spec, True))))
         else:
-            self._news.put(("done", StreamEvent(request_id, "", True, tally.finish_reason, tally.figures())))
+            self._news.put(RequestFinished(StreamEvent(request_id, "", True, tally.finish_reason, tally.figures())))
         finally:
             wake.set()
 
@@ -253,25 +259,39 @@ class RemoteBackend(Backend):
         if texts:
             events.texts_arrived({rid: "".join(parts) for rid, parts in texts.items()})
         for item in news:
-            self._deliver(events, item)
+            self._deliver(item, events)
 
-    def _deliver(self, events, item) -> None:
-        kind = item[0]
-        if kind in ("done", "failed") and self._aborted:
-            request_id = item[1].request_id if kind == "done" else item[1]
-            if request_id in self._aborted:
-                self._aborted.discard(request_id)
-                return
-        if kind == "done":
-            events.request_finished(item[1])
-        elif kind == "failed":
-            events.request_failed(item[1], item[2])
-        elif kind == "stats":
-            events.stats_recorded(item[1])
-        elif kind == "report":
-            reported = getattr(events, "backend_reported", None)
-            if reported is not None:
-                reported(item[1])
+    @singledispatchmethod
+    def _deliver(self, news, events) -> None:
+        raise TypeError(f"the server backend has no handler for {type(news).__name__}")
+
+    @_deliver.register
+    def _(self, news: RequestFinished, events) -> None:
+        if not self._ended_here(news.event.request_id):
+            events.request_finished(news.event)
+
+    @_deliver.register
+    def _(self, news: RequestFailed, events) -> None:
+        if not self._ended_here(news.request_id):
+            events.request_failed(news.request_id, news.message)
+
+    @_deliver.register
+    def _(self, news: StepStats, events) -> None:
+        events.stats_recorded(news)
+
+    @_deliver.register(ServerStateChanged)
+    @_deliver.register(ServerMetricsRead)
+    def _(self, news, events) -> None:  # for the application model, where the loop's events pass it on
+        reported = getattr(events, "backend_reported", None)
+        if reported is not None:
+            reported(news)
+
+    def _ended_here(self, request_id: str) -> bool:
+        """True once for a request aborted here: the stream's own late end is dropped."""
+        if request_id in self._aborted:
+            self._aborted.discard(request_id)
+            return True
+        return False
 
     # -------------------------------------------------------------- metrics and the connection
     async def _scrape(self) -> ServerMetrics:
@@ -324,8 +344,8 @@ class RemoteBackend(Backend):
             self._report_state()
         before, self.latest_metrics = self.latest_metrics, metrics
         if before is not None:
-            self._news.put(("stats", step_between(before, metrics)))
-        self._news.put(("report", ServerMetricsRead(metrics)))
+            self._news.put(step_between(before, metrics))
+        self._news.put(ServerMetricsRead(metrics))
         self._wake.set()
 
     def _connection_lost(self, detail: str) -> None:
@@ -360,9 +380,9 @@ class RemoteBackend(Backend):
             self._reconnecting = False
 
     def _report_state(self, message: str = "", attempt: int = 0, retry_in_s: float | None = None) -> None:
-        self._news.put(("report", ServerStateChanged(
+        self._news.put(ServerStateChanged(
             self.state, self.spec.api_root, message, attempt, retry_in_s, served=self.server is not None,
             log_path=str(self.log_path) if self.log_path else None,
-            kv_events_endpoints=self.kv_events_endpoints, metrics_problem=self.metrics_problem)))
+            kv_events_endpoints=self.kv_events_endpoints, metrics_problem=self.metrics_problem))
         self._wake.set()
 
