@@ -5,8 +5,11 @@ with a message rather than meeting the instance lock. (How long the GUI thread s
 ``bench ui-stalls``.)"""
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import threading
+import time
 
 import pytest
 from PySide6.QtCore import QTimer
@@ -23,19 +26,25 @@ def config_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_CONFIG_DIR", str(tmp_path / "config"))
 
 
+def threads_calling(monkeypatch, module, name: str) -> list[int]:
+    """The threads that call ``module.name`` from now on (the function still runs), in call order."""
+    called_on: list[int] = []
+    real = getattr(module, name)
+
+    def recording(*args):
+        called_on.append(threading.get_ident())
+        return real(*args)
+
+    monkeypatch.setattr(module, name, recording)
+    return called_on
+
+
 def test_the_preset_checks_run_off_the_gui_thread(qtbot, monkeypatch, config_folder):
     from workbench.app import demo_engine_config
     from workbench.model.app_model import AppModel
     from workbench.ui import preset_panel
 
-    checked_on: list[int] = []
-    real_check = preset_panel.check_in_process
-
-    def recording_check(*args):
-        checked_on.append(threading.get_ident())
-        return real_check(*args)
-
-    monkeypatch.setattr(preset_panel, "check_in_process", recording_check)
+    checked_on = threads_calling(monkeypatch, preset_panel, "check_in_process")
     vllm_here_before = "vllm" in sys.modules
     restarts: list[int] = []
     panel = preset_panel.PresetPanel(AppModel(demo_engine_config()), abort=lambda _r: None,
@@ -77,6 +86,65 @@ def test_the_window_goes_at_once_and_the_engine_stops_behind_it(qtbot, tmp_path,
     assert not [pid for pid in engine_pids if is_running(pid)], "vLLM processes outlived the app"
     assert client is None or not is_running(client), "the engine-client process outlived the app"
     assert lock_is_free(storage.path)
+
+
+def served_server_pids() -> list[int]:
+    """This process's children that run vLLM's API server ("Serve"), each leading its process group
+    (not its forked processes, which share its command line for a while)."""
+    import psutil
+
+    from workbench.remote.serve import SERVER_MODULE
+
+    pids = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if SERVER_MODULE in child.cmdline() and os.getpgid(child.pid) == child.pid:
+                pids.append(child.pid)
+        except (psutil.Error, ProcessLookupError):
+            continue
+    return pids
+
+
+def test_serve_builds_the_demo_model_off_the_gui_thread_showing_its_progress(qtbot, tmp_path, monkeypatch,
+                                                                              config_folder):
+    """Serve on a machine with no demo model yet (a short recipe, into a folder of its own): the action
+    comes back at once, the model is trained on the engine's thread while the status bar shows the
+    build, and the server is then started on the built folder (killed here: its start is not the point)."""
+    from workbench.app import build_window, demo_engine_config
+    from workbench.engine import demo_model
+    from workbench.engine.events import EngineState
+    from workbench.ui.server_dialogs import serve_options
+    from workbench.remote.serve import free_port
+
+    monkeypatch.setattr(demo_model, "demo_model_dir", lambda: tmp_path / "models" / "demo-qwen2")
+    short = demo_model.DemoRecipe(max_steps=30, time_budget_s=5.0)
+    monkeypatch.setattr(demo_model.ensure_demo_model, "__defaults__", (None, short))
+    built_on = threads_calling(monkeypatch, demo_model, "build_demo_model")
+    window, engine = build_window(demo_engine_config(), start_engine=False, keep=False, client="thread")
+    window.show()
+    model = window.model
+    try:
+        asked = time.perf_counter()
+        start_id = window.server.serve(serve_options(model.config, free_port()))
+        took_s = time.perf_counter() - asked
+        assert took_s < 0.1, f"Serve held the window for {took_s:.2f} s"
+        assert not demo_model.is_built(demo_model.demo_model_dir()), "the model was built before Serve came back"
+        bar = window.status.progress
+        qtbot.waitUntil(lambda: bar.isVisible() and "demo" in bar.label, timeout=60_000)
+        qtbot.waitUntil(lambda: bool(served_server_pids()), timeout=180_000)
+        assert demo_model.is_built(demo_model.demo_model_dir())
+        assert built_on and threading.get_ident() not in built_on, "the demo model was built on the GUI thread"
+        for pid in served_server_pids():
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # it had exited
+        qtbot.waitUntil(lambda: model.engine.settled(start_id), timeout=60_000)
+        assert model.engine.state is EngineState.FAILED and "exited during its start" in model.engine.message
+    finally:
+        window.close()
+        assert window.shutdown.wait(60)
+    assert not engine.thread.isRunning()
 
 
 def test_a_relaunch_waits_for_an_instance_still_stopping(qtbot, tmp_path):

@@ -265,3 +265,59 @@ def test_a_stream_to_nothing_listening_says_so():
         port = probe.getsockname()[1]
     message = stream_error(f"http://127.0.0.1:{port}")
     assert "Nothing answers at" in message and "running" in message
+
+
+class Heard:
+    """What a backend tells the engine loop, in order."""
+
+    def __init__(self):
+        self.ends: list[tuple[str, str]] = []  # (request id, "finished: <reason>" or "failed")
+
+    def texts_arrived(self, texts):
+        pass
+
+    def request_finished(self, event):
+        self.ends.append((event.request_id, f"finished: {event.finish_reason}"))
+
+    def request_failed(self, request_id, message):
+        self.ends.append((request_id, "failed"))
+
+    def stats_recorded(self, step):
+        pass
+
+
+def test_a_stream_that_ends_before_submit_returns_leaves_nothing_to_abort(stand_in, monkeypatch):
+    """A request the server refuses at once can end before ``submit`` has stored its stream: it ends
+    once, and a Stop pressed afterwards finds nothing left to abort (no second end)."""
+    from concurrent.futures import wait
+
+    from workbench.engine.backend import ChatRequest
+    from workbench.engine.sampling import SamplingSettings
+
+    busy = (503, '{"error": {"message": "the server is full"}}')
+    server = stand_in({"/v1/models": (200, MODELS), "/metrics": (200, scrape({"0": (0, 0, 0.0)})),
+                       "/v1/completions": busy})
+    backend = RemoteBackend(ServerSpec(server.url, timeout_s=2))
+    heard = Heard()
+    backend.connect(heard)
+    backend.start(lambda progress: None)
+    try:
+        submit = backend._io.submit
+
+        def submit_and_let_it_end(coroutine):  # the stream's thread runs it to its end first
+            future = submit(coroutine)
+            wait([future], timeout=10)
+            return future
+
+        monkeypatch.setattr(backend._io, "submit", submit_and_let_it_end)
+        backend.submit(ChatRequest("r1", (), SamplingSettings(), prompt="hi"))
+        for _ in range(50):
+            backend.advance()
+            if heard.ends:
+                break
+        assert heard.ends == [("r1", "failed")]
+        backend.abort("r1")
+        backend.advance()
+        assert heard.ends == [("r1", "failed")], "a request that had ended was ended again"
+    finally:
+        backend.shutdown()

@@ -24,10 +24,12 @@ from workbench.storage.writer import COMMIT_INTERVAL_S
 FIGURES = RequestFigures(12, 4, 7, 0.021, 88.5, queue_s=0.002, e2e_s=0.1)
 
 
-def started(path) -> tuple[Storage, AppModel]:
+def started(path, before_storage=lambda model: None) -> tuple[Storage, AppModel]:
+    """``before_storage(model)``: receivers to connect before the storage's own."""
     storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "be brief")
     storage.restore_into(model)
     EngineCommands(model, posted.append)  # the one owner the model's batch runs send through
+    before_storage(model)
     storage.start(model)
     return storage, model
 
@@ -148,3 +150,19 @@ def test_migrations_bring_an_older_database_up_to_date(tmp_path):
         migrate(connection, broken)
     assert schema_version(connection) == SCHEMA_VERSION + 1
     assert connection.execute("SELECT count(*) FROM sqlite_master WHERE name = 'fine'").fetchone() == (0,)
+
+
+def test_a_chat_made_while_all_are_removed_is_kept_whichever_receiver_connected_first(tmp_path):
+    """The chat pane makes a fresh chat when the last one goes, inside the model's removal signal: it is
+    stored whether that receiver was connected before the storage's or after it."""
+    def fresh_chat_when_none_is_left(model: AppModel) -> None:
+        model.conversation_removed.connect(lambda _id: None if model.conversations else model.new_conversation())
+
+    storage, model = started(tmp_path / "workbench.db", before_storage=fresh_chat_when_none_is_left)
+    answered(model, "one", "first answer")
+    model.clear_conversations()
+    fresh = list(model.conversations)
+    assert len(fresh) == 1
+    storage, model = restarted(storage, tmp_path / "workbench.db")
+    assert list(model.conversations) == fresh
+    storage.close()

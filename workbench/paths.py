@@ -1,8 +1,10 @@
-"""Where the workbench keeps its files. ``WORKBENCH_DATA_DIR`` overrides the user data directory,
-``WORKBENCH_CONFIG_DIR`` the user config directory."""
+"""Where the workbench keeps its files, and how the user's own are written (whole or not at all).
+``WORKBENCH_DATA_DIR`` overrides the user data directory, ``WORKBENCH_CONFIG_DIR`` the user config
+directory."""
 from __future__ import annotations
 
 import os
+import tempfile
 from importlib.resources import files
 from pathlib import Path
 
@@ -43,3 +45,20 @@ def resources_dir() -> Path:
     A real folder is promised: the package is installed as files, never imported from a zip.
     """
     return Path(str(files("workbench") / "resources"))
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Writes ``text`` (UTF-8) to a temporary file beside ``path``, flushes it to the disk and puts it
+    in ``path``'s place in one step: a write that fails half-way (a full disk, a crash) leaves ``path``
+    as it was, never truncated, and the temporary file is removed."""
+    path = Path(path)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -110,9 +110,10 @@ def scrape_record(loop) -> tuple[list[float], list[float]]:
 
 def run_headless(spec, args, vocab: int) -> dict:
     """The loop and the remote backend alone: client CPU per token and the scrape interval."""
+    from workbench.bench.scrape_intervals import scrape_interval_held
     from workbench.engine.commands import Shutdown, StartEngine, Submit
     from workbench.engine.loop import EngineLoop
-    from workbench.remote.backend import RemoteBackend, scrape_interval_held
+    from workbench.remote.backend import RemoteBackend
 
     collector = _Collector(args.streams)
     loop = EngineLoop(collector, backend_factory=lambda s: RemoteBackend(s, args.scrape_interval))

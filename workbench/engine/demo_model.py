@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from workbench.engine.spec import DEMO_MODEL
+from workbench.engine.start_phases import StartProgress, progress_for
 from workbench.paths import data_dir, resources_dir
 
 ProgressFn = Callable[[str, float], None]
@@ -104,6 +105,18 @@ def ensure_demo_model(progress: ProgressFn | None = None, recipe: DemoRecipe = D
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def ensure_for_start(report: Callable[[StartProgress], None]) -> Path:
+    """:func:`ensure_demo_model` as part of an engine start, on the start's own thread (never the
+    window's): its progress is the start's phase "model"."""
+    return ensure_demo_model(lambda label, fraction: report(progress_for("model", label, fraction)))
+
+
+def model_for_start(model: str, report: Callable[[StartProgress], None]) -> str:
+    """The model a start runs: the demo model's folder where ``model`` names the demo (built first where
+    this machine has none, see :func:`ensure_for_start`), else ``model`` as given."""
+    return str(ensure_for_start(report)) if is_demo_model(model) else model
 
 
 def chat_texts() -> list[str]:

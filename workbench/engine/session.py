@@ -17,6 +17,7 @@ from typing import Callable
 from workbench.engine.backend import (
     Backend, Capabilities, ChatRequest, EngineInfo, PromptTooLongError, StreamEvent, WorkerMemory,
 )
+from workbench.engine.demo_model import ensure_for_start
 from workbench.engine.engine_log import EngineLogCapture, new_log_path, read_log
 from workbench.engine.kv_probe import LocalKVProbe
 from workbench.engine.metrics import figures_from_output
@@ -101,7 +102,7 @@ class EngineSession(Backend):
         mark_owner()
         use_spawn_for_engine_processes()
         if self.config.model == DEMO_MODEL:
-            self.model_path = self._build_demo_model(report)
+            self.model_path = str(ensure_for_start(report))
         self.log_path = new_log_path()
         capture = EngineLogCapture(self.log_path)
         if not capture.attach():  # the engine processes inherit it: their whole output lands in the log
@@ -125,13 +126,6 @@ class EngineSession(Backend):
 
     def _log_name(self) -> str | None:
         return str(self.log_path) if self.log_path is not None else None
-
-    @staticmethod
-    def _build_demo_model(report: Callable[[StartProgress], None]) -> str:
-        """The demo model's folder, built first when this machine has none (progress as phase "model")."""
-        from workbench.engine.demo_model import ensure_demo_model
-
-        return str(ensure_demo_model(lambda label, fraction: report(progress_for("model", label, fraction))))
 
     def _start_engine(self, report: Callable[[StartProgress], None], capture: EngineLogCapture) -> None:
         report(progress_for("import"))

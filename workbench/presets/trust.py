@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from workbench.paths import config_dir
+from workbench.paths import config_dir, write_text_atomically
 
 
 def _file() -> Path:
@@ -29,4 +29,4 @@ def is_trusted(model: str) -> bool:
 def remember_trust(model: str) -> None:
     models = trusted_models()
     if model not in models:
-        _file().write_text(json.dumps(models + [model], indent=1), encoding="utf-8")
+        write_text_atomically(_file(), json.dumps(models + [model], indent=1))

@@ -4,21 +4,27 @@ live statistics from its Prometheus ``/metrics``, a lost connection retried with
 The loop's thread calls the :class:`~workbench.engine.backend.Backend` methods; the network work runs
 on an asyncio loop of its own (``io_loop``). New text is joined per request under a lock and taken by
 :meth:`RemoteBackend.advance`, which waits at most 20 ms for news, so commands still reach the loop
-promptly. Nothing streamed is dropped: a stream cut off by a lost connection ends as a failed request
-with its text kept, and the backend keeps trying the server until it answers again.
+promptly. The news are frozen values on a queue (the engine's own ``RequestFinished``,
+``RequestFailed`` and ``StepStats``, the server's ``ServerStateChanged`` and ``ServerMetricsRead``),
+each delivered by a handler of its own. Nothing streamed is dropped: a stream cut off by a lost
+connection ends as a failed request with its text kept, and the backend keeps trying the server until
+it answers again.
 """
 from __future__ import annotations
 
 import asyncio
-import math
 import queue
 import threading
 import time
 from collections import deque
+from dataclasses import replace
+from functools import singledispatchmethod
 from typing import Callable
 
 from workbench.engine.backend import Backend, Capabilities, ChatRequest, EngineInfo, StreamEvent
-from workbench.engine.start_phases import EngineStartError, StartProgress, progress_for
+from workbench.engine.events import RequestFailed, RequestFinished
+from workbench.engine.start_phases import EngineStartError, StartProgress, WholeStart, progress_for
+from workbench.engine.stats import StepStats
 from workbench.remote.errors import ConnectionLost, MalformedMetrics, NoAnswer, ServerError
 from workbench.remote.events import ServerMetricsRead, ServerStateChanged
 from workbench.remote.io_loop import IOLoop
@@ -38,11 +44,20 @@ def backoff_s(attempt: int) -> float:
     return min(0.5 * 2 ** (attempt - 1), MAX_BACKOFF_S)
 
 
-class RemoteBackend(Backend):
-    """A server, attached (``spec.serve`` None) or started here first ("Serve")."""
+ModelForStart = Callable[[str, Callable[[StartProgress], None]], str]
 
-    def __init__(self, spec: ServerSpec, scrape_interval_s: float = SCRAPE_INTERVAL_S):
+
+class RemoteBackend(Backend):
+    """A server, attached (``spec.serve`` None) or started here first ("Serve").
+
+    ``model_for_start``: what a served configuration's model becomes on the start's thread before the
+    server is started (the app's builds the demo model there, its progress part of the start's); None:
+    the model as given."""
+
+    def __init__(self, spec: ServerSpec, scrape_interval_s: float = SCRAPE_INTERVAL_S,
+                 model_for_start: ModelForStart | None = None):
         self.spec = spec
+        self.model_for_start = model_for_start
         self.server: ServerProcess | None = ServerProcess(spec.serve) if spec.serve is not None else None
         self.kv_events_endpoints: tuple[KVEventsEndpoint, ...] = (
             spec.kv_events_endpoints or (kv_endpoints(spec.serve) if spec.serve is not None else ()))
@@ -75,6 +90,7 @@ class RemoteBackend(Backend):
 
     # -------------------------------------------------------------- life cycle
     def start(self, report: Callable[[StartProgress], None]) -> None:
+        report = WholeStart(report)  # one bar over a model built first and the server's start
         if self.server is not None:
             self._serve(report)
         report(progress_for("process", f"Connecting to {self.spec.api_root}", 0.9))
@@ -96,11 +112,12 @@ class RemoteBackend(Backend):
         self.state = "connected"
         self._report_state()
         if self.latest_metrics is not None:
-            self._news.put(("report", ServerMetricsRead(self.latest_metrics)))
+            self._news.put(ServerMetricsRead(self.latest_metrics))
         self._io.submit(self._poll_metrics())
         report(progress_for("ready", f"Attached to {self.spec.api_root}"))
 
     def _serve(self, report: Callable[[StartProgress], None]) -> None:
+        self._prepare_model(report)
         report(progress_for("process", f"Starting vLLM's API server on port {self.spec.serve.port}"))
         self.server.start()
         self.log_path = self.server.log_path
@@ -110,6 +127,15 @@ class RemoteBackend(Backend):
         except ServerStartError as exc:
             self.server.stop()
             raise EngineStartError(str(exc), str(self.log_path)) from exc
+
+    def _prepare_model(self, report: Callable[[StartProgress], None]) -> None:
+        """The served model as ``model_for_start`` makes it, before the server is started on it."""
+        config = self.spec.serve.config
+        model = self.model_for_start(config.model, report) if self.model_for_start is not None else config.model
+        if model != config.model:
+            options = replace(self.spec.serve, config=replace(config, model=model))
+            self.spec = replace(self.spec, serve=options)
+            self.server.options = options
 
     async def _new_client(self):
         return make_client(self.spec)
@@ -153,11 +179,18 @@ class RemoteBackend(Backend):
     # -------------------------------------------------------------- requests
     def submit(self, request: ChatRequest) -> None:
         if self.state != "connected":
-            self._news.put(("failed", request.request_id, self._not_connected_message()))
+            self._news.put(RequestFailed(request.request_id, self._not_connected_message()))
             self._wake.set()
             return
         priority = self.spec.serve is not None and self.spec.serve.config.schedules_by_priority
-        self._streams[request.request_id] = self._io.submit(self._stream(request, priority))
+        future = self._io.submit(self._stream(request, priority))
+        self._streams[request.request_id] = future
+        # Forgotten when done, also where the stream ended before it was stored (the callback runs at once)
+        future.add_done_callback(lambda done, request_id=request.request_id: self._forget_stream(request_id, done))
+
+    def _forget_stream(self, request_id: str, future) -> None:
+        if self._streams.get(request_id) is future:
+            self._streams.pop(request_id, None)
 
     def _not_connected_message(self) -> str:
         return (f"The server at {self.spec.api_root} is not reachable now; the workbench is reconnecting "
@@ -182,16 +215,15 @@ class RemoteBackend(Backend):
         except asyncio.CancelledError:
             raise
         except ConnectionLost as exc:
-            self._news.put(("failed", request_id, str(exc)))
+            self._news.put(RequestFailed(request_id, str(exc)))
             self._connection_lost(str(exc))
         except ServerError as exc:
-            self._news.put(("failed", request_id, str(exc)))
+            self._news.put(RequestFailed(request_id, str(exc)))
         except Exception as exc:  # anything else still ends the request, with its text kept
-            self._news.put(("failed", request_id, str(explain(exc, self.spec.api_root, self.spec, True))))
+            self._news.put(RequestFailed(request_id, str(explain(exc, self.spec.api_root, self.spec, True))))
         else:
-            self._news.put(("done", StreamEvent(request_id, "", True, tally.finish_reason, tally.figures())))
+            self._news.put(RequestFinished(StreamEvent(request_id, "", True, tally.finish_reason, tally.figures())))
         finally:
-            self._streams.pop(request_id, None)
             wake.set()
 
     def abort(self, request_id: str) -> None:
@@ -227,25 +259,39 @@ class RemoteBackend(Backend):
         if texts:
             events.texts_arrived({rid: "".join(parts) for rid, parts in texts.items()})
         for item in news:
-            self._deliver(events, item)
+            self._deliver(item, events)
 
-    def _deliver(self, events, item) -> None:
-        kind = item[0]
-        if kind in ("done", "failed") and self._aborted:
-            request_id = item[1].request_id if kind == "done" else item[1]
-            if request_id in self._aborted:
-                self._aborted.discard(request_id)
-                return
-        if kind == "done":
-            events.request_finished(item[1])
-        elif kind == "failed":
-            events.request_failed(item[1], item[2])
-        elif kind == "stats":
-            events.stats_recorded(item[1])
-        elif kind == "report":
-            reported = getattr(events, "backend_reported", None)
-            if reported is not None:
-                reported(item[1])
+    @singledispatchmethod
+    def _deliver(self, news, events) -> None:
+        raise TypeError(f"the server backend has no handler for {type(news).__name__}")
+
+    @_deliver.register
+    def _(self, news: RequestFinished, events) -> None:
+        if not self._ended_here(news.event.request_id):
+            events.request_finished(news.event)
+
+    @_deliver.register
+    def _(self, news: RequestFailed, events) -> None:
+        if not self._ended_here(news.request_id):
+            events.request_failed(news.request_id, news.message)
+
+    @_deliver.register
+    def _(self, news: StepStats, events) -> None:
+        events.stats_recorded(news)
+
+    @_deliver.register(ServerStateChanged)
+    @_deliver.register(ServerMetricsRead)
+    def _(self, news, events) -> None:  # for the application model, where the loop's events pass it on
+        reported = getattr(events, "backend_reported", None)
+        if reported is not None:
+            reported(news)
+
+    def _ended_here(self, request_id: str) -> bool:
+        """True once for a request aborted here: the stream's own late end is dropped."""
+        if request_id in self._aborted:
+            self._aborted.discard(request_id)
+            return True
+        return False
 
     # -------------------------------------------------------------- metrics and the connection
     async def _scrape(self) -> ServerMetrics:
@@ -298,8 +344,8 @@ class RemoteBackend(Backend):
             self._report_state()
         before, self.latest_metrics = self.latest_metrics, metrics
         if before is not None:
-            self._news.put(("stats", step_between(before, metrics)))
-        self._news.put(("report", ServerMetricsRead(metrics)))
+            self._news.put(step_between(before, metrics))
+        self._news.put(ServerMetricsRead(metrics))
         self._wake.set()
 
     def _connection_lost(self, detail: str) -> None:
@@ -334,27 +380,9 @@ class RemoteBackend(Backend):
             self._reconnecting = False
 
     def _report_state(self, message: str = "", attempt: int = 0, retry_in_s: float | None = None) -> None:
-        self._news.put(("report", ServerStateChanged(
+        self._news.put(ServerStateChanged(
             self.state, self.spec.api_root, message, attempt, retry_in_s, served=self.server is not None,
             log_path=str(self.log_path) if self.log_path else None,
-            kv_events_endpoints=self.kv_events_endpoints, metrics_problem=self.metrics_problem)))
+            kv_events_endpoints=self.kv_events_endpoints, metrics_problem=self.metrics_problem))
         self._wake.set()
 
-
-def scrape_interval_held(times: list[float], interval_s: float, latencies: list[float] = ()) -> dict:
-    """How well scrapes kept their interval: gaps' median and p99, the share more than 50 % late, and
-    how long the server took to answer (a scrape waits for the one before it)."""
-    ordered = sorted(latencies)
-    answer = {"answer_s_p50": ordered[len(ordered) // 2] if ordered else math.nan,
-              "answer_s_max": ordered[-1] if ordered else math.nan}
-    return {**_gaps(times, interval_s), **answer}
-
-
-def _gaps(times: list[float], interval_s: float) -> dict:
-    gaps = sorted(b - a for a, b in zip(times, times[1:]))
-    if not gaps:
-        return {"num_scrapes": len(times), "gap_s_p50": math.nan, "gap_s_p99": math.nan, "late_fraction": math.nan}
-    late = sum(1 for g in gaps if g > 1.5 * interval_s)
-    return {"num_scrapes": len(times), "gap_s_p50": gaps[len(gaps) // 2],
-            "gap_s_p99": gaps[min(len(gaps) - 1, int(round(0.99 * (len(gaps) - 1))))],
-            "late_fraction": late / len(gaps)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from workbench.paths import config_dir
+from workbench.paths import config_dir, write_text_atomically
 from workbench.remote.spec import KVEventsEndpoint, ServerSpec
 
 MAX_RECENT = 10
@@ -36,5 +36,4 @@ def remember(spec: ServerSpec) -> None:
     """Puts ``spec`` first in the list (its public part only: the key is never written)."""
     entries = [s.public() for s in recent_servers() if s.api_root != spec.api_root]
     entries.insert(0, spec.public())
-    path = recent_path()
-    path.write_text(json.dumps(entries[:MAX_RECENT], indent=2), encoding="utf-8")
+    write_text_atomically(recent_path(), json.dumps(entries[:MAX_RECENT], indent=2))

@@ -117,6 +117,9 @@ class ModelRecorder:
         else:
             self._saved.clear()
             self.put(AllConversationsDeleted())
+            # A chat made while this signal is delivered (the last one gone: a fresh one) may have been
+            # recorded before this receiver ran, whichever connected first: stored again after the delete.
+            self.record_all_conversations()
 
     # ------------------------------------------------------------------ batch runs
     def _on_model_batch_run_added(self, run_id: str) -> None:

@@ -7,8 +7,6 @@ to the local engine.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtGui import QAction
 
@@ -62,14 +60,9 @@ class ServerActions(QObject):
         return start_id
 
     def serve(self, options: ServeOptions) -> int:
-        """Starts vLLM's API server on ``options`` and attaches to it; returns the start's id."""
-        from workbench.engine.demo_model import ensure_demo_model, is_demo_model
-        from workbench.engine.spec import DEMO_MODEL
-
-        config = options.config
-        if config.model == DEMO_MODEL or is_demo_model(config.model):
-            config = replace(config, model=str(ensure_demo_model()))
-        options = replace(options, config=config)
+        """Starts vLLM's API server on ``options`` and attaches to it; returns the start's id at once.
+        The demo model, where it is not built yet, is built by the start on the engine's thread, its
+        progress in the status bar, the window free meanwhile."""
         spec = ServerSpec(f"http://{options.host}:{options.port}", serve=options,
                           kv_events_endpoints=kv_endpoints(options))
         return self.connect(spec)

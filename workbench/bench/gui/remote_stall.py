@@ -22,9 +22,9 @@ NUM_CHAT = 16
 def run_remote_gui_stall(spec, args, requests: list) -> dict:
     from workbench.app import build_window, demo_engine_config
     from workbench.bench.remote_bench import scrape_record, server_generation_tokens
+    from workbench.bench.scrape_intervals import scrape_interval_held
     from workbench.engine.commands import Submit
     from workbench.engine.sampling import SamplingSettings
-    from workbench.remote.backend import scrape_interval_held
 
     application()
     # The app's own client (WORKBENCH_ENGINE_CLIENT): with the process client the server's streams and
