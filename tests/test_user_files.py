@@ -50,3 +50,21 @@ def test_a_recent_server_that_fails_half_way_keeps_the_list_before(config_folder
         remember(ServerSpec("http://127.0.0.1:8001"))
     assert [s.api_root for s in recent_servers()] == ["https://gpu-box.example:8000", "http://127.0.0.1:8000"]
     assert [p.name for p in config_folder.iterdir()] == ["recent_servers.json"], "a partial file was left"
+
+
+def test_a_preset_saved_or_exported_is_replaced_whole_with_the_usual_permissions(config_folder, tmp_path):
+    import os
+    import stat
+
+    from workbench.presets import store
+
+    target = tmp_path / "shared.toml"
+    document = store.load_catalog().entries["balanced"].document
+    store.export_preset(document, target)
+    before = target.read_text()
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask  # as a plain write gives it, to share
+    with disk_full_after(len(before) // 2), pytest.raises(OSError):
+        store.export_preset(document, target)
+    assert target.read_text() == before and [p.name for p in tmp_path.glob(".shared.toml.*")] == []

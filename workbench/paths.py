@@ -47,6 +47,16 @@ def resources_dir() -> Path:
     return Path(str(files("workbench") / "resources"))
 
 
+def _mode_for(path: Path) -> int:
+    """The file's own permissions where it exists, else what the umask gives a new file."""
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 def write_text_atomically(path: Path, text: str) -> None:
     """Writes ``text`` (UTF-8) to a temporary file beside ``path``, flushes it to the disk and puts it
     in ``path``'s place in one step: a write that fails half-way (a full disk, a crash) leaves ``path``
@@ -54,6 +64,7 @@ def write_text_atomically(path: Path, text: str) -> None:
     path = Path(path)
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     try:
+        os.fchmod(descriptor, _mode_for(path))  # as a plain write would leave it, not mkstemp's 0600
         with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
             stream.write(text)
             stream.flush()

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workbench.paths import config_dir, resources_dir
+from workbench.paths import config_dir, resources_dir, write_text_atomically
 from workbench.presets.document import PresetDocument, PresetFileError, read_preset
 
 DEFAULT_PRESET = "balanced"
@@ -90,7 +90,7 @@ def save_user_preset(document: PresetDocument, name: str) -> Path:
     """Writes the preset as ``name`` in the user folder (comments kept); returns the file."""
     path = user_path(name)
     document.set_name(name)
-    path.write_text(document.text(), encoding="utf-8")
+    write_text_atomically(path, document.text())
     document.path = str(path)
     return path
 
@@ -104,7 +104,7 @@ def import_preset(source: Path) -> Path:
 
 
 def export_preset(document: PresetDocument, target: Path) -> Path:
-    target.write_text(document.text(), encoding="utf-8")
+    write_text_atomically(target, document.text())
     return target
 
 
