@@ -34,14 +34,14 @@ def wait_finished(qtbot, turn, timeout=REPLY_TIMEOUT_MS):
 
 
 class SnapshotRecorder:
-    """Keeps every distinct snapshot the worker publishes while a condition is awaited."""
+    """Keeps every distinct snapshot the host publishes while a condition is awaited."""
 
     def __init__(self, window):
         self.window = window
         self.snapshots = []
 
     def poll(self) -> None:
-        snapshot = self.window.engine.worker.latest_snapshot()
+        snapshot = self.window.engine.host.latest_snapshot()
         if snapshot is not None and (not self.snapshots or snapshot.version != self.snapshots[-1].version):
             self.snapshots.append(snapshot)
 

@@ -73,7 +73,7 @@ def shared_window(qapp, demo_model_path):
     while child_pids(vllm_only=True) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not child_pids(vllm_only=True), "vLLM processes outlived the window"
-    client = getattr(engine.worker, "client_pid", None)  # the engine-client process, where there is one
+    client = getattr(engine.host, "client_pid", None)  # the engine-client process, where there is one
     assert client is None or not is_running(client), "the engine-client process outlived the window"
 
 

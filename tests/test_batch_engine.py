@@ -149,12 +149,12 @@ def test_exports_match_what_the_engine_reported(window, qtbot, tmp_path):
             for request_id, text in event.chunks.items():
                 texts[request_id] = texts.get(request_id, "") + text
 
-    window.engine.worker.event_emitted.connect(on_event)
+    window.engine.host.event_emitted.connect(on_event)
     try:
         open_and_wait(pane, qtbot, path, "openai")
         run = run_and_wait(pane, qtbot, max_tokens=12)
     finally:
-        window.engine.worker.event_emitted.disconnect(on_event)
+        window.engine.host.event_emitted.disconnect(on_event)
     assert list(run.results.column("status")) == [DONE, DONE, ERROR]
     for kind in ("jsonl", "csv"):
         pane.export_to(str(tmp_path / f"out.{kind}"), kind)

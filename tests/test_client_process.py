@@ -41,8 +41,8 @@ def _descendants() -> dict[int, str]:
 
 def test_chat_streams_and_stops_through_the_client_process(client_window, qtbot):
     window = client_window
-    worker = window.engine.worker
-    client = psutil.Process(worker.client_pid)
+    host = window.engine.host
+    client = psutil.Process(host.client_pid)
     assert client.ppid() == os.getpid() and "workbench.engine.client_process" in " ".join(client.cmdline())
     engine_pids = window.model.engine.info.engine_pids
     assert engine_pids and set(engine_pids) <= {p.pid for p in client.children(recursive=True)}, \
@@ -50,16 +50,16 @@ def test_chat_streams_and_stops_through_the_client_process(client_window, qtbot)
     # The memory panel reads the engine processes named by the engine's facts (the client's children now)
     # and the client process itself, which holds vLLM's client loop.
     reading = window.memory_service.sample()
-    assert {p.pid for p in reading.processes} == set(engine_pids) | {worker.client_pid}
+    assert {p.pid for p in reading.processes} == set(engine_pids) | {host.client_pid}
     assert all(p.host_rss_bytes for p in reading.processes)
-    assert [p.name for p in reading.processes if p.pid == worker.client_pid] == ["engine client"]
+    assert [p.name for p in reading.processes if p.pid == host.client_pid] == ["engine client"]
 
     _, reply = type_and_send(window, qtbot, "What is a KV cache?")
     wait_finished(qtbot, reply)
     assert reply.status == "done" and len(reply.text.split()) >= 3, reply.error
-    qtbot.waitUntil(lambda: worker.latest_stats().totals.generation_tokens >= reply.figures.output_tokens,
+    qtbot.waitUntil(lambda: host.latest_stats().totals.generation_tokens >= reply.figures.output_tokens,
                     timeout=HANG_TIMEOUT_MS)
-    snapshot = worker.latest_snapshot()
+    snapshot = host.latest_snapshot()
     assert snapshot is not None and snapshot.scan_problems == (), "the rebuilt snapshot equals vLLM's pool"
 
     window.chat.sampling.ignore_eos.setChecked(True)
@@ -69,7 +69,7 @@ def test_chat_streams_and_stops_through_the_client_process(client_window, qtbot)
     qtbot.mouseClick(window.findChild(QPushButton, "stopButton"), Qt.LeftButton)
     qtbot.waitUntil(lambda: long_reply.status == "stopped", timeout=HANG_TIMEOUT_MS)
     text_at_stop = long_reply.text
-    qtbot.waitUntil(lambda: (s := worker.latest_snapshot()) is not None and s.num_in_use == 0, timeout=HANG_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: (s := host.latest_snapshot()) is not None and s.num_in_use == 0, timeout=HANG_TIMEOUT_MS)
     assert long_reply.text == text_at_stop, "nothing streams after Stop"
 
 
@@ -84,42 +84,42 @@ def test_requests_posted_together_reach_the_engine_as_one_command(client_window,
     from workbench.engine.backend import ChatRequest, SamplingSettings
     from workbench.engine.commands import Abort, Submit, SubmitAll
 
-    worker = client_window.engine.worker
+    host = client_window.engine.host
     sent, order = [], []
-    send = worker._post_now
-    worker._post_now = lambda command: (sent.append(command), order.append("sent"), send(command))
+    send = host._post_now
+    host._post_now = lambda command: (sent.append(command), order.append("sent"), send(command))
     sampling = SamplingSettings(temperature=0.0, max_tokens=8, ignore_eos=True)
 
     def post_all() -> None:
         QTimer.singleShot(0, lambda: order.append("zero timer"))  # the window's work queued in this turn
         for request in requests:
-            worker.post(Submit(request))
+            host.post(Submit(request))
 
     try:
         requests = [ChatRequest(f"together-{i}", (), sampling, prompt_token_ids=(20 + i, 21, 22)) for i in range(3)]
         ended = EndedRequests(3)
-        assert run_until(worker, ended, 60_000, post_all)
+        assert run_until(host, ended, 60_000, post_all)
         assert ended.failures == [] and ended.finished == 3
         assert sent == [SubmitAll(tuple(requests))]
         assert order == ["sent", "zero timer"], "the requests leave before the rest of the turn's work"
 
         late = ChatRequest("late", (), sampling, prompt_token_ids=(30, 31))
-        worker.post(Submit(late))
-        worker.post(Abort("late"))
+        host.post(Submit(late))
+        host.post(Abort("late"))
         assert sent[1:] == [Submit(late), Abort("late")]
     finally:
-        del worker._post_now
+        del host._post_now
 
 
 def test_a_new_engine_in_the_same_client(client_window, qtbot):
     window = client_window
-    worker = window.engine.worker
-    client_pid = worker.client_pid
+    host = window.engine.host
+    client_pid = host.client_pid
     old_engine = window.model.engine.info.engine_pids
     start_id = window.start_engine(replace(window.model.config, max_num_seqs=16))
     qtbot.waitUntil(lambda: window.model.engine.settled(start_id), timeout=ENGINE_START_TIMEOUT_MS)
     assert window.model.engine.ready, window.model.engine.message
-    assert worker.client_pid == client_pid, "a new engine runs in the same client process"
+    assert host.client_pid == client_pid, "a new engine runs in the same client process"
     assert set(window.model.engine.info.engine_pids).isdisjoint(old_engine)
     qtbot.waitUntil(lambda: not any(is_running(p) for p in old_engine), timeout=HANG_TIMEOUT_MS)
     _, reply = type_and_send(window, qtbot, "Hello!")
@@ -132,7 +132,7 @@ def test_killed_client_process_is_an_engine_error_with_restart(client_window, qt
     window = client_window
     window.chat.sampling.ignore_eos.setChecked(True)
     window.chat.sampling.max_tokens.setValue(1800)
-    client_pid = window.engine.worker.client_pid
+    client_pid = window.engine.host.client_pid
     engine_pids = list(window.model.engine.info.engine_pids)
     conversation, reply = type_and_send(window, qtbot, "What is a block?")
     qtbot.waitUntil(lambda: len(reply.text) > 20, timeout=60_000)
@@ -145,17 +145,17 @@ def test_killed_client_process_is_an_engine_error_with_restart(client_window, qt
     assert conversation.messages[0].text == "What is a block?"
     qtbot.waitUntil(lambda: not any(is_running(p) for p in engine_pids), timeout=HANG_TIMEOUT_MS)
     assert not set(_descendants()) & {client_pid, *engine_pids}, "no process of the dead client is left"
-    assert window.engine.worker.latest_snapshot() is None
+    assert window.engine.host.latest_snapshot() is None
     window.chat.sampling.ignore_eos.setChecked(False)
     window.chat.sampling.max_tokens.setValue(64)
     _, unsent = type_and_send(window, qtbot, "Still there?")  # no client now: it waits, saying why
-    assert unsent.status == "waiting" and window.engine.worker.client_pid == client_pid
+    assert unsent.status == "waiting" and window.engine.host.client_pid == client_pid
     assert "not sent yet: the engine stopped unexpectedly" in reply_line(window, unsent)
     died_start = window.model.engine.start_id
     qtbot.mouseClick(window.findChild(QPushButton, "restartButton"), Qt.LeftButton)
     qtbot.waitUntil(lambda: window.model.engine.settled(died_start + 1), timeout=ENGINE_START_TIMEOUT_MS)
     assert window.model.engine.state == "ready", window.model.engine.message
-    assert window.engine.worker.client_pid != client_pid, "a fresh client process"
+    assert window.engine.host.client_pid != client_pid, "a fresh client process"
     wait_finished(qtbot, unsent)  # the question that waited is answered by the fresh client
     assert unsent.status == "done" and unsent.text
     _, again = type_and_send(window, qtbot, "Hello!")
@@ -177,10 +177,10 @@ if __name__ == "__main__":
     engine = ClientProcessThread()
     def on_event(event):
         if isinstance(event, EngineReady):
-            print("READY", engine.worker.client_pid, *event.info.engine_pids, flush=True)
-    engine.worker.event_emitted.connect(on_event, Qt.DirectConnection)
+            print("READY", engine.host.client_pid, *event.info.engine_pids, flush=True)
+    engine.host.event_emitted.connect(on_event, Qt.DirectConnection)
     engine.start()
-    engine.worker.post(StartEngine(EngineConfig(model=sys.argv[1], num_gpu_blocks_override=256), 1))
+    engine.host.post(StartEngine(EngineConfig(model=sys.argv[1], num_gpu_blocks_override=256), 1))
     time.sleep(600)
 '''
 
@@ -198,8 +198,8 @@ def test_stop_kills_a_client_that_hangs(qapp):
 
     engine = ClientProcessThread()
     engine.start()
-    assert engine.worker.call(backend_capabilities, timeout_s=120) is None, "a client with no engine yet"
-    client_pid = engine.worker.client_pid
+    assert engine.host.call(backend_capabilities, timeout_s=120) is None, "a client with no engine yet"
+    client_pid = engine.host.client_pid
     os.kill(client_pid, signal.SIGSTOP)  # hung: it reads no command any more
     started = time.monotonic()
     assert engine.stop(timeout_ms=2_000)

@@ -26,7 +26,7 @@ class StateRecorder(QObject):
         self.signalled: list[tuple[str, str]] = []
 
     @Slot(object)
-    def on_worker_event_emitted(self, event) -> None:
+    def on_host_event_emitted(self, event) -> None:
         if isinstance(event, StateChanged):
             self.signalled.append((event.state, event.message))
 
@@ -74,14 +74,14 @@ def test_engine_that_fails_to_start_kv_cache_too_small(window, qtbot, demo_model
     from dataclasses import replace
 
     recorder = StateRecorder()
-    window.engine.worker.event_emitted.connect(recorder.on_worker_event_emitted)
+    window.engine.host.event_emitted.connect(recorder.on_host_event_emitted)
     try:
         window.start_engine(replace(window.model.config, num_gpu_blocks_override=None,
                                     kv_cache_memory_bytes=64 * 1024))
         qtbot.waitUntil(lambda: any(state in ("failed", "ready") for state, _ in recorder.signalled),
                         timeout=ENGINE_START_TIMEOUT_MS)
     finally:
-        window.engine.worker.event_emitted.disconnect(recorder.on_worker_event_emitted)
+        window.engine.host.event_emitted.disconnect(recorder.on_host_event_emitted)
     signalled = recorder.signalled
     assert [state for state, _ in signalled] == ["starting", "failed"]
     assert window.model.engine.state == "failed"
@@ -171,7 +171,7 @@ def test_every_engine_process_killed_at_once_is_named_with_its_signal(window, qt
     window.chat.sampling.max_tokens.setValue(1800)
     _, reply = type_and_send(window, qtbot, "What is a block?")
     qtbot.waitUntil(lambda: len(reply.text) > 20, timeout=60_000)
-    client = getattr(window.engine.worker, "client_pid", None)
+    client = getattr(window.engine.host, "client_pid", None)
     vllm = [p.pid for p in psutil.Process().children(recursive=True) if p.name().startswith("VLLM::")]
     cores = _engine_core_pids()
     for pid in ([client] if client else []) + vllm:

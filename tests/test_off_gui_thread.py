@@ -74,7 +74,7 @@ def test_the_window_goes_at_once_and_the_engine_stops_behind_it(qtbot, tmp_path,
     qtbot.waitUntil(lambda: model.engine.settled(model.latest_start_id), timeout=ENGINE_START_TIMEOUT_MS)
     assert model.engine.ready, model.engine.message
     engine_pids = list(model.engine.info.engine_pids)
-    client = getattr(engine.worker, "client_pid", None)
+    client = getattr(engine.host, "client_pid", None)
     assert window.close()
     # close() came back without waiting for the engine: the window is hidden while it still stops.
     assert not window.isVisible() and window.status.message.text() == "Stopping the engine…"

@@ -55,7 +55,7 @@ def test_plots_counters_equal_vllms_own(window, qtbot):
     _, second = type_and_send(window, qtbot, "What is prefix caching?")
     wait_finished(qtbot, second)
     assert first.status == second.status == "done", (first.error, second.error)
-    worker = window.engine.worker
+    worker = window.engine.host
 
     def counters_agree():
         assert plots_counters(worker.latest_stats().totals) == vllm_own_counters(worker)
@@ -86,7 +86,7 @@ def test_memory_panel_shows_every_engine_process_and_the_kv_space(window, qtbot)
     on_gpu = reading.nvml_unavailable is None
     assert all(f"pid {pid}" in text for pid in info.engine_pids)
     # The engine's processes, and the engine-client process that runs vLLM's client loop where there is one.
-    client = getattr(window.engine.worker, "client_pid", None)
+    client = getattr(window.engine.host, "client_pid", None)
     assert {p.pid for p in reading.processes} == set(info.engine_pids) | ({client} if client else set())
     assert all(p.host_rss_bytes > 0 for p in reading.processes)
     if client:

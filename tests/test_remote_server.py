@@ -108,7 +108,7 @@ def test_chat_and_a_small_batch_go_through_the_server(attached, vllm_server, qtb
     assert str(vllm_server.kv_events_endpoints[0].publisher) in window.server.panel.kv_events.text()
     # Where the prefix-cache view subscribes; a server has no physical block layout to show.
     assert window.model.server.kv_events_endpoints == vllm_server.kv_events_endpoints
-    worker = window.engine.worker
+    worker = window.engine.host
     from workbench.bench.client_bench import backend_capabilities  # the process client runs the backend
     capabilities = worker.call(backend_capabilities) if hasattr(worker, "call") else worker.loop.backend.capabilities
     assert capabilities.kv_blocks == "prefix-events"
@@ -133,10 +133,10 @@ def test_chat_and_a_small_batch_go_through_the_server(attached, vllm_server, qtb
     assert window.model.server.metrics_problem == ""
     qtbot.waitUntil(lambda: window.model.server.metrics.total().counter("generation_tokens") >= baseline + 56,
                     timeout=HANG_TIMEOUT_MS)
-    qtbot.waitUntil(lambda: window.engine.worker.latest_stats().totals.generation_tokens
+    qtbot.waitUntil(lambda: window.engine.host.latest_stats().totals.generation_tokens
                     == window.model.server.metrics.total().counter("generation_tokens") - baseline,
                     timeout=HANG_TIMEOUT_MS)
-    assert window.engine.worker.latest_stats().totals.generation_tokens >= figures.output_tokens + 32
+    assert window.engine.host.latest_stats().totals.generation_tokens >= figures.output_tokens + 32
 
 
 def test_the_served_engine_core_runs_on_its_workers_core_where_one_core_is_spare(vllm_server):  # noqa: F811

@@ -31,7 +31,7 @@ def build_window(config: EngineConfig, check_with_scan: bool = False, start_engi
     folder's database). When another instance holds the database, no engine is started. ``keep=False``:
     no storage at all (a benchmark's attribution run). ``client``: where vLLM's client loop runs,
     "process" or "thread" (default: ``WORKBENCH_ENGINE_CLIENT``, see ``bridge.client_choice``)."""
-    from workbench.bridge.client_choice import engine_thread
+    from workbench.bridge.client_choice import engine_host
     from workbench.engine.demo_model import default_system_prompt
     from workbench.engine.process_guard import mark_owner, reap_orphans
     from workbench.model.app_model import AppModel
@@ -45,7 +45,7 @@ def build_window(config: EngineConfig, check_with_scan: bool = False, start_engi
     set_gil_switch_interval()
     reap_orphans()
     mark_owner()
-    engine = engine_thread(client, check_with_scan)
+    engine = engine_host(client, check_with_scan)
     memory = MemoryService(gpu_telemetry())
     model = AppModel(config, default_system_prompt())
     if keep:
@@ -64,8 +64,9 @@ def build_window(config: EngineConfig, check_with_scan: bool = False, start_engi
 
 def set_gil_switch_interval() -> None:
     """``WORKBENCH_GIL_SWITCH_MS``, when set, replaces CPython's 5 ms switch interval: how long one
-    thread may keep the GIL while another waits for it. The engine thread steps vLLM and the GUI
-    thread draws in the same process, so this is what attribution runs of the benchmarks vary."""
+    thread may keep the GIL while another waits for it. In the window's process the GUI thread draws
+    beside the engine client's receiver and the storage writer (and, with ``WORKBENCH_ENGINE_CLIENT=thread``,
+    the engine loop stepping vLLM), so this is what attribution runs of the benchmarks vary."""
     interval_ms = os.environ.get("WORKBENCH_GIL_SWITCH_MS")
     if interval_ms:
         sys.setswitchinterval(float(interval_ms) / 1e3)

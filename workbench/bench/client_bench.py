@@ -5,7 +5,7 @@ With the process client the engine lives in the client, so the paths that step i
 The functions below run in the client (sent as ``client_wire.CallInClient``, on its loop's thread);
 :class:`ClientBenchSession` is their face in the benchmark's process, standing where a
 :class:`~workbench.bench.engine_bench.BenchSession` stands in ``compare.run_comparison``. No Qt here:
-the worker it talks to is handed in.
+the host it talks to is handed in.
 """
 from __future__ import annotations
 
@@ -78,9 +78,9 @@ def close_session(loop) -> None:
 class ClientBenchSession:
     """The client's benchmark engine, seen from the benchmark's process (the window's)."""
 
-    def __init__(self, worker, config: EngineConfig):
-        self.worker, self.config = worker, config
-        facts = worker.call(open_session, config, timeout_s=1800.0)
+    def __init__(self, host, config: EngineConfig):
+        self.host, self.config = host, config
+        facts = host.call(open_session, config, timeout_s=1800.0)
         self.engine_pids: list[int] = facts["engine_pids"]
         self.vllm_version, self.on_cpu = facts["vllm_version"], facts["on_cpu"]
         self.engine_core_cores: tuple[int, ...] = tuple(facts["engine_core_cores"])
@@ -88,27 +88,27 @@ class ClientBenchSession:
     @property
     def client_pids(self) -> list[int]:
         """The process that runs vLLM's client loop: its CPU counts as the client's."""
-        return [self.worker.client_pid]
+        return [self.host.client_pid]
 
     def render_prompt(self, request: ChatRequest) -> list[int]:
-        return self.worker.call(prompt_token_ids, request)
+        return self.host.call(prompt_token_ids, request)
 
     def post_adopt(self, start_id: int) -> int:
-        return self.worker.post_call(adopt_for_app, start_id)
+        return self.host.post_call(adopt_for_app, start_id)
 
     @contextmanager
     def recording_arrivals(self) -> Iterator[dict]:
         arrivals: dict = {}
-        self.worker.call(start_recording)
+        self.host.call(start_recording)
         try:
             yield arrivals
         finally:
-            arrivals.update(self.worker.call(stop_recording))
+            arrivals.update(self.host.call(stop_recording))
 
     def shutdown(self) -> None:
-        if self.worker.client_pid is not None and psutil.pid_exists(self.worker.client_pid):
+        if self.host.client_pid is not None and psutil.pid_exists(self.host.client_pid):
             try:
-                self.worker.call(close_session, timeout_s=120.0)
+                self.host.call(close_session, timeout_s=120.0)
             except (RuntimeError, TimeoutError):  # the window has closed, and the client with it
                 pass
 
@@ -120,7 +120,7 @@ class InClientPath:
         self.key = key
 
     def __call__(self, session: ClientBenchSession, prompts: list[list[int]], sampling: SamplingSettings) -> RunStats:
-        return session.worker.call(run_path, self.key, prompts, sampling)
+        return session.host.call(run_path, self.key, prompts, sampling)
 
     def close(self) -> None:
         pass
@@ -129,7 +129,7 @@ class InClientPath:
 def vllm_metrics(loop=None) -> list[tuple[str, dict, float]]:
     """vLLM's own metrics from the Prometheus registry of the process that runs ``LLMEngine`` (what
     ``LLM.get_metrics()`` reads): (name, labels, value; a histogram's count). Call it in the client
-    with ``worker.call(vllm_metrics)``, or directly where the loop runs in this process."""
+    with ``host.call(vllm_metrics)``, or directly where the loop runs in this process."""
     from vllm.v1.metrics.reader import Counter, Histogram, get_metrics_snapshot
 
     found = []

@@ -64,7 +64,7 @@ def preset_config(name: str, base: EngineConfig, machine: Machine | None = None)
 
 
 class LoopRunner:
-    """The engine loop on a thread of its own, as the window's worker runs it."""
+    """The engine loop on a thread of its own, as the window's engine host runs it."""
 
     def __init__(self):
         self.listener = _Listener()
@@ -231,7 +231,7 @@ def session_facts(session) -> dict:
 
 
 def session_facts_in_client(loop) -> dict:
-    """``session_facts`` of the benchmark session the engine-client process holds (``worker.call``)."""
+    """``session_facts`` of the benchmark session the engine-client process holds (``host.call``)."""
     return session_facts(loop.bench_session)
 
 

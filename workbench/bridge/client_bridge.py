@@ -1,8 +1,8 @@
 """The bridge to an engine-client process: the engine loop runs in a process of its own
 (``workbench.engine.client_process``), and this side feeds the window exactly what
-:class:`~workbench.bridge.worker.EngineWorker` feeds it from a thread.
+:class:`~workbench.bridge.engine_host.LoopHost` feeds it from a thread.
 
-:class:`ClientProcessWorker` offers the worker's face: ``post(command)``, the ``event_emitted`` signal
+:class:`ClientProcessHost` offers the host's face: ``post(command)``, the ``event_emitted`` signal
 (delivered queued to ``ModelFeeder``), and the latest-only ``latest_snapshot`` / ``latest_stats``
 mailboxes. Its parts, each a module: the process itself (``client_start``), the requests of one GUI
 turn sent together (``outbox``), the benchmarks' calls into the client (``client_calls``), and the
@@ -26,7 +26,7 @@ from workbench.bridge.client_calls import ClientCalls
 from workbench.bridge.client_receiver import ClientReceiver
 from workbench.bridge.client_start import ClientProcess
 from workbench.bridge.outbox import Outbox
-from workbench.bridge.worker import Mailboxes, WorkerThread
+from workbench.bridge.engine_host import Mailboxes, HostThread
 from workbench.engine.client_wire import Batch, CallInClient, Reply
 from workbench.engine.commands import AdoptEngine, Shutdown, StartEngine, Submit, SubmitAll
 from workbench.engine.events import EngineReady, EngineState, RequestFailed, RequestFinished, StateChanged
@@ -34,8 +34,8 @@ from workbench.engine.loop import NOT_RUNNING
 from workbench.engine.process_guard import child_pids, is_running, kill_processes
 
 
-class ClientProcessWorker(QObject, Mailboxes):
-    """``EngineWorker``'s face over an engine-client process: ``post`` from the GUI thread, the
+class ClientProcessHost(QObject, Mailboxes):
+    """``LoopHost``'s face over an engine-client process: ``post`` from the GUI thread, the
     ``event_emitted`` signal and the two mailboxes filled from the receiver thread."""
 
     event_emitted = Signal(object)  # one of workbench.engine.events, immutable
@@ -47,7 +47,7 @@ class ClientProcessWorker(QObject, Mailboxes):
         self._client: ClientProcess | None = None
         self._stopping = False
         self._gui_thread = QThread.currentThread()  # this object itself moves to the receiver's thread
-        self._outbox = Outbox(self._post_now)  # no parent: it stays on the GUI thread
+        self._outbox = Outbox(lambda command: self._post_now(command))  # no parent: it stays on the GUI thread
         self.calls = ClientCalls(self.post, self._client_gone)
         self.receiver = ClientReceiver(self._decoded, self._ended)
         self.client_pid: int | None = None  # the running client's pid (benchmarks count its CPU)
@@ -56,7 +56,7 @@ class ClientProcessWorker(QObject, Mailboxes):
     def snapshot_receipts(self):
         return self.receiver.snapshot_receipts
 
-    # -------------------------------------------------------------- the worker's face
+    # -------------------------------------------------------------- the host's face
     def post(self, command) -> None:
         """Sends a command to the client; a start (or a benchmark's call) starts a client first where
         none runs. Without a client, a request fails at once, as the loop fails it with no engine.
@@ -185,18 +185,18 @@ class ClientProcessWorker(QObject, Mailboxes):
             return client.process.returncode is not None
 
 
-class ClientProcessThread(WorkerThread):
-    """:class:`~workbench.bridge.worker.EngineThread`'s contract for the process client: :meth:`stop`
+class ClientProcessThread(HostThread):
+    """:class:`~workbench.bridge.engine_host.EngineThread`'s contract for the process client: :meth:`stop`
     shuts the engine down, waits for the client process, kills it if it hangs, and joins the receiver."""
 
     def __init__(self, check_with_scan: bool = False):
-        super().__init__(ClientProcessWorker(check_with_scan=check_with_scan), "engine-client-receiver")
+        super().__init__(ClientProcessHost(check_with_scan=check_with_scan), "engine-client-receiver")
 
     def stop(self, timeout_ms: int = 60_000) -> bool:
         if not self.thread.isRunning():
             return True
-        self.worker.post(Shutdown())
-        ended = self.worker.end_client(timeout_ms / 1e3)
-        self.worker.stop_receiving()
+        self.host.post(Shutdown())
+        ended = self.host.end_client(timeout_ms / 1e3)
+        self.host.stop_receiving()
         self.thread.quit()
         return self.thread.wait(10_000) and ended

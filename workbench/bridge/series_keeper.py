@@ -19,7 +19,7 @@ KEEP_INTERVAL_MS = 250  # the plots' own pace (the statistics are binned at 0.25
 class SeriesKeeper(QObject):
     def __init__(self, mailboxes, model: AppModel, memory: MemoryService, storage: Storage,
                  parent: QObject | None = None, interval_ms: int = KEEP_INTERVAL_MS):
-        """``mailboxes``: the bridge's worker (its ``latest_stats``)."""
+        """``mailboxes``: the bridge's engine host (its ``latest_stats``)."""
         super().__init__(parent)
         self.mailboxes, self.model, self.memory, self.storage = mailboxes, model, memory, storage
         self.timer = QTimer(self)

@@ -52,7 +52,7 @@ class StreamEvent:
 
 @dataclass(frozen=True)
 class WorkerMemory:
-    """One engine worker's memory as vLLM itself reports it (``vllm_plugin.memory_figures``)."""
+    """One engine host's memory as vLLM itself reports it (``vllm_plugin.memory_figures``)."""
 
     pid: int
     device: str  # "cuda:0", "cpu"

@@ -1,6 +1,6 @@
 """The engine loop: commands in between steps, text flushed every ~50 ms, KV snapshots at ~10 Hz.
 
-Qt-free, so the GUI's worker thread, the benchmarks and a headless GPU machine run the same loop.
+Qt-free, so the bridge's host thread, the benchmarks and a headless GPU machine run the same loop.
 Commands arrive as small frozen values on a thread-safe queue (``workbench.engine.commands``); what
 happens leaves as immutable messages (``workbench.engine.events``) through the listener, and KV
 snapshots and the engine's statistics as series (``workbench.engine.stats``, a point every 0.25 s)

@@ -1,5 +1,5 @@
 """A session as a folder and a zip of it: session.json, requests.csv, timeseries.csv, each plot as PNG
-and SVG, the heatmap as PNG, and report.html. Runs on any thread (the window runs it on a worker and
+and SVG, the heatmap as PNG, and report.html. Runs on any thread (the window runs it off the GUI thread and
 shows its progress); the pictures come in as bytes that the window rendered.
 """
 from __future__ import annotations

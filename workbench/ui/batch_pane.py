@@ -47,8 +47,8 @@ class BatchPane(QWidget):
         self.restored_ids = set(model.batch_runs)  # runs an earlier session stored
         self.table_model = BatchTableModel()
         self.settings = RunSettingsForm()
-        self.loading: GeneratorWorker | None = None  # the file being read, on a worker thread
-        self.exporting: GeneratorWorker | None = None  # the results being written, on a worker thread
+        self.loading: GeneratorWorker | None = None  # the file being read, off the GUI thread
+        self.exporting: GeneratorWorker | None = None  # the results being written, off the GUI thread
         self.problem_box: QMessageBox | None = None
         self._in_flight_set = False
         self._build()
@@ -139,7 +139,7 @@ class BatchPane(QWidget):
     # -------------------------------------------------------------- opening a file
     @Slot()
     def open_file(self, path: str | None = None, fmt: str | None = None, column: str | None = None) -> bool:
-        """Reads a prompt file on a worker thread, then shows it in the table; asks for the file and format
+        """Reads a prompt file off the GUI thread, then shows it in the table; asks for the file and format
         where not given, and first whether the run shown may leave the pane (it stays under Runs)."""
         if self._reading():
             return False
@@ -154,7 +154,7 @@ class BatchPane(QWidget):
             fmt, column = dialog.chosen()
         self.loader, self.loader_run_id = PromptLoader(path, fmt, column, on_problem="ask"), None
         self.problems.clear()
-        self._show(None, BatchResults())  # the loader's rows are the worker's until it has read them
+        self._show(None, BatchResults())  # the loader's rows are its thread's until it has read them
         self.file_label.setText(f"Reading {Path(path).name}…")
         self.load_progress.setValue(0)
         self.load_progress.show()
@@ -163,7 +163,7 @@ class BatchPane(QWidget):
         return True
 
     def _read_on(self) -> None:
-        """Reads the loader on a worker thread until the file ends or a line asks the user."""
+        """Reads the loader off the GUI thread until the file ends or a line asks the user."""
         self.loading = create_worker(read_prompts, self.loader, _start_thread=False,
                                      _connect={"errored": self._on_loading_errored})
         self.loading.yielded.connect(lambda fraction: self.load_progress.setValue(int(fraction * 1000)))
@@ -356,7 +356,7 @@ class BatchPane(QWidget):
         return "openai" if kind == "jsonl" and fmt == "openai" else kind
 
     def export_to(self, path: str, kind: str) -> GeneratorWorker | None:
-        """Writes the results shown to ``path`` on a worker thread, the progress bar counting rows."""
+        """Writes the results shown to ``path`` off the GUI thread, the progress bar counting rows."""
         if not self._exportable():
             return None
         info = self.model.engine.info
@@ -437,13 +437,13 @@ class BatchPane(QWidget):
     def shutdown(self) -> None:
         """Stops the pane's timers (the window is closing)."""
         self.timer.stop()
-        for worker in (self.loading, self.exporting):
-            if worker is not None:
-                worker.quit()  # at its next chunk of lines or rows
+        for job in (self.loading, self.exporting):
+            if job is not None:
+                job.quit()  # at its next chunk of lines or rows
 
 
 def read_prompts(loader: PromptLoader):
-    """On a worker thread: reads ``loader`` 500 lines at a time, yielding the fraction read, until the
+    """Off the GUI thread: reads ``loader`` 500 lines at a time, yielding the fraction read, until the
     file ends or a malformed line waits for the user's decision (``loader.awaiting``)."""
     while loader.read(500):
         yield loader.fraction

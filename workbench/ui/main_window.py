@@ -1,4 +1,4 @@
-"""The main window: assembles the panes and wires them to the engine worker; no logic of its own."""
+"""The main window: assembles the panes and wires them to the engine host; no logic of its own."""
 from __future__ import annotations
 
 import logging
@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QDockWidget, QMainWindow, QSplitter, QTabWidget, Q
 
 from workbench.bridge.kv_events_feed import ServerKVEventsFeed
 from workbench.bridge.series_keeper import SeriesKeeper
-from workbench.bridge.worker import EngineThread, ModelFeeder
+from workbench.bridge.engine_host import EngineThread, ModelFeeder
 from workbench.engine.events import EngineState
 from workbench.engine.spec import EngineConfig
 from workbench.model.app_model import AppModel
@@ -46,12 +46,12 @@ class MainWindow(QMainWindow):
         self.model = model
         self.memory_service = memory
         self.storage = storage
-        self.feeder = ModelFeeder(engine.worker, model)
+        self.feeder = ModelFeeder(engine.host, model)
         self.kv_events = ServerKVEventsFeed(model)  # an attached server's KV cache events, while attached
         # the plotted series kept in storage, on the keeper's own timer (the paint timer only draws)
-        self.series_keeper = SeriesKeeper(engine.worker, model, memory, storage, self) if storage else None
+        self.series_keeper = SeriesKeeper(engine.host, model, memory, storage, self) if storage else None
         self._last_state = (model.engine.state, model.engine.start_id)
-        self.commands = EngineCommands(model, engine.worker.post)  # the one owner of engine commands
+        self.commands = EngineCommands(model, engine.host.post)  # the one owner of engine commands
         self.chat = ChatPane(model, self.commands)
         self.batch = BatchPane(model)  # the chat's engine runs the batch too, through self.commands
         self.heatmap = KVHeatmapView(owner_name=model.owner_label)
@@ -180,7 +180,7 @@ class MainWindow(QMainWindow):
             info = status.info
             self.chat.sampling.show_chat_template(chat_template_text(info))  # the one writer of the template
             self.setWindowTitle(f"vLLM Workbench — {info.model} (vLLM {info.vllm_version}, {info.device})")
-            client = getattr(self.engine.worker, "client_pid", None)  # the engine-client process, if any
+            client = getattr(self.engine.host, "client_pid", None)  # the engine-client process, if any
             self.memory_service.watch(info, (client,) if client else ())
         elif status.state is not EngineState.READY:
             self.heatmap.clear("Engine starting…" if status.state is EngineState.STARTING else "No engine running.")
@@ -192,16 +192,16 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def _on_heatmap_timer(self) -> None:
-        worker = self.engine.worker
-        stats = worker.latest_stats()
-        snapshot = worker.latest_snapshot()
+        host = self.engine.host
+        stats = host.latest_stats()
+        snapshot = host.latest_snapshot()
         ready = self.model.engine.ready
         if snapshot is not None and ready:
             self.heatmap.show_snapshot(snapshot)
         # The plots (one plot a tick, in turn) and the memory panel (every MEMORY_EVERY_TICKS-th tick)
         # share the ticks: a tick paints the heatmap and at most one plot, so no single pause of the
-        # event loop holds every paint, and the GUI thread never holds the GIL (which the engine thread
-        # steps vLLM with) for all seven plots at once.
+        # event loop holds every paint and the receiver thread is never kept from the GIL for all seven
+        # plots at once (nor, with the thread client, the engine loop that steps vLLM here).
         self._tick = (self._tick + 1) % MEMORY_EVERY_TICKS
         if not self.draw_plots:
             return
@@ -216,7 +216,7 @@ class MainWindow(QMainWindow):
         if getattr(self, "shutdown", None) is not None:  # closed already: stopping behind
             super().closeEvent(event)
             return
-        from workbench.bridge.worker import ShutdownBehind
+        from workbench.bridge.engine_host import ShutdownBehind
         from workbench.presets import check_process
 
         if self.remember_layout:

@@ -1,6 +1,6 @@
 """Choose the model: the demo model, local folders and the Hugging Face cache.
 
-The folders and the cache are scanned on a worker thread (reading a large cache takes seconds); the
+The folders and the cache are scanned off the GUI thread (reading a large cache takes seconds); the
 list says "Scanning…" until the results are applied, on the GUI thread.
 """
 from __future__ import annotations

@@ -43,7 +43,7 @@ def origin_text(origin: dict) -> str:
 
 
 def check_off_thread(document: PresetDocument, machine, facts) -> tuple[list, dict]:
-    """The preset's problems and vLLM's defaults, on a worker thread that waits for the checking
+    """The preset's problems and vLLM's defaults, off the GUI thread that waits for the checking
     process (``presets.check_process``): vLLM is imported there, never in the window's process."""
     return check_in_process(document, machine, facts)
 
@@ -73,9 +73,9 @@ class PresetPanel(QWidget):
         self.problems: list = []
         self.pending = None  # a resolved preset waiting for the requests in flight to finish
         self.defaults: dict | None = engine_args.default_values(1) if engine_args.loaded() else None
-        self.checking = None  # the worker checking the preset for an Apply, while it runs
+        self.checking = None  # the job checking the preset for an Apply, while it runs
         self._when_busy: str | None = None
-        self._loading = None  # the worker reading vLLM's defaults, while it runs
+        self._loading = None  # the job reading vLLM's defaults, while it runs
         self._last_state = (model.engine.state, model.engine.start_id)
         self._build()
         self.wait_timer = QTimer(self, interval=100)
@@ -243,7 +243,7 @@ class PresetPanel(QWidget):
 
     # -------------------------------------------------------------- vLLM's names and defaults, off the GUI thread
     def load_defaults(self) -> None:
-        """Reads vLLM's defaults on a worker thread (once); the table and the diff say them after."""
+        """Reads vLLM's defaults off the GUI thread (once); the table and the diff say them after."""
         if self.defaults is not None or self._loading is not None:
             return
         # errors go to the handler only (without it superqt raises them again on the GUI thread)

@@ -1,5 +1,5 @@
 """File > Export session… and Export conversation…: asks where, renders the pictures on the GUI thread,
-and writes the files on a worker thread while a progress dialog shows how far it got."""
+and writes the files off the GUI thread while a progress dialog shows how far it got."""
 from __future__ import annotations
 
 import time
@@ -26,13 +26,13 @@ PICTURES_SHARE = 0.3  # of the progress bar: rendering the pictures on the GUI t
 
 class SessionExportJob(QObject):
     """One export: the pictures rendered on the GUI thread, one plot per turn of the event loop (a picture
-    takes about half a second: the window keeps answering between them), then the files written on a
-    worker thread; one progress dialog for both. ``heatmap``: the snapshot the heatmap shows at export
+    takes about half a second: the window keeps answering between them), then the files written off
+    the GUI thread; one progress dialog for both. ``heatmap``: the snapshot the heatmap shows at export
     time (None: no engine). Every plot, the memory plot too, is drawn from the stored series, as
     timeseries.csv holds them. ``on_done(folder, error)`` runs on the GUI thread (error None on success).
     ``storage``: the window's, when it records the session exported: the export then holds everything
     recorded up to the moment it was asked for (the points kept for the next chunk and the writer's
-    uncommitted records included), waiting for that commit on a worker thread."""
+    uncommitted records included), waiting for that commit off the GUI thread."""
 
     def __init__(self, parent: QWidget, db_path: Path, session_id: str, folder: Path, heatmap: KVSnapshot | None,
                  on_done, storage=None):
@@ -44,7 +44,7 @@ class SessionExportJob(QObject):
         self._todo: list = []
         self._view = None
         self._memory_panel = None  # the memory plot, drawn from its stored series
-        self.worker = None
+        self.writing = None
         self.dialog = QProgressDialog("Exporting the session: reading what was recorded…", "", 0, 1000, parent)
         self.dialog.setWindowTitle("Export session")
         self.dialog.setCancelButton(None)
@@ -87,13 +87,13 @@ class SessionExportJob(QObject):
         self._close_view()
         pictures = Pictures(dict(self.plots), self.heatmap_png, self.heatmap_caption)
         # errors go to _finish only (without it superqt raises them again on the GUI thread)
-        self.worker = create_worker(export_session, self.db_path, self.session_id, self.folder, pictures,
+        self.writing = create_worker(export_session, self.db_path, self.session_id, self.folder, pictures,
                                     _start_thread=False, _connect={"errored": self._finish})
-        self.worker.yielded.connect(self._on_worker_yielded)
-        self.worker.returned.connect(lambda _: self._finish(None))
-        self.worker.start()
+        self.writing.yielded.connect(self._on_writing_yielded)
+        self.writing.returned.connect(lambda _: self._finish(None))
+        self.writing.start()
 
-    def _on_worker_yielded(self, progress) -> None:
+    def _on_writing_yielded(self, progress) -> None:
         self.dialog.setValue(int(1000 * (PICTURES_SHARE + (1 - PICTURES_SHARE) * progress.fraction)))
         self.dialog.setLabelText(f"Exporting the session: {progress.step}")
 
@@ -136,7 +136,7 @@ def wait_for_commit(committed) -> None:
 
 
 def stored_plot_series(db_path: Path, session_id: str, committed):
-    """On a worker thread: once ``committed`` is on disk, the session's start time and the stored series
+    """Off the GUI thread: once ``committed`` is on disk, the session's start time and the stored series
     its plots are drawn from, the memory panel's too."""
     wait_for_commit(committed)
     connection = open_read_only(db_path)

@@ -7,7 +7,7 @@ plots of vLLM's statistics and the memory panel (its telemetry thread reading at
 conversation rendering its stream in the chat pane (its question typed and sent as a person would,
 padded with words so that its prompt is as long as the other paths' prompts; the new chat and the
 typing come before the timed part, as a person's come seconds before Send), and the other requests
-sent straight to the engine worker, as a batch would send them. Storage is on, as in the app: the
+sent straight to the engine host, as a batch would send them. Storage is on, as in the app: the
 window keeps its conversation (the streaming reply's text, its figures) and the engine runs in a
 database in a temporary folder, written by the storage thread. Output tokens are counted as the
 other paths count them (``BenchSession.recording_arrivals``); the run ends when the window has heard
@@ -76,13 +76,13 @@ class AppPath:
         window = self._window(session.config)
         set_chat_sampling(window.chat, sampling)
         question = typed_question(session, window.chat.sampling.system_prompt(), len(prompts[0]), prompts[0][0])
-        worker = window.engine.worker
+        host = window.engine.host
         calls = []
         adopt = ((lambda: calls.append(session.post_adopt(window.model.next_start_id()))) if in_client
-                 else (lambda: worker.post(AdoptEngine(session, window.model.next_start_id()))))
+                 else (lambda: host.post(AdoptEngine(session, window.model.next_start_id()))))
         self._hand_over(adopt, lambda: window.model.engine.ready and window.model.engine.settled(window.model.latest_start_id))
         if calls:
-            worker.wait_reply(calls[0], timeout_s=10.0)
+            host.wait_reply(calls[0], timeout_s=10.0)
         ended, stats = EndedRequests(len(prompts)), RunStats("d")
         frames_before = window.heatmap.num_frames_drawn
         if "heatmap" in self.without:
@@ -97,17 +97,17 @@ class AppPath:
 
             def send() -> None:
                 if "chat" in self.without:
-                    worker.post(Submit(ChatRequest(f"d-{started}-chat", (), sampling, prompt_token_ids=tuple(prompts[0]))))
+                    host.post(Submit(ChatRequest(f"d-{started}-chat", (), sampling, prompt_token_ids=tuple(prompts[0]))))
                 else:
                     window.chat.send()
                 for i, prompt in enumerate(prompts[1:]):
-                    worker.post(Submit(ChatRequest(f"d-{started}-{i}", (), sampling, prompt_token_ids=tuple(prompt))))
+                    host.post(Submit(ChatRequest(f"d-{started}-{i}", (), sampling, prompt_token_ids=tuple(prompt))))
 
-            all_ended = run_until(worker, ended, RUN_TIMEOUT_MS, send)
+            all_ended = run_until(host, ended, RUN_TIMEOUT_MS, send)
             stats.elapsed_s = time.perf_counter() - started
             cpu.stop(stats)
         window.heatmap_timer.start()
-        self._hand_over(lambda: worker.post(ReleaseEngine()), lambda: window.model.engine.state is EngineState.STOPPED)
+        self._hand_over(lambda: host.post(ReleaseEngine()), lambda: window.model.engine.state is EngineState.STOPPED)
         if not all_ended or ended.failures:
             raise RuntimeError(f"(d): {ended.finished} of {len(prompts)} requests finished; failed: {ended.failures[:3]}")
         stats.heatmap_frames = window.heatmap.num_frames_drawn - frames_before
@@ -117,7 +117,7 @@ class AppPath:
 
     def open_session(self, config) -> ClientBenchSession:
         """The shared engine in the window's engine-client process (``run_comparison``'s ``open_session``)."""
-        return ClientBenchSession(self._window(config).engine.worker, config)
+        return ClientBenchSession(self._window(config).engine.host, config)
 
     def _window(self, config):
         if self.window is None:
@@ -140,7 +140,7 @@ class AppPath:
 
     def _hand_over(self, post, done) -> None:
         """Posts AdoptEngine or ReleaseEngine and runs the event loop until the window has heard the result."""
-        if not run_until(self.window.engine.worker, lambda event: done(), HANDOVER_TIMEOUT_MS, post):
+        if not run_until(self.window.engine.host, lambda event: done(), HANDOVER_TIMEOUT_MS, post):
             raise RuntimeError(f"(d): the engine thread did not answer in time ({self.window.model.engine.message})")
 
     def close(self) -> None:

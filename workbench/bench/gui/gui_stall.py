@@ -3,7 +3,7 @@ and the memory panel update.
 
 Runs the real window offscreen on the demo model. A probe timer asks for a tick every 5 ms; a
 stall is how late a tick comes. 16 conversations stream through the chat pane (text rendered as a
-person sees it) and the rest of the requests go straight to the engine worker, as a batch would.
+person sees it) and the rest of the requests go straight to the engine host, as a batch would.
 The GUI runs its own event loop (``QEventLoop.exec``) for the whole measurement. The same run
 measures the whole path of a KV snapshot, engine to frame (``snapshot_path``).
 """
@@ -50,7 +50,7 @@ def _send_requests(window, engine, num_requests: int, num_chat: int, output_len:
     system = Message("system", default_system_prompt())
     for i in range(num_requests - num_chat):
         request = ChatRequest(f"batch-{i}", (system, Message("user", f"Batch item {i}: what is a block?")), sampling)
-        engine.worker.post(Submit(request))
+        engine.host.post(Submit(request))
 
 
 def _stall_figures(ticks: list[float], elapsed_s: float) -> dict:
@@ -74,7 +74,7 @@ def started_window(config, client: str | None = None, **build):
     window.resize(1500, 900)
     window.show()
     model = window.model
-    run_until(engine.worker, lambda event: model.engine.settled(model.latest_start_id), TIMEOUT_MS,
+    run_until(engine.host, lambda event: model.engine.settled(model.latest_start_id), TIMEOUT_MS,
               window.restart_engine)
     if not model.engine.ready:
         raise RuntimeError(f"engine did not start: {model.engine.message}")
@@ -95,11 +95,11 @@ def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16, num_bl
     timer.start()
     path.start()
     started = time.perf_counter()
-    receipts = getattr(engine.worker, "snapshot_receipts", None)
+    receipts = getattr(engine.host, "snapshot_receipts", None)
     receipts_before = len(receipts) if receipts is not None else 0
     frames_before = window.heatmap._shown_version
     drawn_before = window.plots.num_draws, window.memory.num_draws
-    run_until(engine.worker, ended, TIMEOUT_MS, lambda: _send_requests(window, engine, num_requests, num_chat, output_len))
+    run_until(engine.host, ended, TIMEOUT_MS, lambda: _send_requests(window, engine, num_requests, num_chat, output_len))
     elapsed = time.perf_counter() - started
     timer.stop()
     path.stop()

@@ -58,7 +58,7 @@ def measure_preset(app, session, name: str, config, vocab: int, requests: int, p
     plain_run = plain(session, prompts, sampling)
     run = app(session, prompts, sampling)
     plain_single, single = plain(session, one, sampling), app(session, one, sampling)
-    facts = session.worker.call(session_facts_in_client) if in_client else session_facts(session)
+    facts = session.host.call(session_facts_in_client) if in_client else session_facts(session)
     blocks, block_size = facts["num_kv_blocks"], facts["block_size"]
     row = dict(preset=name, requests=requests, tokens_per_s=run.tokens_per_s,
                ttft_p50_ms=percentile(run.ttft_s, 50) * 1e3, ttft_p99_ms=percentile(run.ttft_s, 99) * 1e3,

@@ -41,7 +41,7 @@ def main(path: str) -> int:
     window.server.dock.setMinimumWidth(640)
     window.resizeDocks([window.server.dock], [620], Qt.Horizontal)
     for request in requests(32, 48, 1200, 1024, "load"):
-        window.engine.worker.post(Submit(request))
+        window.engine.host.post(Submit(request))
     wait(lambda: False, 12.0)
     chat = window.chat
     chat.sampling.max_tokens.setValue(200)

@@ -2,7 +2,7 @@
 
 The real window runs offscreen, attached through Server > Connect (with the app's own engine client: in
 the engine-client process by default, whose CPU counts as the client's); 16 conversations stream through
-the chat pane (their text rendered) and the rest go to the engine worker as a batch would. A probe
+the chat pane (their text rendered) and the rest go to the engine host as a batch would. A probe
 timer asks for a tick every 5 ms; a stall is how late a tick comes (as ``bench gui-stall``).
 """
 from __future__ import annotations
@@ -33,19 +33,19 @@ def run_remote_gui_stall(spec, args, requests: list) -> dict:
     window.resize(1500, 900)
     window.show()
     model = window.model
-    run_until(engine.worker, lambda event: model.engine.settled(model.latest_start_id), 120_000,
+    run_until(engine.host, lambda event: model.engine.settled(model.latest_start_id), 120_000,
               lambda: window.server.connect(spec))
     if not model.engine.ready:
         window.close()
         raise RuntimeError(f"could not attach: {model.engine.message}")
-    worker = engine.worker
-    in_client = getattr(worker, "client_pid", None) is not None
+    host = engine.host
+    in_client = getattr(host, "client_pid", None) is not None
 
     def scrapes() -> tuple[list[float], list[float]]:
-        return worker.call(scrape_record) if in_client else scrape_record(worker.loop)
+        return host.call(scrape_record) if in_client else scrape_record(host.loop)
 
     def cpu_s() -> float:
-        processes = [psutil.Process()] + ([psutil.Process(worker.client_pid)] if in_client else [])
+        processes = [psutil.Process()] + ([psutil.Process(host.client_pid)] if in_client else [])
         return sum(t.user + t.system for t in (p.cpu_times() for p in processes))
     num_chat = min(NUM_CHAT, len(requests))
     chat = window.chat
@@ -64,9 +64,9 @@ def run_remote_gui_stall(spec, args, requests: list) -> dict:
         for i in range(num_chat):
             type_and_send(chat, f"Question {i}: what is a KV cache?")
         for request in requests[num_chat:]:
-            engine.worker.post(Submit(request))
+            engine.host.post(Submit(request))
 
-    run_until(engine.worker, ended, TIMEOUT_MS, send)
+    run_until(engine.host, ended, TIMEOUT_MS, send)
     elapsed = time.perf_counter() - started
     timer.stop()
     cpu_after = cpu_s()

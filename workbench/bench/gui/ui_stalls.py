@@ -123,7 +123,7 @@ def run_ui_stalls(preset: str, client: str | None = None) -> dict:
     closed = time.perf_counter()
     timer.stop()
     sampler.stop()
-    return {"preset": preset, "client": "process" if hasattr(engine.worker, "client_pid") else "thread",
+    return {"preset": preset, "client": "process" if hasattr(engine.host, "client_pid") else "thread",
             "vllm_in_window_before_apply": vllm_before, "ready_after_apply": ready_after_apply,
             "apply": _stalls(probe.ticks, clicked, applied), "close": _stalls(probe.ticks, closing, closed),
             "close_returned_s": returned - closing, "hidden_when_close_returned": hidden,

@@ -1,5 +1,5 @@
 """Driving the real window in a benchmark: the GUI's own event loop (``QEventLoop.exec``, never
-``processEvents``) run until the engine worker reports what is awaited, and a question typed into the
+``processEvents``) run until the engine host reports what is awaited, and a question typed into the
 chat pane as a person would."""
 from __future__ import annotations
 
@@ -42,21 +42,21 @@ class _Waiter(QObject):
         self.loop, self.done, self.met = loop, done, False
 
     @Slot(object)
-    def on_worker_event_emitted(self, event) -> None:
+    def on_host_event_emitted(self, event) -> None:
         if not self.met and self.done(event):
             self.met = True
             self.loop.quit()
 
 
-def run_until(worker, done: Callable[[object], bool], timeout_ms: int, start: Callable[[], None] = lambda: None) -> bool:
+def run_until(host, done: Callable[[object], bool], timeout_ms: int, start: Callable[[], None] = lambda: None) -> bool:
     """Calls ``start``, then runs the GUI's event loop until ``done(message)`` holds for a message of
-    the engine worker (``done(None)`` is asked first), or ``timeout_ms`` has passed; True if it held.
+    the engine host (``done(None)`` is asked first), or ``timeout_ms`` has passed; True if it held.
 
     The window's own receivers were connected first, so when ``done`` sees a message the application
     model has applied it already. Connected before ``start``, so no message of what it starts is missed."""
     loop = QEventLoop()
     waiter = _Waiter(loop, done)
-    worker.event_emitted.connect(waiter.on_worker_event_emitted)
+    host.event_emitted.connect(waiter.on_host_event_emitted)
     timer = QTimer(singleShot=True)
     timer.timeout.connect(loop.quit)
     timer.start(timeout_ms)
@@ -67,7 +67,7 @@ def run_until(worker, done: Callable[[object], bool], timeout_ms: int, start: Ca
             loop.exec()
     finally:
         timer.stop()
-        worker.event_emitted.disconnect(waiter.on_worker_event_emitted)
+        host.event_emitted.disconnect(waiter.on_host_event_emitted)
     return waiter.met
 
 

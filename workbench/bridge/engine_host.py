@@ -2,7 +2,7 @@
 
 Commands reach the loop on its queue between steps. The loop's messages (``workbench.engine.events``:
 text in ~50 ms batches per request, never a signal per token; finished and failed requests; engine
-states) are emitted on the worker thread and delivered, queued, to :class:`ModelFeeder`, a
+states) are emitted on the host's thread and delivered, queued, to :class:`ModelFeeder`, a
 GUI-thread QObject that applies them to the application model. KV snapshots and the statistics'
 series go to mailboxes (the latest of each only) that the GUI reads on its own timer.
 """
@@ -50,7 +50,7 @@ class Mailboxes:
             self._stats = series
 
 
-class EngineWorker(QObject, Mailboxes):
+class LoopHost(QObject, Mailboxes):
     event_emitted = Signal(object)  # one of workbench.engine.events, immutable
 
     def __init__(self, check_with_scan: bool = False):
@@ -67,12 +67,12 @@ class EngineWorker(QObject, Mailboxes):
 
 
 class _SignalListener:
-    """The loop's listener: messages become the worker's signal, snapshots and series go to mailboxes."""
+    """The loop's listener: messages become the host's signal, snapshots and series go to mailboxes."""
 
-    def __init__(self, worker: EngineWorker):
-        self.emit = worker.event_emitted.emit
-        self.store = worker._store_snapshot
-        self.stats_published = worker._store_stats
+    def __init__(self, host: LoopHost):
+        self.emit = host.event_emitted.emit
+        self.store = host._store_snapshot
+        self.stats_published = host._store_stats
 
     def publish(self, event) -> None:
         if isinstance(event, EngineReady):  # a new engine: the last one's block pool is gone
@@ -86,40 +86,40 @@ class _SignalListener:
 class ModelFeeder(QObject):
     """Lives in the GUI thread: applies the loop's messages to the application model, in order."""
 
-    def __init__(self, worker: EngineWorker, model):
+    def __init__(self, host: LoopHost, model):
         super().__init__()
         self.model = model
-        worker.event_emitted.connect(self._on_worker_event_emitted)
+        host.event_emitted.connect(self._on_host_event_emitted)
 
     @Slot(object)
-    def _on_worker_event_emitted(self, event) -> None:
+    def _on_host_event_emitted(self, event) -> None:
         self.model.apply(event)
 
 
-class WorkerThread:
-    """A worker QObject on a QThread of its own, its ``run`` started with the thread."""
+class HostThread:
+    """A host QObject (it hosts the engine loop, or talks to the process that does) on a QThread of its own, its ``run`` started with the thread."""
 
-    def __init__(self, worker: QObject, name: str):
-        self.worker = worker
+    def __init__(self, host: QObject, name: str):
+        self.host = host
         self.thread = QThread()
         self.thread.setObjectName(name)
-        self.worker.moveToThread(self.thread)
-        self.thread.started.connect(self.worker.run)
+        self.host.moveToThread(self.thread)
+        self.thread.started.connect(self.host.run)
 
     def start(self) -> None:
         self.thread.start()
 
 
-class EngineThread(WorkerThread):
-    """Owns the worker thread; :meth:`stop` shuts the engine down and joins the thread."""
+class EngineThread(HostThread):
+    """Owns the host thread; :meth:`stop` shuts the engine down and joins the thread."""
 
     def __init__(self, check_with_scan: bool = False):
-        super().__init__(EngineWorker(check_with_scan=check_with_scan), "engine-worker")
+        super().__init__(LoopHost(check_with_scan=check_with_scan), "engine-host")
 
     def stop(self, timeout_ms: int = 60_000) -> bool:
         if not self.thread.isRunning():
             return True
-        self.worker.post(Shutdown())
+        self.host.post(Shutdown())
         self.thread.quit()
         if self.thread.wait(timeout_ms):
             return True

@@ -1,7 +1,7 @@
-"""The worker's queued signals, across threads: the engine loop runs on the worker's QThread and its
+"""The host's queued signals, across threads: the engine loop runs on the host's QThread and its
 results reach a GUI-thread receiver intact, with no reference lost or leaked per emit.
 
-The worker emits tens of signals a second for hours; a Qt binding that loses a reference per emit
+The host emits tens of signals a second for hours; a Qt binding that loses a reference per emit
 (PySide6 6.12.0 does, to ``True``) aborts the app mid-session. A scripted backend stands in for
 vLLM here: what is under test is the bridge and the binding, not the model.
 """
@@ -14,7 +14,7 @@ import threading
 import pytest
 from PySide6.QtCore import QObject, Slot
 
-from workbench.bridge.worker import EngineThread
+from workbench.bridge.engine_host import EngineThread
 from workbench.engine.backend import Backend, Capabilities, ChatRequest, EngineInfo, StreamEvent
 from workbench.engine.commands import StartEngine, Submit
 from workbench.engine.events import RequestFinished, TextFlushed
@@ -78,7 +78,7 @@ class Receiver(QObject):
         self.receiving_threads: set[int] = set()
 
     @Slot(object)
-    def on_worker_event_emitted(self, event) -> None:
+    def on_host_event_emitted(self, event) -> None:
         self.receiving_threads.add(threading.get_ident())
         if isinstance(event, TextFlushed):
             self.chunks.append(event)
@@ -87,7 +87,7 @@ class Receiver(QObject):
 
 
 def stream_through_worker(qtbot, receiver: Receiver) -> ScriptedBackend:
-    """Runs one request of NUM_WORDS words through the real worker thread, one text flush a step."""
+    """Runs one request of NUM_WORDS words through the real host thread, one text flush a step."""
     engine = EngineThread()
     backends: list[ScriptedBackend] = []
 
@@ -95,23 +95,23 @@ def stream_through_worker(qtbot, receiver: Receiver) -> ScriptedBackend:
         backends.append(ScriptedBackend(config))
         return backends[-1]
 
-    engine.worker.loop.backend_factory = make_backend
-    engine.worker.loop.flush_interval_s = 0.0  # a text_flushed emit for every step
-    engine.worker.event_emitted.connect(receiver.on_worker_event_emitted)
+    engine.host.loop.backend_factory = make_backend
+    engine.host.loop.flush_interval_s = 0.0  # a text_flushed emit for every step
+    engine.host.event_emitted.connect(receiver.on_host_event_emitted)
     engine.start()
     try:
-        engine.worker.post(StartEngine(EngineConfig(model="scripted")))
-        engine.worker.post(Submit(ChatRequest("r1", ())))
+        engine.host.post(StartEngine(EngineConfig(model="scripted")))
+        engine.host.post(Submit(ChatRequest("r1", ())))
         qtbot.waitUntil(lambda: bool(receiver.finished), timeout=60_000)
     finally:
-        assert engine.stop(), "the worker thread did not stop"
+        assert engine.stop(), "the host thread did not stop"
     return backends[0]
 
 
-def test_worker_signals_reach_the_gui_thread_intact(qtbot):
+def test_host_signals_reach_the_gui_thread_intact(qtbot):
     receiver = Receiver()
     backend = stream_through_worker(qtbot, receiver)
-    assert threading.get_ident() not in backend.stepping_threads, "the loop should run on the worker thread"
+    assert threading.get_ident() not in backend.stepping_threads, "the loop should run on the host thread"
     assert receiver.receiving_threads == {threading.get_ident()}, "slots should run on the GUI thread"
     assert len(receiver.chunks) == NUM_WORDS, "one text_flushed per step, none lost"
     assert "".join(flush.chunks["r1"] for flush in receiver.chunks) == "".join(f"w{i} " for i in range(NUM_WORDS))
@@ -126,7 +126,7 @@ def test_worker_signals_reach_the_gui_thread_intact(qtbot):
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="True is immortal from Python 3.12: its refcount cannot drop")
-def test_worker_signals_keep_true_alive(qtbot):
+def test_host_signals_keep_true_alive(qtbot):
     receiver = Receiver()
     gc.collect()
     true_refs = sys.getrefcount(True)
