@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 import traceback
+from functools import singledispatchmethod
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 
@@ -149,11 +150,13 @@ class ClientLoop(EngineLoop):
         super().__init__(listener, **kwargs)
         self.on_exit: list = []  # what a benchmark call left to clean up (its own engine)
 
+    @singledispatchmethod
     def _dispatch(self, command) -> None:
-        if isinstance(command, CallInClient):
-            self.listener.publish(self._call(command))
-        else:
-            super()._dispatch(command)
+        super()._dispatch(command)  # the app's commands
+
+    @_dispatch.register
+    def _(self, command: CallInClient) -> None:
+        self.listener.publish(self._call(command))
 
     def _call(self, command: CallInClient) -> Reply:
         try:

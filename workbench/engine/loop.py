@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import queue
 import time
+from functools import singledispatchmethod
 from typing import Callable, Protocol
 
 from workbench.engine.backend import Backend, ChatRequest, PromptTooLongError, StreamEvent
@@ -131,27 +132,47 @@ class EngineLoop:
             except queue.Empty:
                 return True
 
+    @singledispatchmethod
     def _dispatch(self, command) -> None:
-        if isinstance(command, StartEngine):
-            self._start_engine(command.config, command.start_id)
-        elif isinstance(command, StopEngine):
-            self._stop_engine()
-            self._set_state(EngineState.STOPPED, "Engine stopped.")
-        elif isinstance(command, (Submit, SubmitAll)):
-            requests = command.requests if isinstance(command, SubmitAll) else (command.request,)
-            for request in requests:
-                self._submit(request)
-            taken = tuple(r.request_id for r in requests if r.request_id in self._open)
-            if taken:
-                self.listener.publish(RequestsTaken(taken))
-                if self._send_now is not None:  # a batching listener: the window hears it now, not in 25 ms
-                    self._send_now()
-        elif isinstance(command, Abort):
-            self._abort(command.request_id)
-        elif isinstance(command, AdoptEngine):
-            self._adopt_engine(command.backend, command.start_id)
-        elif isinstance(command, ReleaseEngine):
-            self._release_engine()
+        """One handler a command type (as ``AppModel.apply`` has one an event type); others are ignored."""
+
+    @_dispatch.register
+    def _(self, command: StartEngine) -> None:
+        self._start_engine(command.config, command.start_id)
+
+    @_dispatch.register
+    def _(self, command: StopEngine) -> None:
+        self._stop_engine()
+        self._set_state(EngineState.STOPPED, "Engine stopped.")
+
+    @_dispatch.register
+    def _(self, command: Submit) -> None:
+        self._submit_all((command.request,))
+
+    @_dispatch.register
+    def _(self, command: SubmitAll) -> None:
+        self._submit_all(command.requests)
+
+    @_dispatch.register
+    def _(self, command: Abort) -> None:
+        self._abort(command.request_id)
+
+    @_dispatch.register
+    def _(self, command: AdoptEngine) -> None:
+        self._adopt_engine(command.backend, command.start_id)
+
+    @_dispatch.register
+    def _(self, command: ReleaseEngine) -> None:
+        self._release_engine()
+
+    def _submit_all(self, requests) -> None:
+        for request in requests:
+            self._submit(request)
+        taken = tuple(r.request_id for r in requests if r.request_id in self._open)
+        if taken:
+            self.listener.publish(RequestsTaken(taken))
+            if self._send_now is not None:  # a batching listener: the window hears it now, not in 25 ms
+                self._send_now()
 
     # -------------------------------------------------------------- commands
     def _start_engine(self, config: EngineConfig, start_id: int) -> None:
