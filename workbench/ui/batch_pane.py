@@ -84,7 +84,7 @@ class BatchPane(QWidget):
         menu.addAction("CSV…", lambda: self._ask_export("csv"))
         self.export_button.setMenu(menu)
         self.progress = QProgressBar(objectName="batchProgress", textVisible=False)
-        self.progress_label = QLabel("", objectName="batchProgressText")
+        self.progress_label = QLabel("", objectName="batchProgressText", wordWrap=True)  # never widens the pane
         self.export_progress = QProgressBar(objectName="batchExportProgress", visible=False)
         self.status_filter = QComboBox(objectName="batchStatusFilter")
         for label, code in status_choices():
@@ -377,8 +377,9 @@ class BatchPane(QWidget):
     def _on_export_ended(self, path: str, error: Exception | None) -> None:
         self.exporting = None
         self.export_progress.hide()
+        reason = (error.strerror or str(error)) if isinstance(error, OSError) else str(error)
         self.progress_label.setText(f"Exported to {path}" if error is None else
-                                    f"The export to {path} failed: {error}. The results are kept here: choose "
+                                    f"The export to {path} failed: {reason}. The results are kept here: choose "
                                     "another folder (or free some space) and export again.")
         self._update_controls()
 
