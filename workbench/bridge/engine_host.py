@@ -97,7 +97,8 @@ class ModelFeeder(QObject):
 
 
 class HostThread:
-    """A host QObject (it hosts the engine loop, or talks to the process that does) on a QThread of its own, its ``run`` started with the thread."""
+    """A host QObject (it hosts the engine loop, or talks to the process that does) on a QThread of its
+    own, its ``run`` started with the thread."""
 
     def __init__(self, host: QObject, name: str):
         self.host = host

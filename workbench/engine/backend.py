@@ -130,9 +130,9 @@ def wait_for_snapshot(probe: KVProbe, check_with_scan: bool = False, timeout_s: 
 
 
 class Backend(abc.ABC):
-    """What runs the model: a local engine (``EngineSession``) or a server (``RemoteBackend``). Its methods are called from one
-    thread only, the one that drives it; what happens is pushed to the :class:`BackendEvents` given
-    to :meth:`connect`. Nothing here assumes where vLLM's client runs."""
+    """What runs the model: a local engine (``EngineSession``) or a server (``RemoteBackend``). Its
+    methods are called from one thread only, the one that drives it; what happens is pushed to the
+    :class:`BackendEvents` given to :meth:`connect`. Nothing here assumes where vLLM's client runs."""
 
     capabilities: Capabilities
 

@@ -1,10 +1,10 @@
 """The one owner of the window's engine commands: starts, stops, chat questions, batch rows and their
 aborts. No Qt.
 
-Panes ask this owner, and the model's batch runs send through it; it posts to the engine loop's queue. A question asked while the engine cannot
-take it (a start asked for and not yet ready, a start that failed, an engine stopped or dead) is not
-posted: its reply waits, saying what it waits for (:func:`waiting_note`), and goes to the engine as
-soon as the engine the model last asked for is ready.
+Panes ask this owner, and the model's batch runs send through it; it posts to the engine loop's
+queue. A question asked while the engine cannot take it (a start asked for and not yet ready, a start
+that failed, an engine stopped or dead) is not posted: its reply waits, saying what it waits for
+(:func:`waiting_note`), and goes to the engine as soon as the engine the model last asked for is ready.
 """
 from __future__ import annotations
 

@@ -182,11 +182,16 @@ class BatchPane(QWidget):
             self.run.cancel()
         return True
 
-    def _on_loading_finished(self, _result=None) -> None:
-        self.loading, loader = None, self.loader
+    def _take_read_rows(self) -> PromptLoader:
+        """The reading thread has ended: its rows and problems are the pane's to show."""
+        self.loading = None
         self._list_problems()
         if self.run is None:
-            self._show(None, loader.results)
+            self._show(None, self.loader.results)
+        return self.loader
+
+    def _on_loading_finished(self, _result=None) -> None:
+        loader = self._take_read_rows()
         if loader.awaiting is not None:
             self._ask_about_problem(loader.awaiting)
             self._update_controls()
@@ -198,10 +203,7 @@ class BatchPane(QWidget):
 
     def _on_loading_errored(self, error: Exception) -> None:
         """The file could not be read on (gone, unreadable, not text): what was read stays shown."""
-        self.loading, loader = None, self.loader
-        self._list_problems()
-        if self.run is None:
-            self._show(None, loader.results)
+        loader = self._take_read_rows()
         self.load_progress.hide()
         self.file_label.setText(f"Could not read {loader.path.name} on after {loader.results.num_rows:,} prompts: "
                                 f"{error}. Check the file, then open it again.")
