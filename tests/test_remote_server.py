@@ -209,7 +209,7 @@ def test_the_prefix_cache_view_follows_the_served_servers_events(attached, vllm_
     window = attached
     connect(window, qtbot, vllm_server)
     kv, feed = window.server.kv_view, window.kv_events  # the view observes the bridge's feed
-    assert feed.subscriber is not None and window.server.kv_dock.isVisibleTo(window)
+    assert feed.subscriber is not None and window.engine_region.heat_area.currentWidget() is kv
     assert window.chat.sampling.template.toPlainText() == SERVER_TEMPLATE
     window.panes.setCurrentWidget(window.chat)
     window.chat.new_conversation()

@@ -1,5 +1,6 @@
-"""The window's layout is kept between runs: size, docks and splitter sizes come back as the user
-left them; a first run, an older layout or an unreadable file fits the window to its screen."""
+"""The window's layout is kept between runs: size, splitter sizes and the engine region's tab come
+back as the user left them; a first run, an older layout or an unreadable file fits the window to its
+screen."""
 from __future__ import annotations
 
 import pytest
@@ -24,19 +25,24 @@ def open_window(qtbot):
     return window
 
 
+def close_to(sizes, expected, slack_px=2):
+    return len(sizes) == len(expected) and all(abs(a - b) <= slack_px for a, b in zip(sizes, expected))
+
+
 def splitter(window, name):
     return window.findChild(window_layout.QSplitter, name)
 
 
-def test_a_first_window_fits_the_screen_and_puts_presets_and_server_in_one_column(config_dir, qtbot):
+def test_a_first_window_fits_the_screen_with_the_engine_tab_in_front_of_the_panels(config_dir, qtbot):
     window = open_window(qtbot)
     assert not restore_layout(window)
     free = window.screen().availableGeometry()
     assert window.width() == int(free.width() * SCREEN_SHARE) and window.height() == int(free.height() * SCREEN_SHARE)
-    assert window.tabifiedDockWidgets(window.preset_dock) == [window.server.dock]
+    region = window.engine_region
+    assert [region.tabText(i) for i in range(region.count())] == ["Engine", "Presets", "Server"]
     window.show()
     qtbot.waitExposed(window)
-    assert not window.preset_dock.visibleRegion().isEmpty(), "the presets' tab is the one in front"
+    assert window.heatmap.isVisible() and not window.presets.isVisible(), "the engine's tab is the one in front"
     window.close()
 
 
@@ -45,11 +51,12 @@ def test_the_layout_comes_back_as_the_user_left_it(config_dir, qtbot):
     restore_layout(window)
     window.show()
     qtbot.waitExposed(window)
-    window.resize(1000, 700)
-    splitter(window, "monitorsSplitter").setSizes([200, 400])  # the plots short, the memory panel tall
-    splitter(window, "chatSplitter").setSizes([100, 400, 0])  # the sampling settings folded away
-    window.preset_dock.hide()
-    monitor_sizes = splitter(window, "monitorsSplitter").sizes()
+    window.resize(780, 700)  # within the offscreen screen's 800 pixels
+    splitter(window, "engineSplitter").setSizes([150, 450])  # the heatmap short, the plots tall
+    splitter(window, "regionsSplitter").setSizes([300, 700])  # the engine region wide
+    window.show_panel("Presets")
+    engine_sizes = splitter(window, "engineSplitter").sizes()
+    region_sizes = splitter(window, "regionsSplitter").sizes()
     window.close()
     assert layout_file().is_file()
 
@@ -57,10 +64,12 @@ def test_the_layout_comes_back_as_the_user_left_it(config_dir, qtbot):
     assert restore_layout(again)
     again.show()
     qtbot.waitExposed(again)
-    assert again.height() == 700  # (its width is kept too, within what the offscreen screen's 800 pixels allow)
-    assert splitter(again, "monitorsSplitter").sizes() == monitor_sizes
-    assert splitter(again, "chatSplitter").sizes()[2] == 0
-    assert not again.preset_dock.isVisible()
+    assert again.size().toTuple() == (780, 700)
+    assert again.presets.isVisible() and not again.heatmap.isVisible(), "the Presets tab in front, as left"
+    assert close_to(splitter(again, "regionsSplitter").sizes(), region_sizes)
+    again.engine_region.show_engine()
+    qtbot.waitUntil(again.heatmap.isVisible)
+    assert close_to(splitter(again, "engineSplitter").sizes(), engine_sizes)
     again.close()
 
 
@@ -72,12 +81,12 @@ def test_an_older_or_unreadable_layout_fits_the_window_to_its_screen(config_dir,
     restore_layout(window)
     free = window.screen().availableGeometry()
     assert window.width() == int(free.width() * SCREEN_SHARE)
-    assert window.preset_dock.isVisibleTo(window)
+    assert window.engine_region.currentIndex() == 0
     window.close()
 
 
 def test_the_window_fits_a_laptop_screen(config_dir, qtbot):
-    """1280 × 720 free pixels: no pane holds the window wider (side forms scroll, the legend is cut)."""
+    """1280 × 720 free pixels: no pane holds the window wider (side forms scroll, the legend wraps)."""
     window = open_window(qtbot)
     hint = window.minimumSizeHint()
     assert hint.width() <= 1280 and hint.height() <= 720, hint

@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt, QTimer, Slot
 from superqt.utils import GeneratorWorker, create_worker
 from PySide6.QtWidgets import (
     QComboBox, QFileDialog, QHBoxLayout, QLabel, QListWidget, QMenu, QMessageBox, QPlainTextEdit, QProgressBar,
-    QPushButton, QSplitter, QVBoxLayout, QWidget,
+    QPushButton, QSizePolicy, QSplitter, QVBoxLayout, QWidget,
 )
 
 from workbench.batch.export import export_rows
@@ -100,9 +100,14 @@ class BatchPane(QWidget):
         self._lay_out()
 
     def _lay_out(self) -> None:
+        self.file_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)  # a long name never widens the pane
+        self.settings_button = QPushButton("Run settings", objectName="batchSettingsButton", checkable=True)
+        self.settings_button.setToolTip("Sampling, chat template, system prompt and how many requests the "
+                                        "batch keeps in the engine")
         file_row = QHBoxLayout()
         file_row.addWidget(self.open_button)
         file_row.addWidget(self.file_label, 1)
+        file_row.addWidget(self.settings_button)
         controls = QHBoxLayout()
         for widget in (self.run_button, self.pause_button, self.cancel_button, self.export_button):
             controls.addWidget(widget)
@@ -130,8 +135,18 @@ class BatchPane(QWidget):
         column.addWidget(rows, 1)
         splitter = QSplitter(objectName="batchSplitter")
         splitter.addWidget(main)
-        splitter.addWidget(scrolling(self.settings))
-        splitter.setSizes([1000, 260])
+        settings = scrolling(self.settings)
+        settings.setObjectName("batchSettingsArea")
+        # the settings column, opened on demand, as wide as its form needs and never cut; the results
+        # table has the rest
+        settings.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        settings.setMinimumWidth(self.settings.minimumSizeHint().width() + settings.verticalScrollBar().sizeHint().width())
+        settings.hide()
+        self.settings_button.toggled.connect(settings.setVisible)
+        splitter.addWidget(settings)
+        splitter.setChildrenCollapsible(False)
+        splitter.setStretchFactor(0, 1)
+        splitter.setSizes([1000, settings.minimumWidth()])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)

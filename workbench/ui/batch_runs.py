@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QWidget
 
 from workbench.batch.run import BatchProgress, BatchRun
@@ -89,7 +89,8 @@ class RunsPicker(QWidget):
     def __init__(self):
         super().__init__()
         self.combo = QComboBox(objectName="batchRunsPicker")
-        self.combo.setMinimumContentsLength(40)
+        self.combo.setMinimumContentsLength(16)  # longer names elide: the pane fits a narrow work region
+        self.combo.view().setTextElideMode(Qt.ElideNone)  # the list itself shows whole names
         self.combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.combo.activated.connect(lambda index: self.chosen.emit(self.combo.itemData(index)))
         self.remove_button = QPushButton("Remove run", objectName="batchRemoveRunButton")

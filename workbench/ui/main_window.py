@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QSplitter, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QMainWindow, QTabWidget, QVBoxLayout, QWidget
 
 from workbench.bridge.kv_events_feed import ServerKVEventsFeed
 from workbench.bridge.series_keeper import SeriesKeeper
@@ -21,19 +21,19 @@ from workbench.storage.store import Storage
 from workbench.telemetry.memory_service import MemoryService
 from workbench.ui.batch_pane import BatchPane
 from workbench.ui.chat_pane import ChatPane
+from workbench.ui.engine_region import EngineRegion
 from workbench.ui.engine_status import EngineStatusBar
 from workbench.ui.kv_heatmap import KVHeatmapView
 from workbench.ui.live_plot import share_time_axis
 from workbench.ui.memory_panel import MemoryPanel
 from workbench.ui.preset_panel import PresetPanel
-from workbench.ui.scrolling import scrolling
 from workbench.ui.server_actions import ServerActions
 from workbench.ui.stats_plots import StatsPlotsView
 from workbench.ui.storage_notice import StorageNotice
 from workbench.ui.window_layout import save_layout
+from workbench.ui.window_regions import WindowRegions
 
 HEATMAP_INTERVAL_MS = 100  # the GUI reads the latest snapshot, series and memory at 10 Hz to draw them
-DOCK_WIDTH = 330  # the presets and server column's first width; the user's own is kept (window_layout)
 MEMORY_EVERY_TICKS = 7  # the memory panel drawn every 7th tick (1.4 Hz); a plot on each of the others
 
 
@@ -60,51 +60,43 @@ class MainWindow(QMainWindow):
         self.memory = MemoryPanel(time_origin)
         share_time_axis(self.plots.time_plot, self.memory.plot)
         self.status = EngineStatusBar(model)
-        self.panes = QTabWidget(objectName="panes")
+        self.panes = QTabWidget(objectName="panes")  # the work region: Chat, Batch
         self.panes.addTab(self.chat, "Chat")
         self.panes.addTab(self.batch, "Batch")
-        monitors = QSplitter(Qt.Vertical, objectName="monitorsSplitter")  # named: its sizes are remembered
-        monitors.addWidget(self.plots)
-        monitors.addWidget(self.memory)
-        monitors.setSizes([560, 300])
-        splitter = QSplitter(objectName="mainSplitter")
-        for pane in (self.panes, self.heatmap, monitors):
-            splitter.addWidget(pane)
-        splitter.setSizes([560, 420, 520])
+        self.engine_region = EngineRegion(self.heatmap, self.plots, self.memory)
+        self.regions = WindowRegions(self.panes, self.engine_region)
         central = QWidget()
         layout = QVBoxLayout(central)
         if storage is not None:
             self.storage_notice = StorageNotice(storage, model)
             layout.addWidget(self.storage_notice)
         layout.addWidget(self.status)
-        layout.addWidget(splitter, 1)
+        layout.addWidget(self.regions, 1)
         self.setCentralWidget(central)
         self.presets = PresetPanel(model, self.commands.abort, self.restart_engine)
-        self.preset_dock = self._dock("Presets", self.presets)
+        self.engine_region.add_panel("Presets", self.presets)
         self.server = ServerActions(self)  # Server menu and panel: attach to a server, or serve the preset
-        self.resizeDocks([self.preset_dock], [DOCK_WIDTH], Qt.Horizontal)  # the panes keep most of the width
         self._build_menus()
         self._wire()
         self._tick = 0
+        self._shared_out = False
+        self.layout_restored = False  # set by window_layout.restore_layout when the user's layout came back
         self.draw_plots = True  # False: the plots and the memory panel left alone (attribution runs)
         self.remember_layout = False  # True (the app, not tests): the layout is kept on close (window_layout)
         self.heatmap_timer = QTimer(self)
         self.heatmap_timer.timeout.connect(self._on_heatmap_timer)
         self.heatmap_timer.start(HEATMAP_INTERVAL_MS)
 
-    def _dock(self, title: str, widget: QWidget) -> QDockWidget:
-        """A pane docked at the right, beside the heatmap; more panes dock there as tabs or below."""
-        dock = QDockWidget(title, self, objectName=f"{title.lower()}Dock")
-        dock.setWidget(scrolling(widget))
-        self.addDockWidget(Qt.RightDockWidgetArea, dock)
-        return dock
-
     def _build_menus(self) -> None:
         from workbench.ui.file_menu import add_file_menu
 
         add_file_menu(self)  # export the session or a conversation; past sessions
+        view_menu = self.menuBar().addMenu("&View")
+        self.regions.add_actions(view_menu)
         engine_menu = self.menuBar().addMenu("&Engine")
-        engine_menu.addAction(self.preset_dock.toggleViewAction())
+        presets = QAction("Presets", self)
+        presets.triggered.connect(lambda: self.show_panel("Presets"))
+        engine_menu.addAction(presets)
         for text, slot in (("Restart engine", self.restart_engine), ("Stop engine", self.stop_engine),
                            ("Show engine log", self.status.show_engine_log)):
             action = QAction(text, self)
@@ -119,6 +111,21 @@ class MainWindow(QMainWindow):
         benchmark = QAction("Benchmark…", self)
         benchmark.triggered.connect(self.open_benchmark)
         tools_menu.addAction(benchmark)
+
+    def show_panel(self, title: str) -> None:
+        """The engine region's panel ``title`` in front, the region shown if the work region had the window."""
+        if self.regions.whole_window is self.panes:
+            self.regions.show_both()
+        self.engine_region.show_panel(title)
+
+    def showEvent(self, event) -> None:
+        """A first window (no layout kept) shares its width and the engine tab's height out once."""
+        super().showEvent(event)
+        if not self._shared_out:
+            self._shared_out = True
+            if not self.layout_restored:
+                self.regions.share_width(self.regions.width())
+                self.engine_region.share_heights()
 
     def _wire(self) -> None:
         self.model.engine_changed.connect(self._on_model_engine_changed)

@@ -110,7 +110,7 @@ class PresetPanel(QWidget):
             self.buttons[name].clicked.connect(lambda _=False, s=slot: s())
             commands.addWidget(self.buttons[name])
         self.origin = QLabel(objectName="presetOrigin", wordWrap=True, visible=False)
-        self.setMinimumWidth(480)
+        self.setMinimumWidth(360)  # the engine region at a 1280-pixel screen holds it without scrolling
         layout = QVBoxLayout(self)
         for widget in (QLabel("<b>Preset</b>"), self.choice, self.description, self.origin, self.load_problems,
                        self.values,

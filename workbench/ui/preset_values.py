@@ -3,9 +3,10 @@ value it resolves to here, and the running engine's; rows that would change are 
 to vLLM says so with vLLM's own default ("vLLM default: 2048"), never "None"."""
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
-    QAbstractItemView, QCheckBox, QDoubleSpinBox, QLineEdit, QSpinBox, QTableWidget, QTableWidgetItem,
+    QAbstractItemView, QCheckBox, QDoubleSpinBox, QHeaderView, QLineEdit, QSpinBox, QTableWidget, QTableWidgetItem,
 )
 
 from workbench.presets.checks import RANGES, for_platform
@@ -44,10 +45,17 @@ class PresetValuesTable(QTableWidget):
     def __init__(self, on_edit):
         super().__init__(0, len(COLUMNS), objectName="presetValues")
         self.on_edit = on_edit
-        self.setHorizontalHeaderLabels(["Argument", "Preset", "Here", "Running"])
         self.verticalHeader().hide()
         self.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.horizontalHeader().setStretchLastSection(True)
+        # The columns share the panel's width: the argument and its editor as wide as they need, the
+        # resolved and running values the rest, elided where long (the whole value in the tooltip).
+        header = self.horizontalHeader()
+        for column, mode in enumerate((QHeaderView.ResizeToContents, QHeaderView.ResizeToContents,
+                                       QHeaderView.Stretch, QHeaderView.Stretch)):
+            header.setSectionResizeMode(column, mode)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.setTextElideMode(Qt.ElideRight)
+        self._label_columns("Running")
 
     def show_preset(self, resolved: ResolvedPreset, running: dict, platform: str | tuple[str, ...],
                     defaults: dict | None = None,
@@ -58,7 +66,7 @@ class PresetValuesTable(QTableWidget):
         self.clearContents()  # the previous preset's editors go with their rows
         self.setRowCount(0)
         self.setRowCount(len(resolved.values))
-        self.setHorizontalHeaderLabels(["Argument", "Preset", "Here", running_header])
+        self._label_columns(running_header)
         for row, item in enumerate(resolved.values):
             here = running.get(item.key, None)
             changed = item.value is not None and item.value != here
@@ -68,13 +76,19 @@ class PresetValuesTable(QTableWidget):
             text = "not used here" if unused else \
                 value_text(item.value, defaults.get(item.key) if defaults is not None else NOT_READ)
             resolved_item = QTableWidgetItem(text)
-            resolved_item.setToolTip(item.note)
+            resolved_item.setToolTip(f"{text}\n{item.note}" if item.note else text)
             self.setItem(row, 2, resolved_item)
-            self.setItem(row, 3, QTableWidgetItem(running_text(item.key, running, running_resolved or {}, defaults)))
+            running_item = QTableWidgetItem(running_text(item.key, running, running_resolved or {}, defaults))
+            running_item.setToolTip(running_item.text())
+            self.setItem(row, 3, running_item)
             for column in (0, 2, 3):
                 if changed:
                     self.item(row, column).setBackground(CHANGED)
-        self.resizeColumnsToContents()
+
+    def _label_columns(self, running_header: str) -> None:
+        self.setHorizontalHeaderLabels(["Argument", "Preset", "Here", running_header])
+        self.horizontalHeaderItem(2).setToolTip("The value the preset resolves to on this machine")
+        self.horizontalHeaderItem(3).setToolTip("The running engine's value")
 
     def _editor(self, key: str, value):
         if isinstance(value, bool):

@@ -7,7 +7,7 @@ to the local engine.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Qt, Slot
+from PySide6.QtCore import QObject, Slot
 from PySide6.QtGui import QAction
 
 from workbench.engine.events import EngineState
@@ -26,21 +26,15 @@ class ServerActions(QObject):
         super().__init__(window)
         self.window = window
         self.panel = ServerPanel(window.model, window.status.show_engine_log)
-        self.dock = window._dock("Server", self.panel)
-        self.kv_view = ServerKVView(window.kv_events)  # the server's prefix cache, from its KV cache events
-        self.kv_dock = window._dock("Prefix cache (server)", self.kv_view)
-        window.splitDockWidget(self.dock, self.kv_dock, Qt.Vertical)  # under the server panel
-        self.kv_dock.hide()
-        window.tabifyDockWidget(window.preset_dock, self.dock)  # one column at the right: presets, server
-        window.preset_dock.raise_()
+        window.engine_region.add_panel("Server", self.panel)  # a tab beside the presets
+        # the server's prefix cache, from its KV cache events: in the heatmap's place while attached
+        self.kv_view = ServerKVView(window.kv_events)
         window.model.engine_changed.connect(self._on_model_engine_changed)
         window.kv_events.changed.connect(self._on_kv_events_changed)
 
     def add_menu(self, menu_bar) -> None:
         menu = menu_bar.addMenu("&Server")
-        menu.addAction(self.dock.toggleViewAction())
-        menu.addAction(self.kv_dock.toggleViewAction())
-        for text, slot in (("Connect to server…", self.ask_connect), ("Serve current preset…", self.ask_serve),
+        for text, slot in (("Server panel", lambda: self.window.show_panel("Server")), ("Connect to server…", self.ask_connect), ("Serve current preset…", self.ask_serve),
                            ("Disconnect", self.disconnect)):
             action = QAction(text, self.window)
             action.triggered.connect(slot)
@@ -55,8 +49,7 @@ class ServerActions(QObject):
         if spec.serve is None:
             remember(spec)
         start_id = self.window.commands.start_on(spec)
-        self.dock.show()
-        self.dock.raise_()  # its tab in front of the presets'
+        self.window.show_panel("Server")  # its tab in front of the presets'
         return start_id
 
     def serve(self, options: ServeOptions) -> int:
@@ -99,10 +92,12 @@ class ServerActions(QObject):
         self.kv_view.close_view()
 
     def _on_kv_events_changed(self) -> None:
-        if self.window.kv_events.attached and not self.kv_dock.isVisible():
-            self.kv_dock.show()  # most of the height: the server panel above holds a few lines
-            self.window.resizeDocks([self.dock, self.kv_dock], [220, 640], Qt.Vertical)
+        region = self.window.engine_region
+        if self.window.kv_events.attached and region.heat_area.currentWidget() is not self.kv_view:
+            region.show_in_heat_area(self.kv_view)
 
     def _on_model_engine_changed(self, status) -> None:
         if status.state is EngineState.READY and status.info is not None and status.info.device == "server":
             self.window.heatmap.clear(NO_BLOCK_LAYOUT)
+        elif status.state is EngineState.READY:
+            self.window.engine_region.show_in_heat_area(None)  # a local engine: its blocks again

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
-    QHBoxLayout, QLabel, QLineEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
+    QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
 from workbench.model.app_model import AppModel
@@ -47,6 +48,13 @@ class ServerPanel(QWidget):
         self.table = QTableWidget(0, len(COLUMNS), objectName="serverEngines")
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.verticalHeader().setVisible(False)
+        # the columns share the panel's width (a narrow engine region too): headers word-wrap, figures fit
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        self.table.horizontalHeader().setMinimumSectionSize(36)
+        self.table.setWordWrap(True)
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        for column, name in enumerate(COLUMNS):
+            self.table.horizontalHeaderItem(column).setToolTip(name)
         row = QHBoxLayout()
         row.addWidget(QLabel("Endpoint"))
         row.addWidget(self.endpoint, 1)

@@ -1,6 +1,8 @@
-"""The window's layout, kept between runs: its size and place, its docks, and the sizes of its named
-splitters, in ``window.ini`` in the user's config folder (Qt's own encodings of each). The first run,
-or a layout saved by a version with other docks, fits the window to its screen instead."""
+"""The window's layout, kept between runs: its size and place, the sizes of its named splitters (the
+two regions, the engine tab's heatmap and plots, the chat's and batch pane's columns) and the engine
+region's tab in front, in ``window.ini`` in the user's config folder (Qt's own encodings of each). The
+first run, or a layout saved by a version with another arrangement, fits the window to its screen
+instead."""
 from __future__ import annotations
 
 from PySide6.QtCore import QByteArray, QSettings
@@ -8,7 +10,8 @@ from PySide6.QtWidgets import QMainWindow, QSplitter
 
 from workbench.paths import config_dir
 
-LAYOUT_VERSION = 1  # raised when the docks change: a layout saved before is then not applied
+LAYOUT_VERSION = 2  # raised when the arrangement changes: a layout saved before is then not applied
+# 2: two regions (work | engine) in place of the columns and the presets' dock
 SCREEN_SHARE = 0.92  # a first window takes this share of the screen's free area
 DEFAULT_SIZE = (1400, 860)  # where the screen is unknown
 
@@ -38,6 +41,9 @@ def save_layout(window: QMainWindow) -> None:
     settings.setValue("state", window.saveState(LAYOUT_VERSION))
     for name, splitter in _splitters(window).items():
         settings.setValue(f"splitters/{name}", splitter.saveState())
+    region = getattr(window, "engine_region", None)
+    if region is not None:
+        settings.setValue("engineTab", region.tabText(region.currentIndex()))
     settings.sync()
 
 
@@ -53,7 +59,18 @@ def restore_layout(window: QMainWindow) -> bool:
     window.restoreState(_saved_bytes(settings, "state"), LAYOUT_VERSION)
     for name, splitter in _splitters(window).items():
         splitter.restoreState(_saved_bytes(settings, f"splitters/{name}"))
+    _restore_engine_tab(window, settings.value("engineTab"))
+    window.layout_restored = True  # the first window's own split is not applied over the user's
     return True
+
+
+def _restore_engine_tab(window: QMainWindow, title) -> None:
+    region = getattr(window, "engine_region", None)
+    if region is None or not isinstance(title, str):
+        return
+    for index in range(region.count()):
+        if region.tabText(index) == title:
+            region.setCurrentIndex(index)
 
 
 def fit_to_screen(window: QMainWindow) -> None:

@@ -24,7 +24,6 @@ def main(path: str) -> int:
     window, _ = build_window(demo_engine_config(), start_engine=False, keep=False)
     window.resize(1600, 940)
     window.show()
-    window.preset_dock.hide()  # room for the server panel
 
     wait = process_events_until
 
@@ -36,10 +35,7 @@ def main(path: str) -> int:
         print("the server did not start:", model.engine.message)
         window.close()
         return 1
-    from PySide6.QtCore import Qt
-
-    window.server.dock.setMinimumWidth(640)
-    window.resizeDocks([window.server.dock], [620], Qt.Horizontal)
+    window.engine_region.show_engine()  # the server's prefix cache in the heatmap's place
     for request in requests(32, 48, 1200, 1024, "load"):
         window.engine.host.post(Submit(request))
     wait(lambda: False, 12.0)

@@ -199,8 +199,6 @@ def batch_runs(path: str) -> int:
 def preset_panel(path: str) -> int:
     """The preset panel with low-latency chosen against the running balanced engine: the diff, an edited
     value, and the planner beside vLLM's own count."""
-    from PySide6.QtCore import Qt
-
     window, wait = _started_window((1500, 900))
     if window is None:
         return 1
@@ -210,10 +208,9 @@ def preset_panel(path: str) -> int:
     wait(lambda: window.model.engine.settled(window.model.latest_start_id) and window.model.engine.ready, 300)
     panel.choose("low-latency")
     panel._on_value_edited("max_num_seqs", 12)
-    window.preset_dock.setMinimumWidth(560)
-    window.resizeDocks([window.preset_dock], [560], Qt.Horizontal)
+    window.show_panel("Presets")
     wait(lambda: False, 0.5)
-    size = save_small(window.preset_dock, path)
+    size = save_small(window.engine_region, path)
     print("saved", path, f"{size:,} bytes |", panel.diff.text())
     window.close()
     return 0

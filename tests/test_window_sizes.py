@@ -1,0 +1,93 @@
+"""The window at a laptop's 1280×720 and a desktop's 1920×1080 (offscreen, the app's own widgets, a
+synthetic block pool in the heatmap): two regions, the heatmap at least 300×300 with square cells,
+the transcript most of the work region, and no panel of the engine region needing a horizontal
+scroll bar; either region can be given the whole window and handed back."""
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QAbstractScrollArea
+
+from workbench.bench.heatmap_cost import synthetic_snapshot
+
+SIZES = [(1280, 720), (1920, 1080)]
+MIN_HEATMAP_PX = 300
+
+
+@pytest.fixture
+def config_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_CONFIG_DIR", str(tmp_path))
+    return tmp_path
+
+
+def open_window(qtbot, size):
+    from workbench.app import build_window, demo_engine_config
+
+    window, _ = build_window(demo_engine_config(), start_engine=False, keep=False, client="thread")
+    qtbot.addWidget(window)
+    window.resize(*size)
+    with qtbot.waitActive(window):  # the View menu's keys go to the active window
+        window.show()
+        window.activateWindow()
+    qtbot.waitUntil(lambda: window.regions.width() > 0.9 * size[0], timeout=5_000)
+    return window
+
+
+def horizontal_bars(widget) -> list[str]:
+    """The scroll areas under ``widget`` that are showing a horizontal scroll bar."""
+    return [area.objectName() or type(area).__name__ for area in widget.findChildren(QAbstractScrollArea)
+            if area.isVisibleTo(widget) and area.horizontalScrollBar().isVisible()]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_the_regions_share_the_window_and_the_heatmap_is_legible(config_dir, qtbot, size):
+    window = open_window(qtbot, size)
+    work, engine = window.regions.sizes()
+    assert min(work, engine) > 0.4 * size[0], window.regions.sizes()
+    heatmap = window.heatmap
+    heatmap.show_snapshot(synthetic_snapshot(65_536, seed=2))
+    qtbot.waitUntil(lambda: heatmap.snapshot is not None)
+    plot = heatmap.plot
+    assert plot.width() >= MIN_HEATMAP_PX and plot.height() >= MIN_HEATMAP_PX, plot.size()
+    assert window.engine_region.currentWidget() is window.engine_region.splitter, "the engine tab is in front"
+    window.close()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_no_panel_of_the_engine_region_needs_a_horizontal_scroll_bar(config_dir, qtbot, size):
+    window = open_window(qtbot, size)
+    window.presets.choose("balanced")  # a preset's table, its values and the capacity plan shown
+    region = window.engine_region
+    for index in range(region.count()):
+        region.setCurrentIndex(index)
+        qtbot.waitUntil(lambda: region.currentWidget().isVisible())
+        qtbot.wait(50)  # the tab's layout runs on the next turn of the event loop
+        assert horizontal_bars(region.currentWidget()) == [], region.tabText(index)
+    assert horizontal_bars(window.panes) == [], "the chat"
+    window.panes.setCurrentWidget(window.batch)
+    qtbot.waitUntil(window.batch.isVisible)
+    settings = window.batch.settings
+    assert settings.parentWidget().width() >= settings.minimumSizeHint().width(), "the batch settings are not cut"
+    window.close()
+
+
+def test_a_key_gives_a_region_the_whole_window_and_takes_it_back(config_dir, qtbot):
+    window = open_window(qtbot, SIZES[0])
+    regions = window.regions
+    before = regions.sizes()
+    qtbot.keyClick(window, Qt.Key_2, Qt.ControlModifier)
+    assert regions.whole_window is window.engine_region and not window.panes.isVisible()
+    qtbot.waitUntil(lambda: window.heatmap.plot.width() > 0.9 * SIZES[0][0])
+    qtbot.keyClick(window, Qt.Key_2, Qt.ControlModifier)  # again: both
+    assert regions.whole_window is None and window.panes.isVisible()
+    qtbot.keyClick(window, Qt.Key_1, Qt.ControlModifier)
+    assert regions.whole_window is window.panes and not window.engine_region.isVisible()
+    window.show_panel("Presets")  # a panel asked for: the engine region comes back to show it
+    assert regions.whole_window is None and window.engine_region.currentWidget() is region_panel(window, "Presets")
+    qtbot.keyClick(window, Qt.Key_0, Qt.ControlModifier)
+    qtbot.waitUntil(lambda: abs(regions.sizes()[0] - before[0]) <= 2)
+    window.close()
+
+
+def region_panel(window, title):
+    return window.engine_region.panels[title]
