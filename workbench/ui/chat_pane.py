@@ -1,12 +1,14 @@
-"""The chat pane: conversations, streaming Markdown replies, Stop / Regenerate and sampling settings."""
+"""The chat pane: conversations, streaming Markdown replies, Stop / Regenerate, and each conversation's
+settings in a drawer beside the transcript (a one-line summary of them always shown)."""
 from __future__ import annotations
 
 import time
 from typing import Callable
 
 from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMessageBox, QPushButton, QScrollArea, QSplitter, QStackedWidget,
+    QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMessageBox, QPushButton, QScrollArea, QStackedWidget,
     QVBoxLayout, QWidget, QPlainTextEdit,
 )
 
@@ -15,7 +17,7 @@ from workbench.model.conversations import OPEN_STATUSES, ChatMessage, Conversati
 from workbench.model.engine_commands import EngineCommands, waiting_note
 from workbench.ui.render_pacer import RenderPacer
 from workbench.ui.sampling_panel import SamplingPanel
-from workbench.ui.scrolling import scrolling
+from workbench.ui.settings_drawer import TOGGLE_SHORTCUT, DrawerSplitter, SettingsDrawer, SummaryBar
 
 
 def figures_text(turn: ChatMessage, waiting: str = "") -> str:
@@ -79,6 +81,7 @@ class MessageView(QFrame):
         self.body.setText(self.turn.text or ("…" if self.turn.status in OPEN_STATUSES else ""))
 
 
+LIST_PX = 120  # the conversation list's width at first (it folds away to 0 when its handle is dragged)
 SYNC_AFTER_MS = 50  # a new question is drawn this soon at the latest, whatever the engine says
 
 
@@ -240,7 +243,8 @@ class ChatPane(QWidget):
         self.order: list[str] = []  # conversation ids, as listed
         self.transcripts: dict[str, TranscriptView] = {}
         self.sampling = SamplingPanel(model.system_prompt)
-        self.sampling.system.textChanged.connect(self._on_system_prompt_edited)
+        self.sampling.edited.connect(self._on_sampling_edited)
+        self._showing_settings = False  # the panel is being set from the model: not an edit
         self.confirm = ask_to_confirm  # (parent, title, text) -> bool; deleting asks through it
         self._build()
         model.conversation_added.connect(self._on_model_conversation_added)
@@ -249,6 +253,7 @@ class ChatPane(QWidget):
         model.requests_taken.connect(self._on_model_requests_taken)
         model.conversation_removed.connect(self._on_model_conversation_removed)
         model.conversation_changed.connect(self._on_model_conversation_changed)
+        model.conversation_selected.connect(self._on_model_conversation_selected)
         model.engine_changed.connect(self._on_model_waiting_changed)
         model.waiting_changed.connect(self._on_model_waiting_changed)
         for conversation_id in model.conversations:
@@ -261,6 +266,8 @@ class ChatPane(QWidget):
         self.conversation_list = QListWidget(objectName="conversationList")
         self.conversation_list.setToolTip("Double-click a conversation (or press F2) to rename it.")
         self.conversation_list.setEditTriggers(QListWidget.DoubleClicked | QListWidget.EditKeyPressed)
+        self.conversation_list.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # long titles elide
+        self.conversation_list.setTextElideMode(Qt.ElideRight)
         self.conversation_list.currentRowChanged.connect(self._on_conversation_list_changed)
         self.conversation_list.itemChanged.connect(self._on_conversation_item_edited)
         new_chat = QPushButton("New chat", objectName="newChatButton")
@@ -269,15 +276,13 @@ class ChatPane(QWidget):
         delete.clicked.connect(self.delete_current)
         clear_all = QPushButton("Clear all", objectName="clearChatsButton")
         clear_all.clicked.connect(self.clear_all)
-        removal = QHBoxLayout()
-        removal.addWidget(delete)
-        removal.addWidget(clear_all)
-        left = QWidget()
+        left = QWidget(objectName="conversationColumn")
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(0, 0, 0, 0)
         left_layout.addWidget(new_chat)
-        left_layout.addWidget(self.conversation_list)
-        left_layout.addLayout(removal)
+        left_layout.addWidget(self.conversation_list, 1)
+        for button in (delete, clear_all):  # one above the other: the column stays narrow
+            left_layout.addWidget(button)
         return left
 
     def _build(self) -> None:
@@ -300,21 +305,70 @@ class ChatPane(QWidget):
         input_row = QHBoxLayout()
         input_row.addWidget(self.input, 1)
         input_row.addLayout(buttons)
+        self.summary_bar = SummaryBar()
+        self.summary = self.summary_bar.label
+        self.drawer_button = self.summary_bar.button
         center = QWidget()
         center_layout = QVBoxLayout(center)
         center_layout.setContentsMargins(0, 0, 0, 0)
+        center_layout.addWidget(self.summary_bar)
         center_layout.addWidget(self.stack, 1)
         center_layout.addLayout(input_row)
 
-        splitter = QSplitter(objectName="chatSplitter")
-        splitter.addWidget(left)
-        splitter.addWidget(center)
-        splitter.addWidget(scrolling(self.sampling))
-        splitter.setSizes([140, 520, 260])
+        self.drawer = SettingsDrawer(self.sampling)
+        # named: its sizes, the drawer's width among them (0: closed), are remembered with the layout
+        self.splitter = DrawerSplitter(self.drawer_button, "chatSplitter")
+        self.splitter.addWidget(left)
+        self.splitter.addWidget(center)
+        self.splitter.addWidget(self.drawer)
+        self.splitter.setStretchFactor(1, 1)  # a wider pane widens the transcript
+        self.splitter.setSizes([LIST_PX, 500, 0])
+        self.drawer.close_asked.connect(self.close_drawer)
+        self.splitter.drawer_toggled.connect(self._on_splitter_drawer_toggled)
+        QShortcut(QKeySequence(TOGGLE_SHORTCUT), self, self.splitter.toggle_drawer)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(splitter)
+        layout.addWidget(self.splitter)
         self._update_buttons()
+
+    # -------------------------------------------------------------- the settings drawer
+    def drawer_open(self) -> bool:
+        return self.splitter.drawer_open()
+
+    @Slot()
+    def open_drawer(self) -> None:
+        self.splitter.set_drawer_open(True)
+
+    @Slot()
+    def close_drawer(self) -> None:
+        self.splitter.set_drawer_open(False)
+
+    @Slot(bool)
+    def _on_splitter_drawer_toggled(self, opened: bool) -> None:
+        (self.sampling.system if opened else self.input).setFocus()
+
+    def _show_summary(self) -> None:
+        self.summary_bar.show_summary(self.sampling.summary())
+
+    @Slot()
+    def _on_sampling_edited(self) -> None:
+        """An edit in the drawer is the conversation's at once (kept, and stored), sent or not."""
+        if not self._showing_settings and self.order:
+            conversation_id = self.current.conversation_id
+            self.model.set_system_prompt(conversation_id, self.sampling.system_prompt())
+            self.model.set_sampling(conversation_id, self.sampling.settings())
+        self._show_summary()
+
+    def _show_settings(self, conversation: Conversation) -> None:
+        """The drawer shows ``conversation``'s own system prompt and settings."""
+        self._showing_settings = True
+        try:
+            if self.sampling.system_prompt() != conversation.system_prompt:
+                self.sampling.system.setPlainText(conversation.system_prompt)
+            self.sampling.form.set_settings(conversation.sampling)
+        finally:
+            self._showing_settings = False
+        self._show_summary()
 
     # -------------------------------------------------------------- conversations
     @Slot()
@@ -355,18 +409,15 @@ class ChatPane(QWidget):
             blocked = self.conversation_list.blockSignals(True)
             item.setText(conversation.title)
             self.conversation_list.blockSignals(blocked)
-        if conversation_id == self.current.conversation_id and self.sampling.system_prompt() != conversation.system_prompt:
-            self._show_system_prompt(conversation)
+        shown = (self.sampling.system_prompt(), self.sampling.settings())
+        if conversation_id == self.current.conversation_id and shown != (conversation.system_prompt,
+                                                                          conversation.sampling):
+            self._show_settings(conversation)
 
-    def _show_system_prompt(self, conversation: Conversation) -> None:
-        blocked = self.sampling.system.blockSignals(True)
-        self.sampling.system.setPlainText(conversation.system_prompt)
-        self.sampling.system.blockSignals(blocked)
-
-    @Slot()
-    def _on_system_prompt_edited(self) -> None:
-        if self.order:
-            self.model.set_system_prompt(self.current.conversation_id, self.sampling.system_prompt())
+    def _on_model_conversation_selected(self, conversation_id: str) -> None:
+        """A selection made elsewhere moves the list (and so the transcript and the drawer)."""
+        if conversation_id in self.order and self.conversation_list.currentRow() != self.order.index(conversation_id):
+            self.conversation_list.setCurrentRow(self.order.index(conversation_id))
 
     @Slot()
     def delete_current(self) -> bool:
@@ -419,8 +470,8 @@ class ChatPane(QWidget):
     def _on_conversation_list_changed(self, row: int) -> None:
         if 0 <= row < len(self.order):
             self.stack.setCurrentWidget(self.transcripts[self.order[row]])
-            self.sampling.form.set_settings(self.current.sampling)  # each conversation's own settings
-            self._show_system_prompt(self.current)  # and its own system prompt
+            self._show_settings(self.current)  # each conversation's own settings and system prompt
+            self.model.select_conversation(self.order[row])
             self._update_buttons()
 
     # -------------------------------------------------------------- actions
