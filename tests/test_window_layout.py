@@ -47,7 +47,7 @@ def test_the_layout_comes_back_as_the_user_left_it(config_dir, qtbot):
     qtbot.waitExposed(window)
     window.resize(1000, 700)
     splitter(window, "monitorsSplitter").setSizes([200, 400])  # the plots short, the memory panel tall
-    splitter(window, "chatSplitter").setSizes([100, 400, 0])  # the sampling settings folded away
+    window.chat.open_drawer()  # the chat's settings drawer left open (it starts closed)
     window.preset_dock.hide()
     monitor_sizes = splitter(window, "monitorsSplitter").sizes()
     window.close()
@@ -59,7 +59,8 @@ def test_the_layout_comes_back_as_the_user_left_it(config_dir, qtbot):
     qtbot.waitExposed(again)
     assert again.height() == 700  # (its width is kept too, within what the offscreen screen's 800 pixels allow)
     assert splitter(again, "monitorsSplitter").sizes() == monitor_sizes
-    assert splitter(again, "chatSplitter").sizes()[2] == 0
+    assert splitter(again, "chatSplitter").sizes()[2] > 0 and again.chat.drawer_open()
+    assert again.chat.drawer_button.isChecked(), "the button says the drawer is open"
     assert not again.preset_dock.isVisible()
     again.close()
 
