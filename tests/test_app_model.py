@@ -94,3 +94,58 @@ def test_the_engine_taking_requests_names_the_conversations_whose_replies_it_hol
     model.apply(RequestsTaken((ask_2.request_id, "batch-row-7", ask_1.request_id)))
     model.apply(RequestsTaken(("d-bench-3",)))  # a request of no conversation: nothing to tell
     assert taken == [tuple(sorted((first.conversation_id, second.conversation_id)))]
+
+
+def test_the_selected_conversation_lives_in_the_model_and_goes_with_its_conversation():
+    model = make_model()
+    first, second = model.new_conversation(), model.new_conversation()
+    selected = []
+    model.conversation_selected.connect(selected.append)
+    model.select_conversation(second.conversation_id)
+    model.select_conversation(second.conversation_id)  # already selected: nothing to tell
+    model.select_conversation("no-such-conversation")
+    assert model.selected_conversation_id == second.conversation_id
+    model.delete_conversation(first.conversation_id)  # not the selected one
+    assert model.selected_conversation_id == second.conversation_id
+    model.delete_conversation(second.conversation_id)
+    assert model.selected_conversation_id == ""
+    assert selected == [second.conversation_id, ""]
+
+
+def test_a_conversations_request_ids_are_its_replies_newest_last():
+    model = make_model()
+    first, second = model.new_conversation(), model.new_conversation()
+    ask_1 = model.ask(first.conversation_id, "What is a block?", SamplingSettings())
+    model.apply(RequestFinished(StreamEvent(ask_1.request_id, "", True, "stop")))
+    ask_2 = model.ask(second.conversation_id, "And a page?", SamplingSettings())
+    ask_3 = model.ask(first.conversation_id, "And a slot?", SamplingSettings())
+    assert model.request_ids_of(first.conversation_id) == (ask_1.request_id, ask_3.request_id)
+    assert model.request_ids_of(second.conversation_id) == (ask_2.request_id,)
+    assert model.request_ids_of("no-such-conversation") == ()
+    again = model.regenerate(second.conversation_id, SamplingSettings())
+    assert again is None, "one reply at a time"
+
+
+def test_sampling_edited_before_a_question_is_kept_with_the_conversation():
+    model = make_model()
+    conversation = model.new_conversation()
+    changed = []
+    model.conversation_changed.connect(changed.append)
+    edited = SamplingSettings(temperature=0.2, max_tokens=64)
+    model.set_sampling(conversation.conversation_id, edited)
+    model.set_sampling(conversation.conversation_id, edited)  # no change: nothing to tell
+    assert conversation.sampling == edited and changed == [conversation.conversation_id]
+    request = model.ask(conversation.conversation_id, "Hi", conversation.sampling)
+    assert request.sampling == edited
+
+
+def test_the_chat_template_name_says_whose_template_renders_the_prompts():
+    from dataclasses import replace
+
+    from workbench.model.engine_status import chat_template_name
+
+    assert chat_template_name(None) == "template not read yet"
+    assert chat_template_name(INFO) == "no template"
+    assert chat_template_name(replace(INFO, chat_template="{{ messages }}")) == "demo template"
+    assert chat_template_name(replace(INFO, model="Qwen/Qwen3-0.6B/", chat_template="x")) == "Qwen3-0.6B template"
+    assert chat_template_name(replace(INFO, device="server", chat_template="x")) == "server's template"

@@ -79,3 +79,16 @@ def test_each_conversation_has_its_own_system_prompt_in_the_pane_the_request_and
     assert model.conversations[pirate.conversation_id].system_prompt == "Answer like a pirate."
     assert model.conversations[plain.conversation_id].title == "Plain answers"
     storage.close()
+
+
+def test_settings_set_in_the_drawer_before_a_question_are_stored_with_the_conversation(qtbot, tmp_path):
+    storage, model = started(tmp_path / "workbench.db")
+    pane = ChatPane(model, EngineCommands(model, lambda command: None))
+    qtbot.addWidget(pane)
+    edited = pane.current
+    pane.sampling.max_tokens.setValue(64)  # nothing sent: the conversation keeps it all the same
+    pane.sampling.seed.setValue(7)
+    pane.new_conversation()
+    storage, model = restarted(storage, tmp_path / "workbench.db")
+    assert model.conversations[edited.conversation_id].sampling == SamplingSettings(max_tokens=64, seed=7)
+    storage.close()

@@ -55,6 +55,7 @@ def test_the_layout_comes_back_as_the_user_left_it(config_dir, qtbot):
     splitter(window, "engineSplitter").setSizes([150, 450])  # the heatmap short, the plots tall
     splitter(window, "regionsSplitter").setSizes([300, 700])  # the engine region wide
     window.show_panel("Presets")
+    window.chat.open_drawer()  # the chat's settings drawer left open (it starts closed)
     engine_sizes = splitter(window, "engineSplitter").sizes()
     region_sizes = splitter(window, "regionsSplitter").sizes()
     window.close()
@@ -67,6 +68,8 @@ def test_the_layout_comes_back_as_the_user_left_it(config_dir, qtbot):
     assert again.size().toTuple() == (780, 700)
     assert again.presets.isVisible() and not again.heatmap.isVisible(), "the Presets tab in front, as left"
     assert close_to(splitter(again, "regionsSplitter").sizes(), region_sizes)
+    assert splitter(again, "chatSplitter").sizes()[2] > 0 and again.chat.drawer_open()
+    assert again.chat.drawer_button.isChecked(), "the button says the drawer is open"
     again.engine_region.show_engine()
     qtbot.waitUntil(again.heatmap.isVisible)
     assert close_to(splitter(again, "engineSplitter").sizes(), engine_sizes)

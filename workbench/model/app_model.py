@@ -37,7 +37,8 @@ class AppModel:
     engine_changed = Signal(object)  # EngineStatus
     config_changed = Signal(object)  # EngineConfig
     conversation_added = Signal(str)  # conversation id
-    conversation_changed = Signal(str)  # conversation id: its title or its system prompt
+    conversation_changed = Signal(str)  # conversation id: its title, its system prompt or its sampling
+    conversation_selected = Signal(str)  # conversation id: the one the user looks at ("" : none)
     message_changed = Signal(str, str, bool)  # conversation id, message id, text only
     messages_changed = Signal(str)  # conversation id: messages added or removed
     requests_taken = Signal(tuple)  # conversation ids whose replies the engine now holds
@@ -52,6 +53,7 @@ class AppModel:
         self.system_prompt = system_prompt
         self.engine = EngineStatus()
         self.conversations: dict[str, Conversation] = {}
+        self.selected_conversation_id = ""  # the conversation shown: the heatmap follows its requests
         self.requests = RequestRegistry()
         self._start_ids = itertools.count(1)
         self.latest_start_id = 0  # the last start asked for; EngineStatus.start_id is the last reported
@@ -125,17 +127,46 @@ class AppModel:
             conversation.system_prompt = system_prompt
             self.conversation_changed.emit(conversation_id)
 
+    def set_sampling(self, conversation_id: str, sampling: SamplingSettings) -> None:
+        """A conversation's own sampling settings, used by its next question (and kept with it), edited
+        before it is sent: nothing set is lost by looking at another conversation."""
+        conversation = self.conversations.get(conversation_id)
+        if conversation is not None and conversation.sampling != sampling:
+            conversation.sampling = sampling
+            self.conversation_changed.emit(conversation_id)
+
+    def select_conversation(self, conversation_id: str) -> None:
+        """The conversation the user looks at now (an unknown id is ignored)."""
+        if conversation_id in self.conversations and conversation_id != self.selected_conversation_id:
+            self.selected_conversation_id = conversation_id
+            self.conversation_selected.emit(conversation_id)
+
+    def _unselect(self, conversation_ids) -> None:
+        """Nothing is selected once the selected conversation is gone (said before it goes)."""
+        if self.selected_conversation_id in conversation_ids:
+            self.selected_conversation_id = ""
+            self.conversation_selected.emit("")
+
+    def request_ids_of(self, conversation_id: str) -> tuple[str, ...]:
+        """The request ids of a conversation's assistant replies, newest last (none for an unknown id)."""
+        conversation = self.conversations.get(conversation_id)
+        if conversation is None:
+            return ()
+        return tuple(m.request_id for m in conversation.messages if m.role == "assistant" and m.request_id)
+
     def delete_conversation(self, conversation_id: str) -> None:
         """Removes a conversation; a reply still streaming in it is forgotten (the caller aborts it)."""
-        conversation = self.conversations.pop(conversation_id, None)
-        if conversation is None:
+        if conversation_id not in self.conversations:
             return
+        self._unselect((conversation_id,))
+        self.conversations.pop(conversation_id)
         for request_id in [r for r, (c, _) in self._replies.items() if c == conversation_id]:
             del self._replies[request_id]
         self.conversation_removed.emit(conversation_id)
 
     def clear_conversations(self) -> None:
         """Removes every conversation (one signal, with the id "")."""
+        self._unselect(tuple(self.conversations))
         self.conversations.clear()
         self._replies.clear()
         self.conversation_removed.emit("")

@@ -38,3 +38,19 @@ def chat_template_text(info: EngineInfo) -> str:
     if info.device == "server":
         return SERVER_TEMPLATE
     return info.chat_template or NO_TEMPLATE
+
+
+def chat_template_name(info: EngineInfo | None) -> str:
+    """A few words for the chat summary line: whose template the prompts are rendered with."""
+    if info is None:
+        return "template not read yet"
+    if info.device == "server":
+        return "server's template"
+    if not info.chat_template:
+        return "no template"
+    return f"{model_short_name(info.model)} template"
+
+
+def model_short_name(model: str) -> str:
+    """A model's path or Hub id, its last part: ``/models/demo`` -> ``demo``, ``Qwen/Qwen3-0.6B`` -> ``Qwen3-0.6B``."""
+    return model.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or model

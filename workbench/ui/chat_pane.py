@@ -1,226 +1,25 @@
-"""The chat pane: conversations, streaming Markdown replies, Stop / Regenerate and sampling settings."""
+"""The chat pane: conversations, streaming Markdown replies, Stop / Regenerate, and each conversation's
+settings in a drawer beside the transcript (a one-line summary of them always shown)."""
 from __future__ import annotations
 
-import time
-from typing import Callable
-
-from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtCore import Qt, Slot
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMessageBox, QPushButton, QScrollArea, QSplitter, QStackedWidget,
-    QVBoxLayout, QWidget, QPlainTextEdit,
+    QHBoxLayout, QListWidget, QListWidgetItem, QMessageBox, QPlainTextEdit, QPushButton, QStackedWidget, QVBoxLayout,
+    QWidget,
 )
 
 from workbench.model.app_model import AppModel
-from workbench.model.conversations import OPEN_STATUSES, ChatMessage, Conversation
+from workbench.model.conversations import Conversation
 from workbench.model.engine_commands import EngineCommands, waiting_note
-from workbench.ui.render_pacer import RenderPacer
 from workbench.ui.sampling_panel import SamplingPanel
-from workbench.ui.scrolling import scrolling
+from workbench.ui.settings_drawer import TOGGLE_SHORTCUT, DrawerSplitter, SettingsDrawer, SummaryBar
+# the transcript's parts, where the tests and benchmarks have always found them
+from workbench.ui.transcript_view import (  # noqa: F401
+    FOLLOW_SLACK_PX, SYNC_AFTER_MS, MessageView, TranscriptView, figures_text,
+)
 
-
-def figures_text(turn: ChatMessage, waiting: str = "") -> str:
-    """The line under a turn: vLLM's figures, or what the reply is doing (``waiting``: what a reply
-    that waits for the engine waits for)."""
-    if turn.status == "error":
-        return f"⚠ {turn.error}"
-    f = turn.figures
-    parts = []
-    if f is not None:
-        if f.ttft_s is not None:
-            parts.append(f"TTFT {f.ttft_s * 1e3:.0f} ms")
-        if f.decode_tokens_per_s is not None:
-            parts.append(f"{f.decode_tokens_per_s:.1f} tok/s")
-        parts.append(f"{f.output_tokens} output tok")
-        parts.append(f"prompt {f.prompt_tokens} tok")
-        if f.cached_prompt_tokens is None:
-            parts.append("cached: not available")
-        else:
-            parts.append(f"cached {f.cached_prompt_tokens} tok ({f.cache_hit_fraction:.0%})")
-    if turn.status == "stopped":
-        parts.append(f"stopped: {turn.error}" if turn.error else "stopped")  # e.g. cut off by a crash
-    elif turn.status == "streaming":
-        parts.append("generating…")
-    elif turn.status == "waiting":
-        parts.append(waiting)  # words only: a glyph the font lacks draws as an empty box
-    return " · ".join(parts)
-
-
-class MessageView(QFrame):
-    """One turn; only the streaming one is re-rendered as text arrives."""
-
-    def __init__(self, turn: ChatMessage, waiting_note: Callable[[], str] = str):
-        super().__init__()
-        self.turn = turn
-        self.waiting_note = waiting_note
-        self.setFrameShape(QFrame.StyledPanel)
-        self.setObjectName("userMessage" if turn.role == "user" else "assistantMessage")
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(8, 4, 8, 4)
-        header = QLabel("<b>You</b>" if turn.role == "user" else "<b>Assistant</b>")
-        self.body = QLabel()
-        self.body.setTextFormat(Qt.MarkdownText)
-        self.body.setWordWrap(True)
-        self.body.setTextInteractionFlags(Qt.TextSelectableByMouse | Qt.LinksAccessibleByMouse)
-        self.stats = QLabel()
-        self.stats.setObjectName("messageStats")
-        self.stats.setStyleSheet("color: #666; font-size: 11px;")
-        self.stats.setWordWrap(True)
-        for widget in (header, self.body, self.stats):
-            layout.addWidget(widget)
-        self.render()
-
-    def render(self) -> None:
-        self.render_text()
-        self.stats.setText(figures_text(self.turn, self.waiting_note() if self.turn.status == "waiting" else ""))
-        self.stats.setVisible(bool(self.stats.text()))
-
-    def render_text(self) -> None:
-        """The reply's text only: what changes while it streams."""
-        self.body.setText(self.turn.text or ("…" if self.turn.status in OPEN_STATUSES else ""))
-
-
-SYNC_AFTER_MS = 50  # a new question is drawn this soon at the latest, whatever the engine says
-
-
-FOLLOW_SLACK_PX = 24  # within this of the end, the transcript follows the reply as it grows
-
-
-class TranscriptView(QScrollArea):
-    """A conversation's messages. It follows the end as a reply grows, unless the user has scrolled
-    up: then a "New text below" button brings them back down."""
-
-    def __init__(self, conversation: Conversation, waiting_note: Callable[[], str] = str):
-        super().__init__()
-        self.conversation = conversation
-        self.waiting_note = waiting_note
-        self.setWidgetResizable(True)
-        inner = QWidget()
-        self.column = QVBoxLayout(inner)
-        self.column.addStretch(1)
-        self.setWidget(inner)
-        self.following = True  # the view sits at the end and stays there as the content grows
-        bar = self.verticalScrollBar()
-        bar.rangeChanged.connect(self._on_scrollbar_range_changed)
-        bar.valueChanged.connect(self._on_scrollbar_value_changed)
-        self.new_text_button = QPushButton("New text below ↓", self, objectName="newTextBelowButton")
-        self.new_text_button.clicked.connect(self.scroll_to_end)
-        self.new_text_button.hide()
-        self.views: dict[str, MessageView] = {}  # message id -> its view
-        # Streaming text is drawn at the pacer's pace: a long reply's draws would otherwise fill the GUI thread.
-        self.pacer = RenderPacer()
-        self._pending: set[str] = set()  # messages whose new text waits for the next draw
-        self._draw_timer = QTimer(self, singleShot=True)
-        self._draw_timer.timeout.connect(self._draw_pending)
-        self._settling = False  # a draw's layout and paint are still to run
-        self._sync_due = False  # new or removed messages wait for the views' sync
-        self.num_text_draws = 0  # the tests read it
-
-    def sync_soon(self) -> None:
-        """``sync`` once the engine has taken the request just asked (``sync_now``, on the model's
-        ``requests_taken``), or when its reply first changes, or after ``SYNC_AFTER_MS`` at the latest.
-        Building and drawing a question's views takes the window 5-25 ms of CPU; on a machine whose
-        spare cores are few, that work slows the engine's intake of the very request (vLLM's
-        ``add_request``, in the engine-client process), which is what its first token waits for."""
-        if not self._sync_due:
-            self._sync_due = True
-            QTimer.singleShot(SYNC_AFTER_MS, self, self.sync_now)
-
-    def sync_now(self) -> None:
-        """The sync that ``sync_soon`` put off, if one is due."""
-        if self._sync_due:
-            self.sync()
-
-    def view_of(self, message_id: str) -> MessageView | None:
-        """A message's view, its sync done first if one is due."""
-        self.sync_now()
-        return self.views.get(message_id)
-
-    def sync(self) -> None:
-        """Adds views for new messages, drops views of removed ones (Regenerate)."""
-        self._sync_due = False
-        alive = {m.message_id for m in self.conversation.messages}
-        for key in [k for k in self.views if k not in alive]:
-            self.views.pop(key).deleteLater()
-        for message in self.conversation.messages:
-            if message.message_id not in self.views:
-                view = MessageView(message, self.waiting_note)
-                self.views[message.message_id] = view
-                self.column.insertWidget(self.column.count() - 1, view)
-        self.scroll_to_end()  # a question just asked, or a conversation opened: its end is what matters
-
-    def render_waiting(self) -> None:
-        """Redraws what the replies waiting for the engine say (its start's progress, its state)."""
-        for view in self.views.values():
-            if view.turn.status == "waiting":
-                view.render()
-
-    # -------------------------------------------------------------- following the end
-    @Slot()
-    def scroll_to_end(self) -> None:
-        self.following = True
-        self.new_text_button.hide()
-        bar = self.verticalScrollBar()
-        bar.setValue(bar.maximum())
-
-    @Slot(int, int)
-    def _on_scrollbar_range_changed(self, _minimum: int, maximum: int) -> None:
-        if self.following:
-            self.verticalScrollBar().setValue(maximum)
-        elif self.isVisible():  # the content grew below what the user is reading
-            self._place_new_text_button()
-            self.new_text_button.show()
-            self.new_text_button.raise_()
-
-    @Slot(int)
-    def _on_scrollbar_value_changed(self, value: int) -> None:
-        self.following = value >= self.verticalScrollBar().maximum() - FOLLOW_SLACK_PX
-        if self.following:
-            self.new_text_button.hide()
-
-    def _place_new_text_button(self) -> None:
-        self.new_text_button.adjustSize()
-        viewport = self.viewport().geometry()
-        size = self.new_text_button.size()
-        self.new_text_button.move(viewport.center().x() - size.width() // 2, viewport.bottom() - size.height() - 8)
-
-    def resizeEvent(self, event) -> None:
-        super().resizeEvent(event)
-        if self.new_text_button.isVisible():
-            self._place_new_text_button()
-
-    def render_message(self, message_id: str, text_only: bool = False) -> None:
-        """A whole message (its end, its figures) is drawn at once; new streaming text at the pacer's pace."""
-        self.sync_now()
-        view = self.views.get(message_id)
-        if view is None:
-            return
-        if not text_only:
-            self._pending.discard(message_id)
-            view.render()
-            return
-        self._pending.add(message_id)
-        self._schedule_draw()
-
-    def _schedule_draw(self) -> None:
-        if self._pending and not self._draw_timer.isActive() and not self._settling:
-            self._draw_timer.start(round(self.pacer.delay_s(time.monotonic()) * 1e3))
-
-    def _draw_pending(self) -> None:
-        at, started = time.monotonic(), time.perf_counter()
-        for message_id in self._pending:
-            if (view := self.views.get(message_id)) is not None:
-                view.render_text()
-        self._pending.clear()
-        self.num_text_draws += 1
-        # Qt lays the labels out and paints them in the events this posted: the draw's cost is known
-        # once they have run, which a zero timer posted now waits for.
-        self._settling = True
-        QTimer.singleShot(0, self, lambda: self._draw_settled(at, started))
-
-    def _draw_settled(self, at: float, started: float) -> None:
-        self.pacer.drawn(at, time.perf_counter() - started)
-        self._settling = False
-        self._schedule_draw()
+LIST_PX = 120  # the conversation list's width at first (it folds away to 0 when its handle is dragged)
 
 
 def ask_to_confirm(parent: QWidget, title: str, text: str) -> bool:
@@ -240,7 +39,8 @@ class ChatPane(QWidget):
         self.order: list[str] = []  # conversation ids, as listed
         self.transcripts: dict[str, TranscriptView] = {}
         self.sampling = SamplingPanel(model.system_prompt)
-        self.sampling.system.textChanged.connect(self._on_system_prompt_edited)
+        self.sampling.edited.connect(self._on_sampling_edited)
+        self._showing_settings = False  # the panel is being set from the model: not an edit
         self.confirm = ask_to_confirm  # (parent, title, text) -> bool; deleting asks through it
         self._build()
         model.conversation_added.connect(self._on_model_conversation_added)
@@ -249,6 +49,7 @@ class ChatPane(QWidget):
         model.requests_taken.connect(self._on_model_requests_taken)
         model.conversation_removed.connect(self._on_model_conversation_removed)
         model.conversation_changed.connect(self._on_model_conversation_changed)
+        model.conversation_selected.connect(self._on_model_conversation_selected)
         model.engine_changed.connect(self._on_model_waiting_changed)
         model.waiting_changed.connect(self._on_model_waiting_changed)
         for conversation_id in model.conversations:
@@ -261,6 +62,8 @@ class ChatPane(QWidget):
         self.conversation_list = QListWidget(objectName="conversationList")
         self.conversation_list.setToolTip("Double-click a conversation (or press F2) to rename it.")
         self.conversation_list.setEditTriggers(QListWidget.DoubleClicked | QListWidget.EditKeyPressed)
+        self.conversation_list.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # long titles elide
+        self.conversation_list.setTextElideMode(Qt.ElideRight)
         self.conversation_list.currentRowChanged.connect(self._on_conversation_list_changed)
         self.conversation_list.itemChanged.connect(self._on_conversation_item_edited)
         new_chat = QPushButton("New chat", objectName="newChatButton")
@@ -269,15 +72,13 @@ class ChatPane(QWidget):
         delete.clicked.connect(self.delete_current)
         clear_all = QPushButton("Clear all", objectName="clearChatsButton")
         clear_all.clicked.connect(self.clear_all)
-        removal = QHBoxLayout()
-        removal.addWidget(delete)
-        removal.addWidget(clear_all)
-        left = QWidget()
+        left = QWidget(objectName="conversationColumn")
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(0, 0, 0, 0)
         left_layout.addWidget(new_chat)
-        left_layout.addWidget(self.conversation_list)
-        left_layout.addLayout(removal)
+        left_layout.addWidget(self.conversation_list, 1)
+        for button in (delete, clear_all):  # one above the other: the column stays narrow
+            left_layout.addWidget(button)
         return left
 
     def _build(self) -> None:
@@ -300,21 +101,70 @@ class ChatPane(QWidget):
         input_row = QHBoxLayout()
         input_row.addWidget(self.input, 1)
         input_row.addLayout(buttons)
+        self.summary_bar = SummaryBar()
+        self.summary = self.summary_bar.label
+        self.drawer_button = self.summary_bar.button
         center = QWidget()
         center_layout = QVBoxLayout(center)
         center_layout.setContentsMargins(0, 0, 0, 0)
+        center_layout.addWidget(self.summary_bar)
         center_layout.addWidget(self.stack, 1)
         center_layout.addLayout(input_row)
 
-        splitter = QSplitter(objectName="chatSplitter")
-        splitter.addWidget(left)
-        splitter.addWidget(center)
-        splitter.addWidget(scrolling(self.sampling))
-        splitter.setSizes([140, 520, 260])
+        self.drawer = SettingsDrawer(self.sampling)
+        # named: its sizes, the drawer's width among them (0: closed), are remembered with the layout
+        self.splitter = DrawerSplitter(self.drawer_button, "chatSplitter")
+        self.splitter.addWidget(left)
+        self.splitter.addWidget(center)
+        self.splitter.addWidget(self.drawer)
+        self.splitter.setStretchFactor(1, 1)  # a wider pane widens the transcript
+        self.splitter.setSizes([LIST_PX, 500, 0])
+        self.drawer.close_asked.connect(self.close_drawer)
+        self.splitter.drawer_toggled.connect(self._on_splitter_drawer_toggled)
+        QShortcut(QKeySequence(TOGGLE_SHORTCUT), self, self.splitter.toggle_drawer)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(splitter)
+        layout.addWidget(self.splitter)
         self._update_buttons()
+
+    # -------------------------------------------------------------- the settings drawer
+    def drawer_open(self) -> bool:
+        return self.splitter.drawer_open()
+
+    @Slot()
+    def open_drawer(self) -> None:
+        self.splitter.set_drawer_open(True)
+
+    @Slot()
+    def close_drawer(self) -> None:
+        self.splitter.set_drawer_open(False)
+
+    @Slot(bool)
+    def _on_splitter_drawer_toggled(self, opened: bool) -> None:
+        (self.sampling.system if opened else self.input).setFocus()
+
+    def _show_summary(self) -> None:
+        self.summary_bar.show_summary(self.sampling.summary())
+
+    @Slot()
+    def _on_sampling_edited(self) -> None:
+        """An edit in the drawer is the conversation's at once (kept, and stored), sent or not."""
+        if not self._showing_settings and self.order:
+            conversation_id = self.current.conversation_id
+            self.model.set_system_prompt(conversation_id, self.sampling.system_prompt())
+            self.model.set_sampling(conversation_id, self.sampling.settings())
+        self._show_summary()
+
+    def _show_settings(self, conversation: Conversation) -> None:
+        """The drawer shows ``conversation``'s own system prompt and settings."""
+        self._showing_settings = True
+        try:
+            if self.sampling.system_prompt() != conversation.system_prompt:
+                self.sampling.system.setPlainText(conversation.system_prompt)
+            self.sampling.form.set_settings(conversation.sampling)
+        finally:
+            self._showing_settings = False
+        self._show_summary()
 
     # -------------------------------------------------------------- conversations
     @Slot()
@@ -355,18 +205,15 @@ class ChatPane(QWidget):
             blocked = self.conversation_list.blockSignals(True)
             item.setText(conversation.title)
             self.conversation_list.blockSignals(blocked)
-        if conversation_id == self.current.conversation_id and self.sampling.system_prompt() != conversation.system_prompt:
-            self._show_system_prompt(conversation)
+        shown = (self.sampling.system_prompt(), self.sampling.settings())
+        if conversation_id == self.current.conversation_id and shown != (conversation.system_prompt,
+                                                                          conversation.sampling):
+            self._show_settings(conversation)
 
-    def _show_system_prompt(self, conversation: Conversation) -> None:
-        blocked = self.sampling.system.blockSignals(True)
-        self.sampling.system.setPlainText(conversation.system_prompt)
-        self.sampling.system.blockSignals(blocked)
-
-    @Slot()
-    def _on_system_prompt_edited(self) -> None:
-        if self.order:
-            self.model.set_system_prompt(self.current.conversation_id, self.sampling.system_prompt())
+    def _on_model_conversation_selected(self, conversation_id: str) -> None:
+        """A selection made elsewhere moves the list (and so the transcript and the drawer)."""
+        if conversation_id in self.order and self.conversation_list.currentRow() != self.order.index(conversation_id):
+            self.conversation_list.setCurrentRow(self.order.index(conversation_id))
 
     @Slot()
     def delete_current(self) -> bool:
@@ -419,8 +266,8 @@ class ChatPane(QWidget):
     def _on_conversation_list_changed(self, row: int) -> None:
         if 0 <= row < len(self.order):
             self.stack.setCurrentWidget(self.transcripts[self.order[row]])
-            self.sampling.form.set_settings(self.current.sampling)  # each conversation's own settings
-            self._show_system_prompt(self.current)  # and its own system prompt
+            self._show_settings(self.current)  # each conversation's own settings and system prompt
+            self.model.select_conversation(self.order[row])
             self._update_buttons()
 
     # -------------------------------------------------------------- actions

@@ -16,7 +16,7 @@ from workbench.engine.events import EngineState
 from workbench.engine.spec import EngineConfig
 from workbench.model.app_model import AppModel
 from workbench.model.engine_commands import EngineCommands
-from workbench.model.engine_status import EngineStatus, chat_template_text
+from workbench.model.engine_status import EngineStatus
 from workbench.storage.store import Storage
 from workbench.telemetry.memory_service import MemoryService
 from workbench.ui.batch_pane import BatchPane
@@ -185,7 +185,7 @@ class MainWindow(QMainWindow):
         logging.getLogger("workbench").info("%s", first_line or f"engine {status.state.value}")
         if status.state is EngineState.READY and status.info is not None:
             info = status.info
-            self.chat.sampling.show_chat_template(chat_template_text(info))  # the one writer of the template
+            self.chat.sampling.show_chat_template(info)  # the one writer of the template (and its name)
             self.setWindowTitle(f"vLLM Workbench — {info.model} (vLLM {info.vllm_version}, {info.device})")
             client = getattr(self.engine.host, "client_pid", None)  # the engine-client process, if any
             self.memory_service.watch(info, (client,) if client else ())

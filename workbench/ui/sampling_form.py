@@ -4,12 +4,15 @@ The chat's sampling panel and the batch pane's run settings both show one.
 """
 from __future__ import annotations
 
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QFormLayout, QSpinBox, QWidget
 
 from workbench.engine.sampling import DEFAULT_SAMPLING, SamplingSettings
 
 
 class SamplingForm(QWidget):
+    edited = Signal()  # any field changed, by the user or by ``set_settings``
+
     def __init__(self, defaults: SamplingSettings = DEFAULT_SAMPLING, prefix: str = ""):
         super().__init__()
         d = defaults
@@ -31,6 +34,9 @@ class SamplingForm(QWidget):
         self.form.addRow("max_tokens", self.max_tokens)
         self.form.addRow("Seed", self.seed)
         self.form.addRow(self.ignore_eos)
+        for box in (self.temperature, self.top_p, self.top_k, self.max_tokens, self.seed):
+            box.valueChanged.connect(self.edited)
+        self.ignore_eos.toggled.connect(self.edited)
 
     @staticmethod
     def _double(name: str, low: float, high: float, value: float, step: float) -> QDoubleSpinBox:
