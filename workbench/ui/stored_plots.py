@@ -11,13 +11,13 @@ from types import MappingProxyType
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication
 
 from workbench.engine.ring_buffer import Series
 from workbench.engine.stats import StatsSeries, StatsTotals
 from workbench.export.report import PICTURE_SCALE
 from workbench.sessions.thinning import thin_series
+from workbench.ui.live_plot import window_font
 from workbench.ui.memory_panel import LAYERS, MemoryPanel
 from workbench.ui.plot_export import export_plot
 from workbench.ui.stats_plots import PLOTS, StatsPlotsView
@@ -89,14 +89,6 @@ def round_top(peak: float) -> float:
         return 1.0
     power = 10 ** math.floor(math.log10(peak))
     return next(step * power for step in ROUND_STEPS if step * power >= peak)
-
-
-def window_font() -> QFont:
-    """The window's font, with its size in points (the size every plot text of the report takes)."""
-    font = QFont(QApplication.font())
-    if font.pointSizeF() <= 0:
-        font.setPointSizeF(font.pixelSize() * 0.75)
-    return font
 
 
 def natural_top(plot) -> float:
