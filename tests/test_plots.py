@@ -79,9 +79,9 @@ def test_memory_panel_shows_every_engine_process_and_the_kv_space(window, qtbot)
     panel = window.memory
 
     def shows_engine():
-        assert str(info.engine_pids[-1]) in panel.text.text()
+        assert str(info.engine_pids[-1]) in memory_text(panel)
     qtbot.waitUntil(shows_engine, timeout=HANG_TIMEOUT_MS)
-    text = panel.text.text()
+    text, rows = memory_text(panel), panel.table.texts()
     reading = window.memory_service.latest().latest
     on_gpu = reading.nvml_unavailable is None
     assert all(f"pid {pid}" in text for pid in info.engine_pids)
@@ -90,13 +90,14 @@ def test_memory_panel_shows_every_engine_process_and_the_kv_space(window, qtbot)
     assert {p.pid for p in reading.processes} == set(info.engine_pids) | ({client} if client else set())
     assert all(p.host_rss_bytes > 0 for p in reading.processes)
     if client:
-        assert f"pid {client} engine client: {'GPU' if on_gpu else 'host'}" in text
+        assert any(row[0] == f"pid {client} engine client" for row in rows)
+        assert ("engine process", f"{'GPU' if on_gpu else 'host'} memory", "weights", "KV cache", "rest") in rows
     worker = info.workers[0]
     assert worker.kv_cache_bytes > 0 and worker.weights_bytes > 0
-    assert f"({info.num_kv_blocks:,} blocks)" in text and info.num_kv_blocks == 1024
+    assert rows[-1][0] == "KV space" and rows[-1][2] == f"{info.num_kv_blocks:,} blocks" and info.num_kv_blocks == 1024
     total = panel.total.getOriginalDataset()[1]
     if on_gpu:
-        assert reading.gpus and all(f"GPU {gpu.index}</b>" in text for gpu in reading.gpus)
+        assert reading.gpus and all(f"GPU {gpu.index} {gpu.name}" in text for gpu in reading.gpus)
         assert "No GPU figures" not in text
         assert any((p.gpu_bytes or 0) > worker.kv_cache_bytes for p in reading.processes), "the worker's GPU memory"
         assert len(total) and total[-1] * panel.unit == pytest.approx(sum(g.total_bytes for g in reading.gpus), rel=0.01)
@@ -115,6 +116,11 @@ def test_memory_service_without_an_engine_or_nvml_never_raises(qtbot):
     qtbot.addWidget(panel)
     assert panel.show_memory(service.latest())
     assert "No GPU figures" in panel.text.text() and "No engine running" in panel.text.text()
+
+
+def memory_text(panel: MemoryPanel) -> str:
+    """The memory panel's note and every cell of its table, one line a row."""
+    return "\n".join([panel.text.text(), *("\t".join(row) for row in panel.table.texts())])
 
 
 def _num_points(curve) -> int:

@@ -10,9 +10,9 @@ import time
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QCheckBox, QLabel, QSizePolicy, QWidget
+from PySide6.QtWidgets import QApplication, QCheckBox, QLabel, QSizePolicy, QWidget
 
 from workbench.engine.events import EngineState
 from workbench.engine.process_death import death_label
@@ -29,6 +29,10 @@ KEPT_POINTS = 14_400  # points of engines that ended, kept per curve (two engine
 MAX_MARKS = 50  # engine ends marked; older marks go
 DIED_COLOUR, ENDED_COLOUR = "#ef5350", "#9e9e9e"
 MARK_FONT_PT = 7
+TIME_LABEL = "s since the window opened"
+LEFT_AXIS_PX = 54  # room for "2000" and the unit beside it at the window's font size
+PREFERRED_WIDTH_PX = 300  # the canvas asks for no more width than a narrow engine region has
+LEGEND_ALPHA = "a0"  # the legend's background: the plot's, 63 % opaque (the curves show through)
 
 
 def live_curve(plot: pg.PlotItem, colour: str, name: str, width: float = 1.5) -> pg.PlotDataItem:
@@ -40,15 +44,40 @@ def live_curve(plot: pg.PlotItem, colour: str, name: str, width: float = 1.5) ->
     return curve
 
 
-def time_plot(plot: pg.PlotItem, title: str, unit: str = "") -> pg.PlotItem:
-    """Labels a plot of the shared time axis (seconds since the window opened)."""
-    plot.setTitle(title, size="9pt")
-    plot.setLabel("left", unit)
-    plot.getAxis("left").setWidth(48)  # a fixed width: a new tick label never lays the plots out again
+def window_font() -> QFont:
+    """The window's font, with its size in points (the size every plot text takes)."""
+    font = QFont(QApplication.font())
+    if font.pointSizeF() <= 0:
+        font.setPointSizeF(font.pixelSize() * 0.75)
+    return font
+
+
+def text_size() -> str:
+    """The window's font size as pyqtgraph's text options take it ("9pt")."""
+    return f"{window_font().pointSizeF():g}pt"
+
+
+def time_plot(plot: pg.PlotItem, title: str, unit: str = "", time_label: str = TIME_LABEL) -> pg.PlotItem:
+    """Labels a plot of the shared time axis; its title, axis labels and legend at the window's font
+    size. The legend lies in one row (two for four curves) at the top left, over a translucent
+    background: the curves show through it."""
+    size = text_size()
+    plot.setTitle(title, size=size)
+    plot.setLabel("left", unit, **{"font-size": size})
+    plot.getAxis("left").setWidth(LEFT_AXIS_PX)  # a fixed width: a new tick label never lays the plots out again
+    label_time_axis(plot, time_label)
     plot.disableAutoRange()  # no grid either: pyqtgraph's axes paint it over the whole plot, at every repaint
-    plot.addLegend(offset=(4, 4), labelTextSize="7pt", verSpacing=-6)
+    plot.addLegend(offset=(2, 2), labelTextSize=size, verSpacing=-4, horSpacing=12,
+                   brush=pg.mkBrush(BACKGROUND + LEGEND_ALPHA), colCount=2)
     plot.setMenuEnabled(True)
     return plot
+
+
+def label_time_axis(plot: pg.PlotItem, text: str) -> None:
+    """The time axis says what its seconds count from (the tooltip says it in full)."""
+    axis = plot.getAxis("bottom")
+    axis.setLabel(text, **{"font-size": text_size()})
+    axis.setToolTip(f"Time axis: {text}. Every plot here shares it.")
 
 
 def fixed_size_text(label: QLabel) -> QLabel:
@@ -165,6 +194,14 @@ def visible_peak(x: np.ndarray, columns: list[np.ndarray]) -> float:
     return float(peak)
 
 
+class PlotCanvas(pg.GraphicsLayoutWidget):
+    """The plots' canvas: it asks for its least height (:meth:`setMinimumHeight`, from its rows of
+    plots) and no width; what more a layout or a scroll area gives it, the plots take."""
+
+    def sizeHint(self) -> QSize:
+        return QSize(PREFERRED_WIDTH_PX, self.minimumHeight())
+
+
 class LivePlotsWidget(QWidget):
     """A pane of live plots on the shared time axis: its plots' canvas, its Pause box, and how often
     it drew (the benchmarks read ``num_draws``)."""
@@ -175,7 +212,7 @@ class LivePlotsWidget(QWidget):
         self.time_origin = time_origin
         self.pause = PauseState()
         self.num_draws = 0
-        self.graphics = pg.GraphicsLayoutWidget()
+        self.graphics = PlotCanvas()
         self.graphics.setBackground(BACKGROUND)
         self.paused = QCheckBox("Pause")
         self.paused.toggled.connect(self.pause.set_paused)

@@ -7,73 +7,48 @@ published; it reads nothing itself.
 """
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout
+from PySide6.QtWidgets import QHBoxLayout, QSizePolicy, QVBoxLayout
+from superqt import QElidingLabel
 
 from workbench.telemetry.memory_service import MemoryReading, MemoryState
-from workbench.ui.live_plot import EngineMarks, FollowView, LivePlotsWidget, live_curve, seconds_since, time_plot
+from workbench.ui.live_plot import (
+    EngineMarks, FollowView, LivePlotsWidget, live_curve, seconds_since, text_size, time_plot,
+)
+from workbench.ui.memory_table import GIB, MIB, READING, MemoryTableView, describe_memory
 from workbench.ui.plot_export import add_export_actions
+from workbench.ui.plot_grid import MIN_VIEW_HEIGHT_PX, fit_legend, hold_min_height
+
+__all__ = ["LAYERS", "MemoryPanel", "describe_memory"]
 
 TEXT_INTERVAL_S = 1.0
-TEXT_LINES = 6
-GIB = 1 << 30
-MIB = 1 << 20
+NOTE_LINES = 2  # the note's room, from the start: a longer note is elided (whole in its tooltip)
 # stacked from the bottom: column, legend, colour
 LAYERS = (("weights", "weights", "#5c6bc0"), ("kv_cache", "KV cache", "#26a69a"),
           ("rest", "rest of the engine", "#ffa726"), ("other", "other processes", "#78909c"))
 
 
-def _size(num_bytes: float | None) -> str:
-    if num_bytes is None:
-        return "n/a"
-    return f"{num_bytes / GIB:.2f} GiB" if abs(num_bytes) >= GIB else f"{num_bytes / MIB:.1f} MiB"
-
-
-def describe_memory(reading: MemoryReading | None) -> str:
-    """The panel's text (HTML): GPUs and engine processes, or why there are no GPU figures."""
-    if reading is None:
-        return "Reading memory…"
-    lines = []
-    if reading.nvml_unavailable is not None:
-        lines.append(f"<b>No GPU figures</b>: {html.escape(reading.nvml_unavailable)}. "
-                     "Shown instead: the engine processes' host memory and the KV space.")
-    for gpu in reading.gpus:
-        lines.append(f"<b>GPU {gpu.index}</b> {html.escape(gpu.name)}: {_size(gpu.used_bytes)} used of "
-                     f"{_size(gpu.total_bytes)}, {_size(gpu.total_bytes - gpu.used_bytes)} free")
-    for process in reading.processes:
-        memory = (f"GPU {_size(process.gpu_bytes)}" if reading.nvml_unavailable is None
-                  else f"host {_size(process.host_rss_bytes)}")
-        split = ""
-        if process.worker is not None:
-            worker = process.worker
-            split = f" — weights {_size(worker.weights_bytes)}, KV cache {_size(worker.kv_cache_bytes)}"
-            if process.rest_bytes is not None:
-                split += f", rest {_size(process.rest_bytes)}"
-        lines.append(f"pid {process.pid} {html.escape(process.name)}: {memory}{split}")
-    if not reading.processes:
-        lines.append("No engine running.")
-    elif reading.kv_cache_bytes:
-        lines.append(f"KV space: {_size(reading.kv_cache_bytes)} ({reading.num_blocks:,} blocks)")
-    return "<br>".join(lines)
-
-
 class MemoryPanel(LivePlotsWidget):
-    """Text for the latest reading and the stacked plot of the series; :meth:`show_memory` draws."""
+    """A note and a table for the latest reading, and the stacked plot of the series; :meth:`show_memory`
+    draws. ``text`` is the note line (a stored panel says what it shows there; the table stays hidden)."""
 
     def __init__(self, time_origin: float):
         super().__init__("memoryPanel", time_origin)
         self._text_at = float("-inf")
-        self.text = QLabel("Reading memory…", objectName="memoryText")
+        self.text = QElidingLabel(READING, objectName="memoryText")
         self.text.setWordWrap(True)
         self.text.setAlignment(Qt.AlignTop | Qt.AlignLeft)
-        # Room for six lines from the start: text that grows when an engine starts must not lay the
-        # whole window out again (a third of a second on the CPU build, every pane repainted).
-        self.text.setMinimumHeight(self.text.fontMetrics().lineSpacing() * TEXT_LINES)
-        self.plot = time_plot(self.graphics.addPlot(), "Memory", "GiB")
+        self.text.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+        self.text.setMinimumWidth(1)
+        # Room for two lines from the start: a note that grows must not lay the whole window out again
+        # (a third of a second on the CPU build, every pane repainted).
+        self.text.setFixedHeight(self.text.fontMetrics().lineSpacing() * NOTE_LINES + 2)
+        self.table = MemoryTableView()
+        self.plot = time_plot(pg.PlotItem(), "Memory", "GiB")
+        self.plot.getViewBox().setMinimumHeight(MIN_VIEW_HEIGHT_PX)
+        self.graphics.addItem(self.plot)
         add_export_actions(self, self.plot, "memory")
         self.bounds = [live_curve(self.plot, colour, legend, 1.0) for _, legend, colour in LAYERS]
         zero = self.plot.plot(pen=None)
@@ -90,11 +65,18 @@ class MemoryPanel(LivePlotsWidget):
         self._labelled: tuple[int, bool] | None = None  # (unit, on a GPU) the labels say
         bar = QHBoxLayout()
         bar.addWidget(self.text, 1)
-        bar.addWidget(self.paused)
+        bar.addWidget(self.paused, 0, Qt.AlignTop)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(bar)
+        layout.addWidget(self.table)
         layout.addWidget(self.graphics, 1)
+        hold_min_height(self.graphics)
+
+    def resizeEvent(self, event) -> None:
+        """The legend in as many columns as the new width holds (laid out again only when that changes)."""
+        super().resizeEvent(event)
+        fit_legend(self.plot, event.size().width())
 
     def show_memory(self, state: MemoryState) -> bool:
         """Draws ``state`` if it holds a reading not shown yet; True if it drew."""
@@ -126,13 +108,16 @@ class MemoryPanel(LivePlotsWidget):
         self._peak = float(np.nanmax(np.concatenate([total, stacked]), initial=0.0))
 
     def _update_text(self, reading: MemoryReading) -> None:
-        """At most once a second: a label whose text changes asks the window to lay itself out."""
-        if reading.at - self._text_at < TEXT_INTERVAL_S and self.text.text() != "Reading memory…":
+        """At most once a second, and only the cells whose text changed: a label or cell whose text
+        changes asks for a repaint, and a note that changes shape would lay the window out."""
+        if reading.at - self._text_at < TEXT_INTERVAL_S and self.text.text() != READING:
             return
         self._text_at = reading.at
-        text = describe_memory(reading)
-        if text != self.text.text():
-            self.text.setText(text)
+        table = describe_memory(reading)
+        if table.note != self.text.text():
+            self.text.setText(table.note)
+            self.text.setToolTip(table.note)
+        self.table.show_rows(table.rows)
 
     def _set_unit(self, unit: int, on_gpu: bool) -> None:
         """Labels the plot for ``unit`` and the source; only when either changed: each new label text
@@ -144,8 +129,8 @@ class MemoryPanel(LivePlotsWidget):
             self.view.resume()  # the height is in the old unit
         self.unit = unit
         name = "GiB" if unit == GIB else "MiB"
-        self.plot.setLabel("left", name)
-        self.plot.setTitle("GPU memory" if on_gpu else "Engine processes' host memory (no NVML)", size="9pt")
+        self.plot.setLabel("left", name, **{"font-size": text_size()})
+        self.plot.setTitle("GPU memory" if on_gpu else "Engine processes' host memory (no NVML)", size=text_size())
         label = self.plot.legend.getLabel(self.total) if self.plot.legend is not None else None
         if label is not None:
             label.setText("GPU total" if on_gpu else "host memory (RSS)")

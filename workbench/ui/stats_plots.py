@@ -13,7 +13,8 @@ marks the moment ("engine died: SIGKILL"), and the next engine's points go on on
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout
+from superqt import QElidingLabel
 
 from workbench.engine.stats import StatsSeries
 from workbench.model.engine_status import EngineStatus
@@ -22,6 +23,7 @@ from workbench.ui.live_plot import (
     time_plot, visible_peak,
 )
 from workbench.ui.plot_export import add_export_actions
+from workbench.ui.plot_grid import PlotGrid
 
 # plot name -> (title, unit, ((column, legend, colour), ...))
 PLOTS = {
@@ -35,7 +37,6 @@ PLOTS = {
     "latency": ("Latency, last 10 s", "ms", (("ttft_ms_p50", "TTFT p50", "#90caf9"), ("ttft_ms_p99", "TTFT p99", "#1e88e5"),
                                             ("itl_ms_p50", "ITL p50", "#ffcc80"), ("itl_ms_p99", "ITL p99", "#fb8c00"))),
 }
-GRID_COLUMNS = 2
 
 
 class StatsPlotsView(LivePlotsWidget):
@@ -47,6 +48,8 @@ class StatsPlotsView(LivePlotsWidget):
         self.curves: dict[str, pg.PlotDataItem] = {}
         self.kept: dict[str, KeptCurve] = {}  # column -> the points of engines that ended
         self._build_plots()
+        self.grid = PlotGrid(self.graphics, list(self.plots.values()))
+        self.grid.fit(self.width())
         self.marks = EngineMarks(list(self.plots.values()))
         self.view = FollowView(list(self.plots.values()), {2: 100.0, 3: 100.0})
         self._x = None
@@ -57,8 +60,8 @@ class StatsPlotsView(LivePlotsWidget):
         self.show_all.clicked.connect(self._on_show_all_clicked)
         self.follow = QPushButton("Follow")
         self.follow.clicked.connect(self._on_follow_clicked)
-        self.totals = QLabel("No statistics yet.", objectName="statsTotals")
-        fixed_size_text(self.totals)
+        self.totals = QElidingLabel("No statistics yet.", objectName="statsTotals")
+        fixed_size_text(self.totals)  # a longer line is elided (its whole text in the tooltip), never made room for
         bar = QHBoxLayout()
         for widget in (self.paused, self.show_all, self.follow):
             bar.addWidget(widget)
@@ -70,9 +73,8 @@ class StatsPlotsView(LivePlotsWidget):
 
     def _build_plots(self) -> None:
         first = None
-        for index, (name, (title, unit, curves)) in enumerate(PLOTS.items()):
-            row, column = divmod(index, GRID_COLUMNS)
-            plot = time_plot(self.graphics.addPlot(row=row, col=column), title, unit)
+        for name, (title, unit, curves) in PLOTS.items():
+            plot = time_plot(pg.PlotItem(), title, unit)
             for key, legend, colour in curves:
                 self.curves[key] = live_curve(plot, colour, legend)
                 self.kept[key] = KeptCurve(plot, self.curves[key])
@@ -82,6 +84,11 @@ class StatsPlotsView(LivePlotsWidget):
                 plot.setXLink(first)
             add_export_actions(self, plot, name)
             self.plots[name] = plot
+
+    def resizeEvent(self, event) -> None:
+        """As many columns as the new width holds (laid out again only when that number changes)."""
+        super().resizeEvent(event)
+        self.grid.fit(event.size().width())
 
     @property
     def time_plot(self) -> pg.PlotItem:
@@ -115,8 +122,8 @@ class StatsPlotsView(LivePlotsWidget):
         self._shown[name] = stats.version
         if index == 0:
             totals = stats.totals
-            self.totals.setText(f"since start: {totals.generation_tokens:,} generated, {totals.prompt_tokens:,} "
-                                f"prompt tokens, {totals.preemptions:,} preemptions")
+            self._set_totals(f"since start: {totals.generation_tokens:,} generated, {totals.prompt_tokens:,} "
+                             f"prompt tokens, {totals.preemptions:,} preemptions")
         self.pause.shown_version = min(self._shown.values())  # the oldest series a plot shows
         self.num_draws += 1
         return True
@@ -134,7 +141,13 @@ class StatsPlotsView(LivePlotsWidget):
             self.kept[key].keep(curve)
         super().mark_engine_end(status, at)
         self.draw_all_again()
-        self.totals.setText(f"{engine_end_label(status)} — {self.totals.text()}")
+        self._set_totals(f"{engine_end_label(status)} — {self.totals.text()}")
+
+    def _set_totals(self, text: str) -> None:
+        """The totals line, only when it changed (a new text repaints the bar); elided to its width."""
+        if text != self.totals.text():
+            self.totals.setText(text)
+            self.totals.setToolTip(text)
 
     def draw_all_again(self) -> None:
         """Each plot is drawn again, in turn, from the next series on."""

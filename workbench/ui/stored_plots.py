@@ -11,13 +11,13 @@ from types import MappingProxyType
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication
 
 from workbench.engine.ring_buffer import Series
 from workbench.engine.stats import StatsSeries, StatsTotals
 from workbench.export.report import PICTURE_SCALE
 from workbench.sessions.thinning import thin_series
+from workbench.ui.live_plot import label_time_axis, window_font
 from workbench.ui.memory_panel import LAYERS, MemoryPanel
 from workbench.ui.plot_export import export_plot
 from workbench.ui.stats_plots import PLOTS, StatsPlotsView
@@ -36,6 +36,8 @@ def stored_plots_view(series: dict[str, np.ndarray], origin_s: float) -> StatsPl
 def show_series(view: StatsPlotsView, series: dict[str, np.ndarray]) -> None:
     """Draws ``series`` thinned to its peaks (a picture of 2 h of points is drawn from 800 a run)."""
     view.clear()
+    for plot in view.plots.values():
+        label_time_axis(plot, TIME_LABEL)
     if not series or not len(series.get("t", ())):
         view.totals.setText("No plotted points were stored for this session.")
         return
@@ -62,6 +64,7 @@ def stored_memory_panel(series: dict[str, np.ndarray], origin_s: float) -> Memor
 
 def show_memory_series(panel: MemoryPanel, series: dict[str, np.ndarray]) -> None:
     """Draws the stored memory ``series`` thinned to its peaks, the whole of it in view."""
+    label_time_axis(panel.plot, TIME_LABEL)
     if not series or not len(series.get("t", ())):
         panel.draw_series({name: np.zeros(0) for name in ("t", "gpu_total", "process", *(column for column, _, _ in LAYERS))}, True)
         panel.text.setText("No memory points were stored for this session.")
@@ -78,6 +81,7 @@ def show_memory_series(panel: MemoryPanel, series: dict[str, np.ndarray]) -> Non
 
 
 REPORT_PLOT_PX = (660, 320)  # a plot's size in report.html, in CSS pixels
+REPORT_COLUMNS = 2  # the stored view's columns while its plots are drawn for the report
 TIME_LABEL = "seconds since the session started"
 LABEL_COLOUR = "#c8c8c8"
 ROUND_STEPS = (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10)  # a report's axis ends on one of these × 10^k
@@ -89,14 +93,6 @@ def round_top(peak: float) -> float:
         return 1.0
     power = 10 ** math.floor(math.log10(peak))
     return next(step * power for step in ROUND_STEPS if step * power >= peak)
-
-
-def window_font() -> QFont:
-    """The window's font, with its size in points (the size every plot text of the report takes)."""
-    font = QFont(QApplication.font())
-    if font.pointSizeF() <= 0:
-        font.setPointSizeF(font.pixelSize() * 0.75)
-    return font
 
 
 def natural_top(plot) -> float:
@@ -154,7 +150,9 @@ def render_plot(plot, title: str, name: str) -> tuple[str, bytes, bytes]:
 
 
 def render_one(view: StatsPlotsView, name: str, plot) -> tuple[str, bytes, bytes]:
-    """One plot of ``view`` as (title, PNG bytes, SVG bytes); the view is laid out off screen first."""
+    """One plot of ``view`` as (title, PNG bytes, SVG bytes); the view is laid out off screen first, in
+    :data:`REPORT_COLUMNS` columns whatever its width (grown for the picture, it would take more)."""
+    view.grid.pin(REPORT_COLUMNS)
     return render_off_screen(view, plot, PLOTS[name][0], name)
 
 
