@@ -65,7 +65,7 @@ def grid_columns(plots: StatsPlotsView) -> int:
     return len({round(plot.pos().x()) for plot in plots.plots.values()})
 
 
-@pytest.mark.parametrize(("width", "columns"), [(600, 1), (950, 2), (1300, 2), (1500, 3)])
+@pytest.mark.parametrize(("width", "columns"), [(500, 1), (620, 2), (950, 2), (1500, 3)])
 def test_the_plots_take_the_columns_their_width_holds_each_view_at_its_least_height(qtbot, width, columns):
     area, plots, memory = stacked(qtbot, width)
     assert plots.show_stats(stats_series())

@@ -13,7 +13,7 @@ import math
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-COLUMN_BREAKS_PX = (640, 1300)  # at this width or more: one column more (1 below 640, 2 to 1299, 3 above)
+COLUMN_BREAKS_PX = (560, 1200)  # at this width or more: one column more (1 below 560, 2 to 1199, 3 above)
 MIN_VIEW_HEIGHT_PX = 110  # a view box's least height: the curves, not counting title and axes
 LEGEND_ENTRY_PX = 160  # one legend entry's room: its line sample and the longest name at 9 pt
 AXIS_ROOM_PX = 60  # of a plot's width, what its left axis and margins take
