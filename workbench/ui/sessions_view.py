@@ -24,6 +24,7 @@ from workbench.sessions.stored import (
 from workbench.storage.series import MEMORY, load_series
 from workbench.ui.memory_panel import MemoryPanel
 from workbench.ui.stored_plots import show_memory_series, show_series
+from workbench.ui.engine_region import panel_area
 from workbench.ui.stats_plots import StatsPlotsView
 
 SESSION_COLUMNS = ("Started", "Model", "Engine runs", "Requests", "Output tok/s", "TTFT p50")
@@ -81,7 +82,9 @@ class SessionsView(QWidget):
         self.plots.paused.hide()
         self.plots.follow.hide()
         self.tabs = QTabWidget()
-        self.tabs.addTab(self.plots, "Plots")
+        self.plots_area = panel_area(self.plots)  # the plots keep their least height and scroll down
+        self.plots_area.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.tabs.addTab(self.plots_area, "Plots")
         self.memory = MemoryPanel(time.time())  # the memory panel's stored series
         self.memory.paused.hide()
         self.memory.text.setText("Open a session to draw the memory its engine runs used.")
@@ -188,7 +191,7 @@ class SessionsView(QWidget):
         self.plots.time_origin = self.memory.time_origin = summary.started_s
         show_series(self.plots, series)
         show_memory_series(self.memory, memory)
-        self.tabs.setCurrentWidget(self.plots)
+        self.tabs.setCurrentWidget(self.plots_area)
 
     def open_selected(self) -> None:
         chosen = self.selected()
