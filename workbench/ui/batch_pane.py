@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Slot
+from superqt import QElidingLabel
 from superqt.utils import GeneratorWorker, create_worker
 from PySide6.QtWidgets import (
     QComboBox, QFileDialog, QHBoxLayout, QLabel, QListWidget, QMenu, QMessageBox, QPlainTextEdit, QProgressBar,
@@ -104,10 +105,16 @@ class BatchPane(QWidget):
         self.settings_button = QPushButton("Run settings", objectName="batchSettingsButton", checkable=True)
         self.settings_button.setToolTip("Sampling, chat template, system prompt and how many requests the "
                                         "batch keeps in the engine")
+        self.settings_summary = QElidingLabel(objectName="batchSettingsSummary")  # the whole line in its tooltip
+        self.settings_summary.setStyleSheet("color: #555;")
+        self.settings.edited.connect(self._show_settings_summary)
+        self._show_settings_summary()
         file_row = QHBoxLayout()
         file_row.addWidget(self.open_button)
         file_row.addWidget(self.file_label, 1)
         file_row.addWidget(self.settings_button)
+        summary_row = QHBoxLayout()
+        summary_row.addWidget(self.settings_summary, 1)
         controls = QHBoxLayout()
         for widget in (self.run_button, self.pause_button, self.cancel_button, self.export_button):
             controls.addWidget(widget)
@@ -126,6 +133,7 @@ class BatchPane(QWidget):
         column = QVBoxLayout(main)
         column.setContentsMargins(0, 0, 0, 0)
         column.addLayout(file_row)
+        column.addLayout(summary_row)
         column.addWidget(self.runs)
         column.addWidget(self.load_progress)
         column.addWidget(self.problems)
@@ -150,6 +158,12 @@ class BatchPane(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)
+
+    @Slot()
+    def _show_settings_summary(self) -> None:
+        text = self.settings.summary()
+        self.settings_summary.setText(text)
+        self.settings_summary.setToolTip(text)
 
     # -------------------------------------------------------------- opening a file
     @Slot()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QLabel, QLineEdit, QSpinBox,
     QVBoxLayout, QWidget,
@@ -18,6 +19,7 @@ from workbench.batch.formats import FORMATS, csv_columns, detect_format
 from workbench.batch.run import DEFAULT_MAX_IN_FLIGHT, RunSettings
 from workbench.engine.sampling import SamplingSettings
 from workbench.ui.sampling_form import SamplingForm
+from workbench.ui.sampling_panel import sampling_summary
 
 LIKELY_PROMPT_COLUMNS = ("prompt", "question", "text", "input", "content", "instruction")
 BATCH_SAMPLING = SamplingSettings(temperature=0.0, max_tokens=64)  # a batch's defaults: repeatable, short
@@ -62,6 +64,8 @@ class RunSettingsForm(QWidget):
     """Sampling, the chat template for ``messages`` (the model's, or a template file), the system
     prompt and template use of plain prompts, and how many requests the batch keeps in the engine."""
 
+    edited = Signal()  # any setting changed
+
     def __init__(self):
         super().__init__()
         self.sampling = SamplingForm(BATCH_SAMPLING, prefix="batch")
@@ -90,6 +94,22 @@ class RunSettingsForm(QWidget):
         layout.addLayout(form)
         layout.addStretch(1)
         self.setMaximumWidth(300)
+        self.sampling.edited.connect(self.edited)
+        self.system.textChanged.connect(self.edited)
+        self.as_chat.toggled.connect(self.edited)
+        self.max_in_flight.valueChanged.connect(self.edited)
+
+    def summary(self) -> str:
+        """One line: what the next run is asked with (the sampling's line, then the batch's own settings)."""
+        settings = self.settings()
+        template = f"template {Path(self.template_label.text()).name}" if self.template_text else "the model's template"
+        parts = [sampling_summary(settings.sampling, template)]
+        if settings.system_prompt:
+            parts.append("system prompt")
+        if not settings.prompts_as_chat:
+            parts.append("plain prompts raw")
+        parts.append(f"{settings.max_in_flight} in the engine")
+        return " · ".join(parts)
 
     def _on_template_chosen(self, index: int) -> None:
         path = QFileDialog.getOpenFileName(self, "Chat template (Jinja)", "", "Templates (*.jinja *.j2 *.txt);;"
@@ -101,6 +121,7 @@ class RunSettingsForm(QWidget):
         self.template_text = Path(path).read_text(encoding="utf-8") if path else None
         self.template_choice.setCurrentIndex(1 if path else 0)
         self.template_label.setText(Path(path).name if path else "")
+        self.edited.emit()
 
     def settings(self) -> RunSettings:
         return RunSettings(sampling=self.sampling.settings(), chat_template=self.template_text,
