@@ -242,13 +242,17 @@ class KVHeatmapView(QWidget):
             self._show_range()
         self.outline.clear()
         self.follow_status.setText("")
+        self.follow_status.setToolTip("")
 
     def _follow(self, blocks_changed: bool, rezoom: bool = False) -> None:
         """While following: the follow line, and where the followed blocks changed their outline and,
         where the newest one is out of view (or ``rezoom``), the range."""
         if self._mode != "follow":
             return
-        self.follow_status.setText(self.followed.describe(self.snapshot))
+        text = self.followed.describe(self.snapshot)
+        if text != self.follow_status.text():
+            self.follow_status.setText(text)
+            self.follow_status.setToolTip(text)  # the whole line, where a narrow view cuts it
         if not blocks_changed:
             return
         self._draw_outline()
