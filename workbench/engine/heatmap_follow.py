@@ -10,7 +10,7 @@ import numpy as np
 
 from workbench.engine.heatmap_image import block_cells
 from workbench.engine.kv_snapshot import (
-    BLOCK_STATE_CACHED, BLOCK_STATE_FREE, BLOCK_STATE_SHARED, NUM_BLOCK_STATES, KVSnapshot,
+    BLOCK_STATE_CACHED, BLOCK_STATE_FREE, BLOCK_STATE_SHARED, CHUNK_BLOCKS, NUM_BLOCK_STATES, KVSnapshot,
 )
 
 MIN_FOLLOW_CELL_PX = 8.0  # a followed cell is drawn at least this large: legible, easy to hover
@@ -72,12 +72,23 @@ class FollowedRequests:
         if snapshot is None or not len(self.block_ids):
             return f"following {self.label}: no blocks yet"
         ids = self.block_ids[self.block_ids < snapshot.num_blocks]
-        counts = np.bincount(snapshot.states[ids], minlength=NUM_BLOCK_STATES)
+        counts = np.bincount(_states_of(snapshot, ids), minlength=NUM_BLOCK_STATES)
         if self.live:
             return f"following {self.label}: {len(ids):,} blocks, {counts[BLOCK_STATE_SHARED]:,} shared"
         reused = len(ids) - counts[BLOCK_STATE_CACHED] - counts[BLOCK_STATE_FREE]
         return (f"following {self.label} (finished): its {len(ids):,} blocks are now "
                 f"{counts[BLOCK_STATE_CACHED]:,} cached, {counts[BLOCK_STATE_FREE]:,} free, {reused:,} reused")
+
+
+def _states_of(snapshot: KVSnapshot, block_ids: np.ndarray) -> np.ndarray:
+    """The states of a few blocks (sorted ids): read from their chunk where one holds them all (a
+    chat's blocks, mostly), so that the snapshot's whole array is not joined for a frame."""
+    if not len(block_ids):
+        return block_ids.astype(np.int8)
+    first, last = int(block_ids[0]) // CHUNK_BLOCKS, int(block_ids[-1]) // CHUNK_BLOCKS
+    if first == last:
+        return snapshot.chunks["states"][first][block_ids - first * CHUNK_BLOCKS]
+    return snapshot.states[block_ids]
 
 
 def follow_range(grid: tuple[int, int, int], block_ids: np.ndarray, newest: int | None,

@@ -9,6 +9,7 @@ last block (the last row's tail) hold no block and have a value of their own, :d
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
@@ -33,6 +34,7 @@ def colour_table(no_block: tuple[int, int, int] = NO_BLOCK_COLOUR) -> np.ndarray
     return np.array(STATE_COLOURS + CHANGED_COLOURS + [no_block], dtype=np.ubyte)
 
 
+@lru_cache(maxsize=256)  # called twice a frame with the same view: keep it off the frame's cost
 def grid_shape(num_blocks: int, max_cells: int = MAX_CELLS, aspect: float = 1.0) -> tuple[int, int, int]:
     """(blocks per cell, rows, columns) for a pool: at most ``max_cells`` cells, laid out so that square
     cells are as large as they can be in a view ``aspect`` (its width over its height, 1/4 to 4) times
