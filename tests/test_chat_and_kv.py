@@ -12,7 +12,7 @@ from chat_driver import HANG_TIMEOUT_MS, SnapshotRecorder, type_and_send, wait_f
 from workbench.engine.kv_snapshot import (
     BLOCK_STATE_CACHED, BLOCK_STATE_IN_USE, BLOCK_STATE_SHARED, NUM_BLOCK_STATES,
 )
-from workbench.engine.heatmap_image import CHANGED_COLOURS, STATE_COLOURS
+from workbench.engine.heatmap_image import CHANGED_COLOURS, NO_BLOCK, STATE_COLOURS
 
 pytestmark = pytest.mark.slow  # the real engine, started once for the session
 
@@ -57,11 +57,12 @@ def test_heatmap_from_deltas_equals_full_scan_during_and_after(window, qtbot):
     _changed_blocks_are_drawn_brighter(window.heatmap, during[0], during[-1])
 
 
-def _as_cells(heatmap, per_block: np.ndarray) -> np.ndarray:
-    """One value per block laid out as the view's grid (the demo's pool is drawn a cell per block)."""
+def _as_cells(heatmap, per_block: np.ndarray, past_the_end: int = 0) -> np.ndarray:
+    """One value per block laid out as the view's grid (the demo's pool is drawn a cell per block),
+    ``past_the_end`` in the cells after the pool's last block."""
     per_cell, rows, columns = heatmap.grid
     assert per_cell == 1
-    cells = np.zeros(rows * columns, np.uint8)
+    cells = np.full(rows * columns, past_the_end, np.uint8)
     cells[: len(per_block)] = per_block
     return cells.reshape(rows, columns)
 
@@ -75,7 +76,7 @@ def _changed_blocks_are_drawn_brighter(heatmap, previous, latest) -> None:
     grown, kept = np.flatnonzero(changed & in_use), np.flatnonzero(~changed & in_use)
     assert len(grown) and len(kept), "the reply should have grown by a block between the two frames"
     highlighted = latest.states + NUM_BLOCK_STATES * changed  # the colour table's second half
-    assert np.array_equal(heatmap.image.image, _as_cells(heatmap, highlighted))
+    assert np.array_equal(heatmap.image.image, _as_cells(heatmap, highlighted, past_the_end=NO_BLOCK))
     heatmap.image.render()
     _, _, columns = heatmap.grid
 

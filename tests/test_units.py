@@ -15,7 +15,7 @@ from workbench.engine.kv_snapshot import (
     BLOCK_STATE_CACHED, BLOCK_STATE_FREE, BLOCK_STATE_IN_USE, BLOCK_STATE_SHARED, CHUNK_BLOCKS, KVPoolMirror,
 )
 from workbench.engine.model_source import ModelNotFoundError, resolve_model
-from workbench.engine.heatmap_image import grid_shape, heatmap_image
+from workbench.engine.heatmap_image import NO_BLOCK, grid_shape, heatmap_image
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -132,6 +132,7 @@ def test_heatmap_over_chunks_matches_binning_whole_arrays(num_blocks):
     changed = np.zeros(padded, np.bool_)
     changed[:num_blocks] = snap.changed_at > 1
     expected = (states.reshape(-1, per_cell).max(axis=1) + 5 * changed.reshape(-1, per_cell).any(axis=1))
+    expected[-(-num_blocks // per_cell):] = NO_BLOCK  # the cells past the pool's end hold no block
     assert np.array_equal(heatmap_image(snap, since_version=1), expected.reshape(rows, columns))
     assert heatmap_image(snap, since_version=1).dtype == np.uint8
 

@@ -3,11 +3,13 @@
 No Qt: the widget (``ui/kv_heatmap.py``) draws what these functions compute, and the benchmarks time
 them without a display. Pools larger than the cell budget are binned: a binned cell shows the
 most-used state of its blocks (the state codes are ordered so that this is their maximum). Blocks
-that changed since the previous frame take a brighter shade of their state.
+that changed since the previous frame take a brighter shade of their state. The cells after the pool's
+last block (the last row's tail) hold no block and have a value of their own, :data:`NO_BLOCK`.
 """
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
@@ -20,23 +22,41 @@ STATE_COLOURS = [  # null, free, cached, in use, shared
 CHANGED_COLOURS = [  # the same states, highlighted: changed since the last frame
     (90, 90, 90), (255, 255, 255), (30, 64, 255), (255, 214, 0), (255, 0, 128),
 ]
+NO_BLOCK = 2 * NUM_BLOCK_STATES  # past the pool's end; above every state and highlight (state + NUM_BLOCK_STATES)
+NO_BLOCK_COLOUR = (255, 255, 255)  # the background it is drawn on: a page's white; the widget gives its own
+NO_BLOCK_TEXT = "no block (past the pool's end)"
 MAX_CELLS = 256 * 256
 MIN_ASPECT = 0.25  # the grid follows the view's shape from 1:4 to 4:1
 
 
-def colour_table() -> np.ndarray:
-    """RGB per image value: the state colours, then their highlighted shades."""
-    return np.array(STATE_COLOURS + CHANGED_COLOURS, dtype=np.ubyte)
+def colour_table(no_block: tuple[int, int, int] = NO_BLOCK_COLOUR) -> np.ndarray:
+    """RGB per image value: the state colours, their highlighted shades, then ``no_block`` (:data:`NO_BLOCK`)."""
+    return np.array(STATE_COLOURS + CHANGED_COLOURS + [no_block], dtype=np.ubyte)
 
 
+@lru_cache(maxsize=256)  # called twice a frame with the same view: keep it off the frame's cost
 def grid_shape(num_blocks: int, max_cells: int = MAX_CELLS, aspect: float = 1.0) -> tuple[int, int, int]:
-    """(blocks per cell, rows, columns) for a pool: at most ``max_cells`` cells, about ``aspect`` (the
-    view's width over its height, 1/4 to 4) times as many columns as rows, so that square cells fill the view."""
+    """(blocks per cell, rows, columns) for a pool: at most ``max_cells`` cells, laid out so that square
+    cells are as large as they can be in a view ``aspect`` (its width over its height, 1/4 to 4) times
+    as wide as it is tall; what is left of the view, across and down, is less than one cell (rows of
+    cells with no block fill it where the last row would leave more)."""
     per_cell = max(1, math.ceil(num_blocks / max_cells))
-    cells = math.ceil(num_blocks / per_cell)
+    cells = max(1, math.ceil(num_blocks / per_cell))
     aspect = min(max(aspect, MIN_ASPECT), 1 / MIN_ASPECT)
-    columns = max(8, math.ceil(math.sqrt(cells * aspect)))
-    return per_cell, math.ceil(cells / columns), columns
+    columns = _best_columns(cells, aspect)
+    rows = math.ceil(cells / columns)
+    cell_size = min(aspect / columns, 1.0 / rows)  # in view heights
+    return per_cell, max(rows, int(1.0 / cell_size + 1e-9)), columns
+
+
+def _best_columns(cells: int, aspect: float) -> int:
+    """The number of columns that gives the largest square cells; of equals, the most columns (the
+    grid then fills the view's width too)."""
+    guess = math.sqrt(cells * aspect)
+    columns = np.arange(max(1, int(guess / 2)), math.ceil(guess * 2) + 3)
+    rows = -(-cells // columns)
+    cell_size = np.minimum(aspect / columns, 1.0 / rows)
+    return int(columns[len(columns) - 1 - np.argmax(cell_size[::-1])])
 
 
 def heatmap_image(snapshot: KVSnapshot, since_version: int, max_cells: int = MAX_CELLS,
@@ -61,6 +81,7 @@ def heatmap_image(snapshot: KVSnapshot, since_version: int, max_cells: int = MAX
         np.maximum(cells, by_cell[:, k], out=cells)
         np.logical_or(highlight, changed_by_cell[:, k], out=highlight)
     cells += NUM_BLOCK_STATES * highlight.view(np.uint8)
+    cells[-(-snapshot.num_blocks // per_cell):] = NO_BLOCK
     return cells.reshape(rows, columns)
 
 
@@ -69,6 +90,13 @@ def cell_blocks(grid: tuple[int, int, int], num_blocks: int, row: int, column: i
     per_cell, _rows, columns = grid
     first = (row * columns + column) * per_cell
     return range(first, min(first + per_cell, num_blocks))
+
+
+def block_cells(grid: tuple[int, int, int], block_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, columns) of the cells of the grid ``grid_shape`` gave that hold ``block_ids``, one per cell."""
+    per_cell, _rows, columns = grid
+    cells = np.unique(np.asarray(block_ids, np.int64) // per_cell)
+    return cells // columns, cells % columns
 
 
 def describe_blocks(snapshot: KVSnapshot, blocks: range, owner_name: Callable[[str], str]) -> str:
@@ -89,11 +117,20 @@ def describe_blocks(snapshot: KVSnapshot, blocks: range, owner_name: Callable[[s
 
 
 def summary_text(s: KVSnapshot) -> str:
-    """The line above the heatmap: blocks by state, vLLM's KV usage, token occupancy, snapshot cost."""
+    """The two short lines above the heatmap: blocks by state; vLLM's KV usage, token occupancy, snapshot cost."""
+    counts = dict(zip(BLOCK_STATE_NAMES, s.counts))
+    return (f"{s.num_in_use:,} used ({counts['shared']:,} shared) · {counts['cached']:,} cached · "
+            f"{counts['free']:,} free of {s.num_blocks:,} blocks × {s.block_size} tokens\n"
+            f"KV usage {s.kv_usage:.1%} · tokens {s.token_occupancy:.1%} of used slots · "
+            f"snapshot {s.engine_ms:.2f} ms / {s.round_trip_ms:.1f} ms")
+
+
+def summary_details(s: KVSnapshot) -> str:
+    """The summary's figures in full, with what each means (the summary's tooltip)."""
     counts = dict(zip(BLOCK_STATE_NAMES, s.counts))
     slots = s.num_in_use * s.block_size
     return (f"Blocks: {s.num_in_use} used ({counts['shared']} shared) · {counts['cached']} cached · "
-            f"{counts['free']} free of {s.num_blocks} × {s.block_size} tokens  |  "
-            f"vLLM KV usage {s.kv_usage:.1%}  |  token occupancy {s.token_occupancy:.1%} "
-            f"({s.tokens_stored} tokens in {slots} slots)  |  snapshot {s.engine_ms:.2f} ms in engine, "
-            f"{s.round_trip_ms:.1f} ms round trip")
+            f"{counts['free']} free of {s.num_blocks} × {s.block_size} tokens\n"
+            f"vLLM KV usage {s.kv_usage:.1%}\ntoken occupancy {s.token_occupancy:.1%} "
+            f"({s.tokens_stored} tokens in {slots} slots of the blocks in use)\nsnapshot {s.engine_ms:.2f} ms "
+            f"in the engine, {s.round_trip_ms:.1f} ms round trip")

@@ -29,8 +29,9 @@ def heatmap_caption(snapshot: KVSnapshot) -> str:
 
 
 def heatmap_png(snapshot: KVSnapshot, font: QFont) -> bytes:
-    """The grid (no highlights: a report has no previous frame) and a legend of the states with their
-    counts in ``font`` (the window's), at :data:`PICTURE_SCALE` pixels per CSS pixel."""
+    """The grid (no highlights: a report has no previous frame; the cells past the pool's end in the
+    page's white) and a legend of the states with their counts in ``font`` (the window's), at
+    :data:`PICTURE_SCALE` pixels per CSS pixel."""
     cells = heatmap_image(snapshot, snapshot.version, aspect=GRID_ASPECT)
     rows, columns = cells.shape
     cell_px = max(1, GRID_WIDTH_PX * PICTURE_SCALE // columns)
@@ -49,7 +50,6 @@ def heatmap_png(snapshot: KVSnapshot, font: QFont) -> bytes:
         painter.drawImage(margin, margin, grid)
         if cell_px >= MIN_OUTLINED_CELL_PX:
             _draw_cell_lines(painter, margin, rows, columns, cell_px)
-        _blank_past_the_pool(painter, margin, snapshot, columns, cell_px)
         painter.setFont(font)
         _draw_legend(painter, metrics, snapshot, margin, grid.height() + 2 * margin)
     finally:
@@ -64,16 +64,6 @@ def _draw_cell_lines(painter: QPainter, margin: int, rows: int, columns: int, ce
         painter.drawLine(margin + column * cell_px, margin, margin + column * cell_px, margin + rows * cell_px - 1)
     for row in range(1, rows):
         painter.drawLine(margin, margin + row * cell_px, margin + columns * cell_px - 1, margin + row * cell_px)
-
-
-def _blank_past_the_pool(painter: QPainter, margin: int, snapshot: KVSnapshot, columns: int, cell_px: int) -> None:
-    """The cells of the last row past the pool's end hold no block: left blank, not drawn as null blocks."""
-    per_cell, rows, _ = grid_shape(snapshot.num_blocks, aspect=GRID_ASPECT)
-    num_cells = -(-snapshot.num_blocks // per_cell)
-    row, column = divmod(num_cells, columns)
-    if row < rows:
-        painter.fillRect(margin + column * cell_px, margin + row * cell_px, (columns - column) * cell_px + 1, cell_px + 1,
-                         QColor("white"))
 
 
 def _draw_legend(painter: QPainter, metrics: QFontMetrics, snapshot: KVSnapshot, x: int, y: int) -> None:
