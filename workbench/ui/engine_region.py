@@ -11,7 +11,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QScrollArea, QSplitter, QStackedWidget, QTabWidget, QVBoxLayout, QWidget
 
-HEAT_AREA_SHARE = 0.58  # of the Engine tab's height, the heatmap's; the plots and memory scroll below
+HEAT_AREA_SHARE = 0.66  # of the Engine tab's height, the heatmap's; the plots and memory scroll below
 
 
 def panel_area(widget: QWidget) -> QScrollArea:

@@ -131,6 +131,11 @@ class MainWindow(QMainWindow):
         self.model.engine_changed.connect(self._on_model_engine_changed)
         self.status.restart_requested.connect(self.restart_engine)
         self.status.retry_requested.connect(self.retry_with)
+        # the heatmap's "Follow chat" follows the selected conversation's requests
+        self.model.conversation_selected.connect(self._follow_conversation)
+        self.model.messages_changed.connect(self._follow_conversation)
+        self.model.conversation_changed.connect(self._follow_conversation)
+        self._follow_conversation(self.model.selected_conversation_id)
 
     # -------------------------------------------------------------- commands to the engine
     @Slot()
@@ -196,6 +201,17 @@ class MainWindow(QMainWindow):
                 self.plots.mark_engine_end(status, ended_at)
                 self.memory.mark_engine_end(status, ended_at)
             self.memory_service.watch(None)
+
+    def _follow_conversation(self, conversation_id: str) -> None:
+        """The heatmap is told the selected conversation's requests (another one's changes are not its)."""
+        model = self.model
+        if conversation_id != model.selected_conversation_id:
+            return
+        conversation = model.conversations.get(conversation_id)
+        if conversation is None:
+            self.heatmap.set_followed("", ())
+        else:
+            self.heatmap.set_followed(conversation.title, model.request_ids_of(conversation_id))
 
     @Slot()
     def _on_heatmap_timer(self) -> None:

@@ -64,7 +64,7 @@ def window_sizes(folder: Path) -> None:
         save_small(window, str(path), max_bytes=300_000)
         print("saved", path, "|", _sizes(window))
     window.resize(1280, 720)
-    window.chat.drawer_button.setChecked(True)
+    window.chat.open_drawer()
     wait(lambda: False, 1.0)
     path = folder / "chat-drawer.png"
     save_small(window.panes, str(path))
@@ -86,7 +86,7 @@ def heatmap_follow(folder: Path) -> None:
     wait(lambda: False, 1.0)
     path = folder / "heatmap-follow.png"
     save_small(window.engine_region, str(path))
-    print("saved", path, "|", window.heatmap.follow_text.text(), "|", _sizes(window))
+    print("saved", path, "|", window.heatmap.follow_status.text(), "|", _sizes(window))
     window.close()
 
 
