@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractScrollArea
 
 from workbench.bench.heatmap_cost import synthetic_snapshot
+from workbench.ui.plot_grid import MIN_VIEW_HEIGHT_PX
 
 SIZES = [(1280, 720), (1920, 1080)]
 MIN_HEATMAP_PX = 300
@@ -22,6 +23,9 @@ def config_dir(tmp_path, monkeypatch):
 
 def open_window(qtbot, size):
     from workbench.app import build_window, demo_engine_config
+    from workbench.ui.pg_setup import configure_pyqtgraph
+
+    configure_pyqtgraph()  # as the app does: row-major images
 
     window, _ = build_window(demo_engine_config(), start_engine=False, keep=False, client="thread")
     qtbot.addWidget(window)
@@ -49,7 +53,18 @@ def test_the_regions_share_the_window_and_the_heatmap_is_legible(config_dir, qtb
     qtbot.waitUntil(lambda: heatmap.snapshot is not None)
     plot = heatmap.plot
     assert plot.width() >= MIN_HEATMAP_PX and plot.height() >= MIN_HEATMAP_PX, plot.size()
+    box = plot.getViewBox()
+    shown = box.viewRect()
+    across, down = box.size().width() / shown.width(), box.size().height() / shown.height()
+    assert across == pytest.approx(down, rel=1e-3), "square cells"
+    _, rows, columns = heatmap.grid
+    assert box.size().width() - columns * across < across and box.size().height() - rows * down < down, \
+        "the grid fills the view: less than a cell left over"
     assert window.engine_region.currentWidget() is window.engine_region.splitter, "the engine tab is in front"
+    assert window.chat.stack.width() >= 0.7 * window.panes.width(), "the transcript has most of the work region"
+    for name, plot in window.plots.plots.items():  # the plots scroll down rather than squash into slivers
+        assert plot.getViewBox().height() >= MIN_VIEW_HEIGHT_PX - 0.5, name
+    assert window.memory.plot.getViewBox().height() >= MIN_VIEW_HEIGHT_PX - 0.5
     window.close()
 
 

@@ -3,7 +3,8 @@
     python -m workbench.bench.gui.window_shots docs
 
 writes ``window-1280x720.png`` and ``window-1920x1080.png`` (four chats streaming, the heatmap, plots
-and memory beside them), ``chat-drawer.png`` (a conversation's settings drawer open) and
+and memory beside them), ``plots-and-memory.png`` (the engine tab's whole column of plots and the
+memory table at 1920 × 1080), ``chat-drawer.png`` (a conversation's settings drawer open) and
 ``heatmap-follow.png`` (a 65,536-block pool, the heatmap following the selected chat's blocks).
 Each is printed with the sizes the window gave its parts.
 """
@@ -63,6 +64,10 @@ def window_sizes(folder: Path) -> None:
         path = folder / f"window-{size[0]}x{size[1]}.png"
         save_small(window, str(path), max_bytes=300_000)
         print("saved", path, "|", _sizes(window))
+        if size == (1920, 1080):  # the plots and the memory table, the whole scrolled column
+            path = folder / "plots-and-memory.png"
+            save_small(window.engine_region.monitors.widget(), str(path))
+            print("saved", path)
     window.resize(1280, 720)
     window.chat.open_drawer()
     wait(lambda: False, 1.0)
