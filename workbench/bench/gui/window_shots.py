@@ -43,7 +43,7 @@ def _started(config, size):
     from workbench.bench.gui.screenshot import process_events_until
     from workbench.bench.gui.gui_stall import started_window
 
-    window, _ = started_window(config)
+    window, _ = started_window(config, keep=False)  # nothing stored: the two windows one after the other
     window.resize(*size)
     process_events_until(lambda: False, 0.5)
     return window, process_events_until
