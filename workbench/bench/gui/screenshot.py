@@ -151,7 +151,7 @@ def batch_pane(path: str) -> int:
     pane = window.batch
     window.panes.setCurrentWidget(pane)
     pane.open_file(str(prompts), "jsonl")
-    wait(lambda: pane.loader.done, 60)
+    wait(pane.run_button.isEnabled, 300)  # read, and its rows taken on the GUI thread
     pane.settings.sampling.max_tokens.setValue(96)
     pane.settings.sampling.ignore_eos.setChecked(True)
     run = pane.start_run()
