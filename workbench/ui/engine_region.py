@@ -9,16 +9,18 @@ no tab needs a horizontal scroll bar at a 1280-pixel screen.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QScrollArea, QSplitter, QStackedWidget, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QScrollArea, QSplitter, QStackedWidget, QTabWidget, QVBoxLayout, QWidget
+
+from workbench.ui.scrolling import scrolling
 
 HEAT_AREA_SHARE = 0.66  # of the Engine tab's height, the heatmap's; the plots and memory scroll below
 
 
 def panel_area(widget: QWidget) -> QScrollArea:
-    """A panel in a scroll area that follows the region's width: it scrolls when taller than the
-    region, and only shows a horizontal bar when the region is made narrower than the panel's minimum."""
-    area = QScrollArea(widgetResizable=True, frameShape=QFrame.NoFrame)
-    area.setWidget(widget)
+    """A panel in a scroll area (``ui.scrolling``) that follows the region's width, named after it: it
+    scrolls when taller than the region, and only shows a horizontal bar when the region is made
+    narrower than the panel's minimum."""
+    area = scrolling(widget)
     area.setObjectName(f"{widget.objectName() or 'panel'}Area")
     return area
 
