@@ -124,6 +124,8 @@ def _type_ok(value, arg) -> bool:
         return bool in arg.types
     if isinstance(value, int) and float in arg.types:
         return True
+    if isinstance(value, int) and any(issubclass(t, int) for t in arg.types):  # an IntEnum (-O3)
+        return True
     return isinstance(value, arg.types)
 
 

@@ -11,6 +11,7 @@ the user's word for that model (``presets.trust``) before it applies.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import tomlkit
 
@@ -19,7 +20,7 @@ from workbench.presets.command_out import PYTHON, SERVE, SWIFT, YAML
 from workbench.presets.command_text import CommandTextError, looks_like_python, looks_like_yaml, shell_words, split_blocks
 from workbench.presets.document import PresetDocument
 from workbench.presets.import_result import (  # noqa: F401 (the kinds, for the dialog and the tests)
-    CHECK, NON_OPTION, NOTE, VALUE, ImportedCommand, ImportMessage, engine_args,
+    ASK, CHECK, NON_OPTION, NOTE, VALUE, ImportedCommand, ImportMessage, engine_args,
 )
 from workbench.presets.python_import import from_python
 from workbench.presets.serve_import import from_serve, from_yaml
@@ -36,8 +37,9 @@ def detect_form(text: str, words: list[str] | None) -> str:
     return SERVE
 
 
-def import_block(block: str) -> ImportedCommand:
-    """One command; a text that cannot be read gives an ImportedCommand with ``error`` set."""
+def import_block(block: str, base_dir: Path | None = None) -> ImportedCommand:
+    """``base_dir``: the folder a file named by the command (``--config x.yaml``) is looked for in."""
+    # One command; a text that cannot be read gives an ImportedCommand with ``error`` set.
     result = ImportedCommand(block)
     try:
         args = engine_args()
@@ -50,7 +52,10 @@ def import_block(block: str) -> ImportedCommand:
         else:
             words = shell_words(block)
             result.form = detect_form(block, words)
-            (from_swift if result.form == SWIFT else from_serve)(result, words, args)
+            if result.form == SWIFT:
+                from_swift(result, words, args)
+            else:
+                from_serve(result, words, args, base_dir)
     except CommandTextError as exc:
         result.error = str(exc)
     if result.visible_devices is not None and "tensor_parallel_size" in result.engine:
@@ -63,7 +68,7 @@ def import_block(block: str) -> ImportedCommand:
     return result
 
 
-def import_text(text: str) -> list[ImportedCommand]:
+def import_text(text: str, base_dir: Path | None = None) -> list[ImportedCommand]:
     """Each command of a paste or a file (commands separated by blank lines); CommandTextError when there
     is none at all."""
     if not text.strip():
@@ -72,7 +77,7 @@ def import_text(text: str) -> list[ImportedCommand]:
     blocks = [text] if looks_like_python(text) or looks_like_yaml(text) else split_blocks(text)
     if not blocks:
         raise CommandTextError("only comments: there is no command to import")
-    return [import_block(block) for block in blocks]
+    return [import_block(block, base_dir) for block in blocks]
 
 
 def to_document(imported: ImportedCommand, name: str) -> PresetDocument:

@@ -63,17 +63,52 @@ def looks_like_yaml(text: str) -> bool:
         not any(line.lstrip().startswith("-") for line in lines)
 
 
+SEPARATORS = {"&", "&&", ";", "|", "||"}
+REDIRECT = re.compile(r"^(\d*|&)>>?(&\d+)?$")  # >, >>, 2>, &>, 2>&1 (the target is the next word)
+REDIRECT_TO = re.compile(r"^(\d*|&)>>?\S+$")  # >log.txt, 2>>err.log, 2>&1
+PROGRAMS = ("vllm", "swift", "docker", "podman", "python", "python3")
+
+
+def _exports_first(lines: list[str]) -> list[str]:
+    """``export NAME=value`` lines as ``NAME=value`` words before the command (how the shell hands them on)."""
+    exports = [line.strip()[len("export "):] for line in lines if line.strip().startswith("export ")]
+    rest = [line for line in lines if not line.strip().startswith("export ")]
+    return ([" ".join(exports)] if exports else []) + rest
+
+
+def _the_command(words: list[str]) -> list[str]:
+    """Of a line with ``&``, ``| tee log``, ``2>&1``, ``> log``, ``nohup``: the command that runs a
+    program the import reads (the first one otherwise), without its redirections."""
+    pieces, piece, skip = [], [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif word in SEPARATORS:
+            pieces.append(piece)
+            piece = []
+        elif REDIRECT.match(word):
+            skip = not word.endswith(("&1", "&2"))
+        elif not REDIRECT_TO.match(word):
+            piece.append(word[:-1] if word.endswith("&") and not word.endswith("&&") and len(word) > 1 else word)
+    pieces.append(piece)
+    pieces = [[w for w in p if w != "nohup"] for p in pieces if p]
+    ours = [p for p in pieces if any(w.split("/")[-1] in PROGRAMS or w.startswith("-") for w in p)]
+    return (ours or pieces or [[]])[0]
+
+
 def shell_words(text: str) -> list[str]:
-    """The words of a shell command: comment lines dropped, backslash-newline continuations joined."""
-    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
-    joined = re.sub(r"\\[ \t]*\n", " ", "\n".join(lines))
+    """The words of a shell command: comment lines dropped, backslash-newline continuations joined (with
+    spaces after the backslash too, and one at the very end), ``export`` lines as the command's
+    environment, and of ``cmd & ``, ``cmd 2>&1 | tee log``... only the command itself."""
+    lines = _exports_first([line for line in text.splitlines() if not line.lstrip().startswith("#")])
+    joined = re.sub(r"\\[ \t]*(\n|$)", " ", "\n".join(lines).rstrip())
     try:
         words = shlex.split(joined)  # not comments=True: "LaTeX_OCR#1000" is a dataset's sample count
     except ValueError as exc:  # shlex: "No closing quotation", "No escaped character"
         raise CommandTextError(f"the command's quotes do not balance ({exc}): close the quote that is open, "
                                "e.g. --vllm_limit_mm_per_prompt '{\"image\": 5}'") from exc
     comment = next((i for i, word in enumerate(words) if word.startswith("#")), len(words))
-    return words[:comment]  # a trailing "# ..." comment, as the shell reads it
+    return _the_command(words[:comment])  # a trailing "# ..." comment, as the shell reads it
 
 
 def _is_value(word: str) -> bool:

@@ -12,12 +12,26 @@ from workbench.presets.command_out import GENERATION_KEYS
 from workbench.presets.command_text import Option
 from workbench.presets.trust import is_trusted
 
-NON_OPTION, VALUE, CHECK, NOTE = "not an option", "bad value", "check", "note"
+NON_OPTION, VALUE, CHECK, NOTE, ASK = "not an option", "bad value", "check", "note", "needs a value"
 TRUE, FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
 SAMPLING_TYPES = {"temperature": float, "top_p": float, "top_k": int, "max_tokens": int, "seed": int}
 UNREAD = object()
 TRUST_NOTE = "The model's own code runs only once you allow it for this model (asked when you import)."
 FROM_GENERATION = {v: k for k, v in GENERATION_KEYS.items()}
+# Where an option went (``Became.goes_to``); a refused one is a message of kind NON_OPTION or VALUE.
+ENGINE, SERVER, SAMPLING, MODEL, BATCH, KEPT, ENVIRONMENT = (
+    "engine argument", "server option (for Serve)", "sampling", "model", "batch input", "kept in [origin]",
+    "environment")
+
+
+@dataclass(frozen=True)
+class Became:
+    """What one option as written became: ``--tensor-parallel 4`` -> engine argument
+    ``tensor_parallel_size = 4``."""
+
+    option: str
+    goes_to: str
+    detail: str
 
 
 @dataclass(frozen=True)
@@ -43,6 +57,11 @@ class ImportedCommand:
     env: dict = field(default_factory=dict)
     batch_input: str | None = None
     kept: dict = field(default_factory=dict)  # options with no workbench setting: flag -> value as written
+    server: dict = field(default_factory=dict)  # the API server's options (host, port, ...), for Serve
+    secrets: list[str] = field(default_factory=list)  # tokens named but never kept (HF_TOKEN, --api-key)
+    vllm_version: str | None = None  # a container image's tag
+    name: str | None = None  # a snippet's own name for the call (its variable)
+    outcomes: list[Became] = field(default_factory=list)
     messages: list[ImportMessage] = field(default_factory=list)
     error: str | None = None
 
@@ -53,12 +72,22 @@ class ImportedCommand:
     def non_options(self) -> set[str]:
         return {m.flag for m in self.messages if m.kind == NON_OPTION}
 
+    def became(self, option: Option | str, goes_to: str, detail: str) -> None:
+        self.outcomes.append(Became(shown(option), goes_to, detail))
+
+    def keep(self, option: Option, key: str, value) -> None:
+        self.kept[key] = value
+        self.became(option, KEPT, f"{key} = {value}")
+
     def say(self, option: Option | str, kind: str, reason: str) -> None:
-        if isinstance(option, Option):
-            shown = option.flag if option.value is None else f"{option.flag} {option.value}"
-            self.messages.append(ImportMessage(option.flag, kind, f"{shown}: {reason}"))
-        else:
-            self.messages.append(ImportMessage(option, kind, f"{option}: {reason}"))
+        flag = option.flag if isinstance(option, Option) else option
+        self.messages.append(ImportMessage(flag, kind, f"{shown(option)}: {reason}"))
+
+
+def shown(option: Option | str) -> str:
+    if isinstance(option, Option):
+        return option.flag if option.value is None else f"{option.flag} {option.value}"
+    return option
 
 
 def engine_args() -> dict:
@@ -112,6 +141,7 @@ def set_engine(result: ImportedCommand, option: Option, name: str, raw, args: di
         result.engine_tables[name] = value
     else:
         result.engine[name] = value
+    result.became(option, ENGINE, f"{name} = {json.dumps(value) if isinstance(value, (dict, list)) else value}")
 
 
 def engine_value(option: Option, name: str, raw, arg):
@@ -139,6 +169,7 @@ def set_sampling(result: ImportedCommand, option: Option, name: str, raw) -> Non
         result.say(option, VALUE, f"{name} takes a {kind.__name__}, not {raw!r}")
         return
     result.sampling[name] = value
+    result.became(option, SAMPLING, f"{name} = {value}")
 
 
 def generation_config(result: ImportedCommand, option: Option, raw) -> None:
@@ -151,4 +182,4 @@ def generation_config(result: ImportedCommand, option: Option, raw) -> None:
         if key in FROM_GENERATION:
             set_sampling(result, option, FROM_GENERATION[key], value)
         else:
-            result.kept[f"{option.flag}.{key}"] = value
+            result.keep(option, f"{option.flag}.{key}", value)
