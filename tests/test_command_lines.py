@@ -309,8 +309,12 @@ def test_import_dialog_lists_messages_per_command_and_saves_presets(panel, qtbot
     dialog.open_file(str(tmp_path / "cmd.txt"))
     shown = dialog.messages.toPlainText()
     assert "Command 9 (ms-swift); keeps max_model_len=16384, trust_remote_code=True" in shown and "Command 10" not in shown
-    last = shown[shown.index("Command 9"):].splitlines()[1:]
-    assert [line.split(":")[0] for line in last] == ["--trust_remote_code true", "--use_flash_attn true"]
+    last = shown[shown.index("Command 9"):]
+    said = [m.text for m in dialog.results[8].messages]
+    assert [t.split(":")[0] for t in said] == ["--trust_remote_code true", "--use_flash_attn true"]
+    assert all(t in last for t in said), "each message shown"
+    outcome = last[:last.index(said[0])]
+    assert "--vllm_max_model_len 16384" in outcome and "engine argument" in outcome, "what each option became"
     assert "8 flag(s) that are not options named" in dialog.status.text()
     dialog.name.setText("article")
     asked = []

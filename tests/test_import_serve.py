@@ -114,3 +114,19 @@ def test_no_engine_argument_vllms_parser_accepts_is_called_not_an_option():
     flags = [a.option_strings[0] for a in serve_parser()._actions if a.option_strings and a.nargs == 0]
     result = one("vllm serve m " + " ".join(flags))
     assert not [m for m in result.messages if m.kind == NON_OPTION]
+
+
+def test_an_indented_llm_snippet_and_a_repl_one():  # vLLM docs: docs/features/multimodal_inputs.md
+    snippet = """    def make_llm():
+        llm = LLM(
+            model="Qwen/Qwen2.5-VL-3B-Instruct",
+            max_model_len=4096,
+            limit_mm_per_prompt={"image": 2},
+        )
+        return llm
+"""
+    result = one(snippet)
+    assert result.model == "Qwen/Qwen2.5-VL-3B-Instruct" and result.engine == {"max_model_len": 4096}
+    assert result.engine_tables == {"limit_mm_per_prompt": {"image": 2}}
+    repl = one(">>> from vllm import LLM\n>>> llm = LLM(model='facebook/opt-125m',\n...           enforce_eager=True)\n")
+    assert repl.model == "facebook/opt-125m" and repl.engine == {"enforce_eager": True}

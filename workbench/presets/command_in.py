@@ -98,10 +98,11 @@ def to_document(imported: ImportedCommand, name: str) -> PresetDocument:
     origin["form"] = imported.form
     origin["command"] = tomlkit.string(imported.source, multiline=True)
     for key, value in (("model", imported.model), ("visible_devices", imported.visible_devices),
-                       ("batch_input", imported.batch_input)):
+                       ("batch_input", imported.batch_input), ("vllm_version", imported.vllm_version)):
         if value is not None:
             origin[key] = value
-    for key, table in (("env", imported.env), ("kept", imported.kept), ("engine_tables", imported.engine_tables)):
+    for key, table in (("env", imported.env), ("kept", imported.kept), ("engine_tables", imported.engine_tables),
+                       ("server", imported.server)):
         if table:
             origin[key] = {k: (json.dumps(v) if v is None else v) for k, v in table.items()}
     doc["origin"] = origin

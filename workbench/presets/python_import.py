@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import ast
+import re
+import textwrap
 
 from workbench.presets.command_text import CommandTextError, Option
 from workbench.presets.import_result import SAMPLING_TYPES, VALUE, ImportedCommand, set_sampling
@@ -16,9 +18,19 @@ def literal(node):
                                "itself (a number, text, True/False)") from None
 
 
+def unindented(text: str) -> str:
+    """A snippet as docs and notebooks show it: indented (in a function, a list item) or with a REPL's
+    ``>>> `` / ``... `` prompts, as the code itself."""
+    lines = text.splitlines()
+    if any(line.lstrip().startswith(">>>") for line in lines):
+        lines = [re.sub(r"^\s*(>>>|\.\.\.)( |$)", "", line) for line in lines
+                 if line.lstrip().startswith((">>>", "..."))]
+    return textwrap.dedent("\n".join(lines))
+
+
 def from_python(result: ImportedCommand, text: str, args: dict) -> None:
     try:
-        tree = ast.parse(text)
+        tree = ast.parse(unindented(text))
     except SyntaxError as exc:
         raise CommandTextError(f"line {exc.lineno}: not valid Python ({exc.msg}); paste the whole LLM(...) call")
     for node in ast.walk(tree):

@@ -271,8 +271,6 @@ def read_serve_line(result: ImportedCommand, words: list[str], args: dict, base_
             result.became(_masked(flag), "container", f"{line.runtime}'s own flag, not vLLM's (kept with the command)")
         version = f" (vLLM {line.vllm_version})" if line.vllm_version else ""
         result.became(f"{line.image}:{line.tag or 'latest'}", "container", f"the image{version}")
-        if line.vllm_version:
-            result.kept["vllm_version"] = line.vllm_version
         words = line.words
     else:
         words = _after_program(words)

@@ -18,7 +18,8 @@ from workbench.presets.command_in import NON_OPTION, ImportedCommand, import_tex
 from workbench.presets.command_text import CommandTextError, decode
 from workbench.presets.trust import is_trusted, remember_trust
 
-COLOURS = {NON_OPTION: "#9b1c1c", "bad value": "#9b1c1c", "check": "#92400e", "note": "#1e3a8a"}
+COLOURS = {NON_OPTION: "#9b1c1c", "bad value": "#9b1c1c", "check": "#92400e", "note": "#1e3a8a",
+           "needs a value": "#92400e"}
 MAX_FILE_BYTES = 1 << 20
 
 
@@ -36,7 +37,18 @@ def summary(number: int, result: ImportedCommand) -> str:
         parts.append(f"batch input {result.batch_input}")
     if result.visible_devices is not None:
         parts.append(f"CUDA_VISIBLE_DEVICES={result.visible_devices}")
+    if result.server:
+        parts.append("for Serve " + ", ".join(f"{k}={v}" for k, v in result.server.items()))
+    if result.vllm_version:
+        parts.append(f"written for vLLM {result.vllm_version}")
     return "; ".join(parts)
+
+
+def _outcomes_html(result: ImportedCommand) -> str:
+    """Each option as written and what it became, one row each; the refused ones are the messages."""
+    rows = "".join(f"<tr><td><code>{html.escape(b.option)}</code></td><td>{html.escape(b.goes_to)}</td>"
+                   f"<td>{html.escape(b.detail)}</td></tr>" for b in result.outcomes)
+    return f'<table cellspacing="0" cellpadding="2" style="margin-left: 12px">{rows}</table>' if rows else ""
 
 
 def _block_html(number: int, result: ImportedCommand) -> str:
@@ -44,7 +56,7 @@ def _block_html(number: int, result: ImportedCommand) -> str:
                     for m in result.messages)
     colour = COLOURS["bad value"] if result.error else "#000000"
     return f'<p style="margin: 4px 0 0 0; color: {colour}"><b>{html.escape(summary(number, result))}</b></p>' + \
-        (f'<ul style="margin-top: 0">{items}</ul>' if items else "")
+        _outcomes_html(result) + (f'<ul style="margin-top: 0">{items}</ul>' if items else "")
 
 
 class CommandImportDialog(QDialog):
@@ -54,6 +66,7 @@ class CommandImportDialog(QDialog):
         super().__init__(parent, objectName="commandImportDialog", windowTitle="Import a command line")
         self.current_model = current_model
         self.results: list[ImportedCommand] = []
+        self.base_dir: Path | None = None  # the opened file's folder, where --config files are looked for
         self.saved: list[Path] = []
         self.paste = QPlainTextEdit(objectName="importPaste")
         self.paste.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
@@ -75,7 +88,7 @@ class CommandImportDialog(QDialog):
             name_row.addWidget(widget, 1 if widget is self.name else 0)
         layout = QVBoxLayout(self)
         layout.addWidget(self.paste, 2)
-        layout.addWidget(QLabel("<b>What each command keeps, and the flags that do nothing</b>"))
+        layout.addWidget(QLabel("<b>What each option became, and the flags that do nothing</b>"))
         layout.addWidget(self.messages, 3)
         layout.addWidget(self.status)
         layout.addLayout(name_row)
@@ -98,6 +111,7 @@ class CommandImportDialog(QDialog):
         except CommandTextError as exc:
             self._show_error(str(exc))
             return
+        self.base_dir = Path(path).parent
         self.paste.setPlainText(text)
         self.read()
 
@@ -105,7 +119,7 @@ class CommandImportDialog(QDialog):
         self.read_soon.cancel()
         self.messages.clear()
         try:
-            self.results = import_text(self.paste.toPlainText())
+            self.results = import_text(self.paste.toPlainText(), self.base_dir)
         except CommandTextError as exc:
             self.results = []
             self._show_error(str(exc))
