@@ -12,6 +12,7 @@ import pytest
 
 from workbench.presets.command_in import ASK, NON_OPTION, NOTE, import_text
 from workbench.presets.import_result import ENGINE, SERVER
+from preset_fixtures import config_folder, facts  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -130,3 +131,29 @@ def test_an_indented_llm_snippet_and_a_repl_one():  # vLLM docs: docs/features/m
     assert result.engine_tables == {"limit_mm_per_prompt": {"image": 2}}
     repl = one(">>> from vllm import LLM\n>>> llm = LLM(model='facebook/opt-125m',\n...           enforce_eager=True)\n")
     assert repl.model == "facebook/opt-125m" and repl.engine == {"enforce_eager": True}
+
+
+ROUND_TRIP = [
+    "vllm serve m --tensor-parallel 2 -O3 --no-enable-prefix-caching --max-num-seqs=64 "
+    "--speculative-config.method ngram --speculative-config.num_speculative_tokens 4 --limit-mm-per-prompt.image 2",
+    "docker run --gpus all vllm/vllm-openai:latest m --max-model-len 8192 --gpu-memory-utilization 0.8 --enforce-eager",
+]
+
+
+@pytest.mark.parametrize("line", ROUND_TRIP)
+def test_an_imported_line_exported_again_gives_vllms_parser_the_same_engine_arguments(line, facts):
+    import shlex
+
+    from workbench.engine.vllm_plugin.serve_parser import parse_words
+    from workbench.presets.command_in import to_document
+    from workbench.presets.command_out import SERVE, deployment_of, export_command
+    from workbench.presets.machine import Machine
+
+    two_gpus = Machine("cuda", 2, 140 << 30, 139 << 30, 2 << 40)
+    imported = one(line)
+    text = export_command(deployment_of(to_document(imported, "x"), two_gpus, "/app/model", facts), SERVE)
+    words = [w for w in shlex.split(text.split("\n#")[0].replace("\\\n", " ")) if "=" not in w or w.startswith("-")]
+    exported = parse_words(words[words.index("serve") + 1:])
+    expected = {**imported.engine, **imported.engine_tables}
+    digits = {k: int(v) if isinstance(v, str) and v.isdigit() else v for k, v in exported.items()}  # -O's '3'
+    assert {k: digits[k] for k in expected} == expected, text

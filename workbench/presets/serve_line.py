@@ -120,8 +120,9 @@ def _refusal(result: ImportedCommand, option: Option, message: str, args: dict) 
     if message.startswith("unrecognized arguments"):
         dest = option.name.split(".")[0]
         flags = sorted({f.lstrip("-").replace("-", "_") for f in _parser().option_strings()})
-        reason = removed_note(dest) or NOT_VLLM_OPTIONS.get(dest) and non_option_reason(dest, args) or \
-            _nearest(dest, flags)
+        reason = removed_note(dest, result.vllm_version)
+        if reason is None:
+            reason = non_option_reason(dest, args) if dest in NOT_VLLM_OPTIONS else _nearest(dest, flags)
         result.say(option, NON_OPTION, reason)
     elif "expected one argument" in message or "expected at least one argument" in message:
         result.say(option, VALUE, f"{option.flag} needs a value (vLLM's parser: {message}); write {option.flag} VALUE")

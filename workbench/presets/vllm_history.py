@@ -39,8 +39,17 @@ REMOVED = {
 OLD_LIMIT_FORM = re.compile(r"^\w+=\d+(,\w+=\d+)*$")  # --limit-mm-per-prompt image=2,video=1
 
 
-def removed_note(dest: str) -> str | None:
+def removed_note(dest: str, written_for: str | None = None) -> str | None:
+    """Why ``dest`` is no option here: the release that removed it and what to write now; None when no
+    release had it. ``written_for``: the vLLM version the command names (a container image's tag)."""
     if dest not in REMOVED:
         return None
     release, now = REMOVED[dest]
-    return f"vLLM {release} removed this option (this vLLM has no such option); today: {now}"
+    had = ""
+    if written_for and _version(written_for) < _version(release):
+        had = f"vLLM {written_for}, which the command names, has it; "
+    return f"{had}vLLM {release} removed this option (the vLLM here has no such option); today: {now}"
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
