@@ -1,4 +1,6 @@
 """Writing a batch's results: JSONL, CSV, and the OpenAI batch output that ``vllm run-batch`` writes.
+A dataset record's own answer (``reference``) goes beside the generated text in JSONL and CSV; the OpenAI
+output stays exactly vLLM's.
 
 Each writer is a generator that yields the number of rows written so far (every ``EXPORT_CHUNK``
 rows), so a window can show a progress bar and stay responsive. The file appears under its name
@@ -26,7 +28,7 @@ from workbench.batch.results import COUNT_COLUMNS, DONE, TIME_COLUMNS, BatchResu
 EXPORT_FORMATS = {"jsonl": "JSONL (.jsonl)", "csv": "CSV (.csv)", "openai": "OpenAI batch output (.jsonl)"}
 EXPORT_CHUNK = 1000
 CSV_COLUMNS = ("line", "custom_id", "status", "finish_reason", *COUNT_COLUMNS, *TIME_COLUMNS, "prompt", "text",
-               "error")
+               "reference", "error")
 
 
 def random_uuid() -> str:
@@ -46,6 +48,8 @@ def row_record(results: BatchResults, row: int) -> dict:
     for name in (*COUNT_COLUMNS, *TIME_COLUMNS):
         record[name] = results.value(name, row)
     record["text"] = results.texts[row]
+    if prompt.reference is not None:  # the dataset's own answer, to compare the generated one with
+        record["reference"] = prompt.reference
     record["error"] = results.errors.get(row)
     return record
 

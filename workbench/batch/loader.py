@@ -8,25 +8,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbench.batch.formats import BatchPrompt, parse_prompts
-from workbench.batch.prompt_file import LineProblem, LineReader
+from workbench.batch.formats import BatchPrompt, open_reader, parse_prompts
+from workbench.batch.prompt_file import LineProblem
+from workbench.batch.table_files import TableReader
 from workbench.batch.results import BatchResults
 
 ON_PROBLEM = ("skip", "stop", "ask")
 
 
 class PromptLoader:
-    def __init__(self, path: str | Path, fmt: str, column: str | None = None, on_problem: str = "skip"):
+    def __init__(self, path: str | Path, fmt: str, column: str | None = None, on_problem: str = "skip",
+                 split: str | None = None, max_rows: int | None = None):
+        """``split``: a DatasetDict folder's split; ``max_rows``: read the first N prompts only (ms-swift's
+        ``dataset#N``). TableError where a table file or datasets folder cannot be opened at all."""
         if on_problem not in ON_PROBLEM:
             raise ValueError(f"on_problem must be one of {', '.join(ON_PROBLEM)}, not {on_problem!r}")
-        self.path, self.fmt, self.column = Path(path), fmt, column
+        self.path, self.fmt, self.column, self.split, self.max_rows = Path(path), fmt, column, split, max_rows
         self.on_problem = on_problem
         self.results = BatchResults()
         self.problems: list[LineProblem] = []
         self.awaiting: LineProblem | None = None  # "ask": the problem the caller has to decide on
         self.stopped_at: LineProblem | None = None  # the problem the reading stopped at, if any
         self.done = False
-        self._reader = LineReader(self.path)
+        self.limited = False  # stopped at max_rows
+        self._reader = open_reader(self.path, fmt, split)
+        self.results.unit = "row" if isinstance(self._reader, TableReader) else "line"
         self._items = parse_prompts(self._reader, fmt, column)
 
     @property
@@ -45,6 +51,10 @@ class PromptLoader:
                 return False
             if isinstance(item, BatchPrompt):
                 self.results.append(item)
+                if self.max_rows is not None and self.results.num_rows >= self.max_rows:
+                    self.limited = True
+                    self._stop(None)
+                    return False
             elif not self._problem(item):
                 return False
         return not self.done
@@ -76,14 +86,19 @@ class PromptLoader:
         else:
             self.on_problem = "skip"
 
-    def _stop(self, problem: LineProblem) -> None:
+    def _stop(self, problem: LineProblem | None) -> None:
         self.stopped_at, self.done = problem, True
         self._items.close()
 
     def summary(self) -> str:
         rows = f"{self.results.num_rows:,} prompt{'s' if self.results.num_rows != 1 else ''}"
+        if self.limited:
+            rows = f"First {rows}"
+        split = getattr(self._reader, "split", None)
+        source = self.path.name + (f" (its {split} split)" if split else "")
         if not self.problems:
-            return f"{rows} read from {self.path.name}."
-        stopped = f"; stopped at line {self.stopped_at.line_no}" if self.stopped_at else ""
-        return (f"{rows} read from {self.path.name}; {len(self.problems):,} malformed line"
+            return f"{rows} read from {source}."
+        unit = self.problems[0].unit
+        stopped = f"; stopped at {unit} {self.stopped_at.line_no}" if self.stopped_at else ""
+        return (f"{rows} read from {source}; {len(self.problems):,} malformed {unit}"
                 f"{'s' if len(self.problems) != 1 else ''} left out{stopped}.")

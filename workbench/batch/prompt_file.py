@@ -24,9 +24,10 @@ class LineProblem:
     line_no: int
     reason: str
     fatal: bool = False  # nothing after it can be read (a binary file, an empty one, a missing column)
+    unit: str = "line"  # "row" in a table file (Parquet, Arrow): line_no is then the row's number
 
     def __str__(self) -> str:
-        return f"line {self.line_no}: {self.reason}"
+        return f"{self.unit} {self.line_no}: {self.reason}"
 
 
 def _size_text(num_bytes: int) -> str:

@@ -28,6 +28,8 @@ class BatchResults:
         self.texts: list[str] = []  # output text, as streamed
         self.errors: dict[int, str] = {}  # row -> why it failed
         self.finish_reason_names: list[str] = [""]  # code 0: none yet
+        self.unit = "line"  # what a prompt's line_no counts: "row" for a table file (Parquet, Arrow)
+        self.num_references = 0  # rows whose record holds its own answer (a dataset's output, response)
         self._arrays: dict[str, np.ndarray] = {}
         self._allocate(capacity)
         self.version = 0  # bumped on every change: readers redraw when it moved
@@ -62,6 +64,7 @@ class BatchResults:
         self._arrays["line_no"][row] = prompt.line_no
         self.prompts.append(prompt)
         self.texts.append("")
+        self.num_references += prompt.reference is not None
         self.num_rows += 1
         self.version += 1
         return row

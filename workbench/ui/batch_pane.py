@@ -19,18 +19,22 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.batch.export import export_rows
+from workbench.batch.formats import split_row_limit
 from workbench.batch.loader import PromptLoader
+from workbench.batch.table_files import TableError
 from workbench.batch.prompt_file import LineProblem
 from workbench.batch.results import BatchResults
 from workbench.batch.run import BatchRun, default_max_in_flight
 from workbench.model.app_model import AppModel
 from workbench.ui.batch_runs import PENDING, RunsPicker, file_name, leave_question, progress_text, run_title
 from workbench.ui.batch_settings import OpenPromptDialog, RunSettingsForm
-from workbench.ui.batch_table import BatchTableModel, results_view, status_choices
+from workbench.ui.batch_table import REFERENCE_COLUMN, BatchTableModel, results_view, status_choices
 from workbench.ui.chat_pane import ask_to_confirm
 from workbench.ui.scrolling import scrolling
 
 REFRESH_MS = 250
+PROMPT_FILE_FILTER = ("Prompt files and datasets (*.jsonl *.json *.csv *.tsv *.txt *.parquet *.arrow state.json "
+                      "dataset_dict.json);;All files (*)")
 MAX_PROBLEMS_LISTED = 1000
 
 
@@ -167,21 +171,29 @@ class BatchPane(QWidget):
 
     # -------------------------------------------------------------- opening a file
     @Slot()
-    def open_file(self, path: str | None = None, fmt: str | None = None, column: str | None = None) -> bool:
+    def open_file(self, path: str | None = None, fmt: str | None = None, column: str | None = None,
+                  split: str | None = None, max_rows: int | None = None) -> bool:
         """Reads a prompt file off the GUI thread, then shows it in the table; asks for the file and format
-        where not given, and first whether the run shown may leave the pane (it stays under Runs)."""
+        where not given, and first whether the run shown may leave the pane (it stays under Runs). A path
+        ending in ``#N`` (ms-swift's ``dataset#N``) reads the first N prompts."""
         if self._reading():
             return False
-        path = path or QFileDialog.getOpenFileName(self, "Open a prompt file", "",
-                                                   "Prompt files (*.jsonl *.json *.csv *.txt);;All files (*)")[0]
+        path = path or QFileDialog.getOpenFileName(self, "Open a prompt file or dataset", "", PROMPT_FILE_FILTER)[0]
+        if path:
+            path, max_rows = split_row_limit(path, max_rows)
         if not path or not self._may_leave_run(Path(path).name):
             return False
         if fmt is None:
-            dialog = OpenPromptDialog(path, self)
+            dialog = OpenPromptDialog(path, self, max_rows)
             if not dialog.exec():
                 return False
-            fmt, column = dialog.chosen()
-        self.loader, self.loader_run_id = PromptLoader(path, fmt, column, on_problem="ask"), None
+            (fmt, column), split, max_rows = dialog.chosen(), dialog.split(), dialog.max_rows()
+        try:
+            loader = PromptLoader(path, fmt, column, on_problem="ask", split=split, max_rows=max_rows)
+        except (OSError, TableError) as exc:
+            self.file_label.setText(f"Could not open {Path(path).name}: {exc}")
+            return False
+        self.loader, self.loader_run_id = loader, None
         self.problems.clear()
         self._show(None, BatchResults())  # the loader's rows are its thread's until it has read them
         self.file_label.setText(f"Reading {Path(path).name}…")
@@ -245,7 +257,8 @@ class BatchPane(QWidget):
         self.problems.setVisible(bool(self.loader.problems))
 
     def _ask_about_problem(self, problem: LineProblem) -> None:
-        box = QMessageBox(QMessageBox.Warning, "Malformed line", f"Line {problem.line_no}: {problem.reason}",
+        box = QMessageBox(QMessageBox.Warning, f"Malformed {problem.unit}",
+                          f"{problem.unit.capitalize()} {problem.line_no}: {problem.reason}",
                           parent=self)
         box.setInformativeText(f"{self.loader.results.num_rows:,} prompts read so far are kept either way. Skip "
                                "malformed lines and read on (each is listed), or stop reading here?")
@@ -323,6 +336,7 @@ class BatchPane(QWidget):
         """Puts ``results`` in the table with the progress line, the detail and the filters afresh."""
         self.run = run
         self.table_model.set_results(results)
+        self.table.setColumnHidden(REFERENCE_COLUMN, results.num_references == 0)
         self.detail.clear()
         self.progress.setValue(0)
         self.progress_label.setText("")
@@ -440,10 +454,13 @@ class BatchPane(QWidget):
             return
         results, row = self.table_model.results, self.table_model.results_row(current.row())
         prompt = results.prompts[row]
-        heading = f"Line {prompt.line_no}" + (f" · {prompt.custom_id}" if prompt.custom_id else "")
+        heading = f"{results.unit.capitalize()} {prompt.line_no}" + (f" · {prompt.custom_id}" if prompt.custom_id else "")
         error = results.errors.get(row)
         self.detail.setPlainText(f"{heading} · {results.status_name(row)}\n\nPrompt:\n{prompt.preview()}\n\n"
-                                 f"Output:\n{results.texts[row]}" + (f"\n\nError:\n{error}" if error else ""))
+                                 f"Output:\n{results.texts[row]}"
+                                 + (f"\n\nReference (the record's own answer):\n{prompt.reference}"
+                                    if prompt.reference is not None else "")
+                                 + (f"\n\nError:\n{error}" if error else ""))
 
     def _on_model_engine_changed(self, status) -> None:
         if status.ready and not self._in_flight_set:

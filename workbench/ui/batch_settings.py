@@ -15,9 +15,12 @@ from PySide6.QtWidgets import (
     QVBoxLayout, QWidget,
 )
 
-from workbench.batch.formats import FORMATS, csv_columns, detect_format
+from workbench.batch.formats import CONTAINERS, FORMATS, csv_columns, detect_container, detect_format, parse_prompts
+from workbench.batch.prompt_file import LineProblem
+from workbench.batch.table_files import TableError, splits
 from workbench.batch.run import DEFAULT_MAX_IN_FLIGHT, RunSettings
 from workbench.engine.sampling import SamplingSettings
+from workbench.ui.batch_table import elide
 from workbench.ui.sampling_form import SamplingForm
 from workbench.ui.sampling_panel import sampling_summary
 
@@ -26,38 +29,85 @@ BATCH_SAMPLING = SamplingSettings(temperature=0.0, max_tokens=64)  # a batch's d
 
 
 class OpenPromptDialog(QDialog):
-    """The prompt file's format, and the CSV column that holds the prompts."""
+    """How the file holds its records (shown), their format (detected, the user's to change), a datasets
+    folder's split, the CSV column that holds the prompts, and how many rows to read; the first record is
+    shown as it will be asked."""
 
-    def __init__(self, path: str, parent=None):
+    def __init__(self, path: str, parent=None, max_rows: int | None = None):
         super().__init__(parent)
+        self.path = path
         self.setWindowTitle(f"Open {Path(path).name}")
+        self.container = detect_container(path)
+        detected = detect_format(path)
         self.format = QComboBox(objectName="batchFormat")
         for key, label in FORMATS.items():
-            self.format.addItem(label, key)
-        self.format.setCurrentIndex(list(FORMATS).index(detect_format(path)))
+            self.format.addItem(label + (" (detected)" if key == detected else ""), key)
+        self.format.setCurrentIndex(list(FORMATS).index(detected))
+        self.split_choice = QComboBox(objectName="batchSplit")
+        try:
+            self.split_choice.addItems(splits(path) if self.container == "dataset" else [])
+        except TableError:
+            pass
         self.column = QComboBox(objectName="batchCsvColumn")
-        columns = csv_columns(path) if Path(path).suffix.lower() in (".csv", ".tsv") else []
+        columns = csv_columns(path) if self.container == "csv" else []
         self.column.addItems(columns or ["prompt"])
         self.column.setEditable(True)
         likely = [c for c in columns if c.strip().lower() in LIKELY_PROMPT_COLUMNS]
         if likely:
             self.column.setCurrentText(likely[0])
-        self.format.currentIndexChanged.connect(self._on_format_changed)
+        self.rows = QSpinBox(objectName="batchMaxRows", minimum=0, maximum=1 << 30, value=max_rows or 0)
+        self.rows.setSpecialValueText("all")
+        self.rows.setToolTip("Read only the first N prompts (ms-swift's dataset#N); \"all\" reads the whole file.")
+        self.preview = QLabel("", objectName="batchFirstRecord", wordWrap=True)
+        self.preview.setMinimumWidth(420)
+        for combo in (self.format, self.split_choice):
+            combo.currentIndexChanged.connect(self._on_format_changed)
         buttons = QDialogButtonBox(QDialogButtonBox.Open | QDialogButtonBox.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form = QFormLayout(self)
+        form.addRow("File", QLabel(CONTAINERS[self.container], objectName="batchContainer"))
         form.addRow("Format", self.format)
+        if self.split_choice.count():
+            form.addRow("Split", self.split_choice)
         form.addRow("Prompt column (CSV)", self.column)
+        form.addRow("Rows", self.rows)
+        form.addRow("First record", self.preview)
         form.addRow(buttons)
         self._on_format_changed()
 
     def _on_format_changed(self) -> None:
-        self.column.setEnabled(self.chosen()[0] == "csv")
+        fmt = self.chosen()[0]
+        self.column.setEnabled(fmt == "csv")
+        self.preview.setText(first_record_preview(self.path, fmt, self.split()) if fmt not in ("csv", "text") else "")
 
     def chosen(self) -> tuple[str, str | None]:
         fmt = self.format.currentData()
         return fmt, (self.column.currentText() if fmt == "csv" else None)
+
+    def split(self) -> str | None:
+        return self.split_choice.currentText() or None
+
+    def max_rows(self) -> int | None:
+        return self.rows.value() or None
+
+
+def first_record_preview(path: str, fmt: str, split: str | None) -> str:
+    """The file's first record as the chosen format reads it: what is asked, and the reference answer."""
+    try:
+        items = parse_prompts(path, fmt, split=split)
+        item = next(items, None)
+        items.close()
+    except (OSError, TableError) as exc:
+        return f"Cannot be read: {exc}"
+    if item is not None:
+        if isinstance(item, LineProblem):
+            return f"{item}"
+        asked = elide(item.preview(), 160)
+        turns = f" ({len(item.messages)} messages)" if item.messages and len(item.messages) > 1 else ""
+        reference = f"\nReference: {elide(item.reference, 120)}" if item.reference is not None else ""
+        return f"Asks: {asked}{turns}{reference}"
+    return "The file holds no records."
 
 
 class RunSettingsForm(QWidget):

@@ -17,8 +17,9 @@ ELIDE_CHARS = 120
 COLUMNS = (("line_no", "Line"), ("status", "Status"), ("prompt", "Prompt"), ("prompt_tokens", "Prompt tok"),
            ("output_tokens", "Output tok"), ("cached_prompt_tokens", "Cached tok"), ("queue_s", "Queue ms"),
            ("ttft_s", "TTFT ms"), ("itl_s", "ITL ms"), ("e2e_s", "E2E s"), ("finish_reason", "Finish"),
-           ("text", "Output"))
-TEXT_COLUMNS = ("prompt", "text")
+           ("text", "Output"), ("reference", "Reference"))
+TEXT_COLUMNS = ("prompt", "text", "reference")
+REFERENCE_COLUMN = len(COLUMNS) - 1  # shown only where the file's records hold their own answers
 MS_COLUMNS = ("queue_s", "ttft_s", "itl_s")
 
 
@@ -80,7 +81,11 @@ class BatchTableModel(QAbstractTableModel):
         return f"{value * 1e3:,.1f}" if key in MS_COLUMNS else f"{value:,.2f}"
 
     def full_text(self, row: int, key: str) -> str:
-        return self.results.texts[row] if key == "text" else self.results.prompts[row].preview()
+        if key == "text":
+            return self.results.texts[row]
+        if key == "reference":
+            return self.results.prompts[row].reference or ""
+        return self.results.prompts[row].preview()
 
     def results_row(self, view_row: int) -> int:
         return int(self.order[view_row])
@@ -177,7 +182,7 @@ def results_view(model: BatchTableModel) -> QTableView:
     table.setWordWrap(False)
     header = table.horizontalHeader()
     header.setStretchLastSection(True)
-    for column, width in enumerate((48, 64, 170, 74, 78, 74, 70, 66, 56, 56, 54)):
+    for column, width in enumerate((48, 64, 170, 74, 78, 74, 70, 66, 56, 56, 54, 260)):
         header.resizeSection(column, width)
     return table
 

@@ -1,0 +1,268 @@
+"""One dataset record (a JSON object, a table row) as a batch prompt, in the formats that training and
+evaluation tools write:
+
+- ``jsonl``: ``{"prompt": ...}`` or ``{"messages": [...]}`` (OpenAI chat; ms-swift's standard format);
+- ``alpaca``: ``instruction``, ``input``, ``output``, ``system``, ``history`` (ms-swift and LLaMA-Factory join
+  instruction and input as ``f"{instruction}\\n{input}"``);
+- ``sharegpt``: ``conversations`` of ``{"from": "human" | "gpt" | "system", "value": ...}``, or ms-swift's
+  ``conversation`` of ``{"human": ..., "assistant": ...}`` pairs;
+- ``swift``: ms-swift's query/response format, ``query``, ``response``, ``history`` (``[[q, r], ...]``),
+  ``system``.
+
+A record that ends with the answer (the last assistant turn, ``output``, ``response``) is asked without it,
+and the answer kept as the row's ``reference``, beside the generated one. A record's own sampling fields
+(``max_tokens``, ``temperature``, ...) apply to its request, and a bad one is reported, never ignored.
+Formats after ms-swift's "Custom Dataset" page (``docs/source_en/Customization/Custom-dataset.md``,
+github.com/modelscope/ms-swift at 3602360a) and LLaMA-Factory's ``data/README.md`` (ff6d4d12).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from workbench.engine.backend import Message
+
+RECORD_FORMATS = {
+    "jsonl": "Prompt or messages (OpenAI chat, ms-swift messages)",
+    "alpaca": "Alpaca: instruction, input, output",
+    "sharegpt": "ShareGPT: conversations (from / value)",
+    "swift": "ms-swift query / response / history",
+}
+ROLES = ("system", "user", "assistant")
+SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system",
+                  "chatgpt": "assistant", "bing": "assistant", "bard": "assistant"}
+TOOL_TURNS = ("function_call", "observation", "tool", "tool_call", "tool_response", "function")
+SAMPLING_FIELDS = {"max_tokens": int, "max_completion_tokens": int, "max_new_tokens": int, "temperature": float,
+                   "top_p": float, "top_k": int, "seed": int}
+IMAGE_KEYS = ("images", "image", "videos", "audios")
+NOT_YET_IMAGES = "images are not supported yet: the batch pane sends text only (leave the record's images out)"
+
+
+class LineError(ValueError):
+    """What is wrong with one line or record (its reason; the caller knows where it is)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPrompt:
+    """One prompt of the file: raw text (a completion) or chat messages (the chat template applies)."""
+
+    line_no: int  # the line a record starts on, or a table's row number (1-based)
+    prompt: str | None = None
+    messages: tuple[Message, ...] | None = None
+    custom_id: str | None = None
+    url: str | None = None  # OpenAI batch input only
+    sampling: tuple[tuple[str, float | int], ...] = ()  # the record's own settings, over the run's
+    reference: str | None = None  # the record's own answer, kept beside the generated one
+
+    def preview(self) -> str:
+        if self.prompt is not None:
+            return self.prompt
+        return self.messages[-1].content if self.messages else ""
+
+
+def guess_record_format(record) -> str:
+    """The format a record's keys say: ``openai`` for a run-batch line, else a key of RECORD_FORMATS."""
+    if not isinstance(record, dict):
+        return "jsonl"
+    keys = record.keys()
+    if {"custom_id", "body"} <= keys:
+        return "openai"
+    if "conversations" in keys or "conversation" in keys:
+        return "sharegpt"
+    if "messages" in keys or "prompt" in keys:
+        return "jsonl"
+    if "instruction" in keys:
+        return "alpaca"
+    if "query" in keys:
+        return "swift"
+    return "jsonl"
+
+
+def record_prompt(fmt: str, number: int, record) -> BatchPrompt:
+    """The prompt of one record in format ``fmt``; LineError says what is wrong with it."""
+    if not isinstance(record, dict):
+        raise LineError(f"expected a JSON object {{...}}, got a JSON {type(record).__name__}")
+    for key in IMAGE_KEYS:
+        if record.get(key):
+            raise LineError(f"the record has {key!r}: {NOT_YET_IMAGES}")
+    messages, reference = _READERS[fmt](record)
+    custom_id = _optional_text(record, "custom_id") if fmt == "jsonl" else None
+    sampling = tuple(record_sampling(record))
+    if isinstance(messages, str):
+        return BatchPrompt(number, prompt=messages, custom_id=custom_id, sampling=sampling, reference=reference)
+    return BatchPrompt(number, messages=messages, custom_id=custom_id, sampling=sampling, reference=reference)
+
+
+# ------------------------------------------------------------------ each format
+def _prompt_or_messages(record: dict):
+    if "prompt" in record and "messages" in record:
+        raise LineError("has both \"prompt\" and \"messages\": give one of them")
+    if "messages" in record:
+        return answer_split(parse_messages(record["messages"]))
+    if "prompt" not in record:
+        raise LineError(f"missing field: \"prompt\" or \"messages\"{_other_format(record, 'jsonl')}")
+    reference = next((_text(record, k) for k in ("completion", "response", "output") if k in record), None)
+    return prompt_text(record["prompt"]), reference
+
+
+def _alpaca(record: dict):
+    instruction = _text(record, "instruction", required="alpaca")
+    given = _text(record, "input") or ""
+    query = f"{instruction}\n{given}" if instruction and given else instruction or given
+    if not query.strip():
+        raise LineError("\"instruction\" and \"input\" are both empty")
+    turns = (*_history(record), Message("user", query))
+    return (*_system(record), *turns), _text(record, "output")
+
+
+def _query_response(record: dict):
+    query = _text(record, "query", required="swift")
+    if not query.strip():
+        raise LineError("\"query\" is empty")
+    return (*_system(record), *_history(record), Message("user", query)), _text(record, "response")
+
+
+def _sharegpt(record: dict):
+    if "conversation" in record and "conversations" not in record:
+        return answer_split((*_system(record), *_pairs(record["conversation"])))
+    turns = record.get("conversations")
+    if not isinstance(turns, list) or not turns:
+        raise LineError("\"conversations\" must be a non-empty list of {\"from\": ..., \"value\": ...}"
+                        f"{_other_format(record, 'sharegpt')}")
+    messages = list(_system(record))
+    for number, turn in enumerate(turns, 1):
+        if not isinstance(turn, dict):
+            raise LineError(f"turn {number} is not an object")
+        speaker = turn.get("from", turn.get("role"))
+        if speaker in TOOL_TURNS:
+            raise LineError(f"turn {number} is a {speaker} turn: tool calls are not supported in a batch (leave "
+                            "the record out, or give it as plain turns)")
+        if speaker not in SHAREGPT_ROLES:
+            raise LineError(f"turn {number} is from {json.dumps(speaker)}; ShareGPT's speakers are human, gpt and "
+                            "system")
+        value = turn.get("value", turn.get("content"))
+        messages.append(Message(SHAREGPT_ROLES[speaker], _content_text(value, number)))
+    return answer_split(tuple(messages))
+
+
+def _pairs(value) -> list[Message]:
+    """ms-swift's ``conversation``: ``[{"human": q, "assistant": r}, ...]`` (the last answer may be missing)."""
+    if not isinstance(value, list) or not value:
+        raise LineError("\"conversation\" must be a non-empty list of {\"human\": ..., \"assistant\": ...}")
+    messages = []
+    for number, pair in enumerate(value, 1):
+        if not isinstance(pair, dict) or not isinstance(pair.get("human"), str):
+            raise LineError(f"turn {number} of \"conversation\" needs \"human\": text")
+        messages.append(Message("user", pair["human"]))
+        if pair.get("assistant") is not None:
+            messages.append(Message("assistant", _content_text(pair["assistant"], number)))
+    return messages
+
+
+_READERS = {"jsonl": _prompt_or_messages, "alpaca": _alpaca, "sharegpt": _sharegpt, "swift": _query_response}
+
+
+# ------------------------------------------------------------------ the parts formats share
+def answer_split(messages: tuple[Message, ...]) -> tuple[tuple[Message, ...], str | None]:
+    """A conversation that ends with the assistant's answer: the question, and the answer as reference."""
+    if len(messages) > 1 and messages[-1].role == "assistant" and any(m.role == "user" for m in messages[:-1]):
+        return messages[:-1], messages[-1].content
+    if not any(m.role == "user" for m in messages):
+        raise LineError("the conversation has no user turn: there is nothing to ask")
+    return messages, None
+
+
+def parse_messages(value) -> tuple[Message, ...]:
+    """Chat messages as OpenAI writes them; text content only (a string, or parts of type text)."""
+    if not isinstance(value, list) or not value:
+        raise LineError("\"messages\" must be a non-empty list of {\"role\": ..., \"content\": ...}")
+    messages = []
+    for number, item in enumerate(value, 1):
+        if not isinstance(item, dict):
+            raise LineError(f"message {number} is not an object")
+        role = item.get("role")
+        if role in TOOL_TURNS:
+            raise LineError(f"message {number} is a {role} message: tool calls are not supported in a batch")
+        if role not in ROLES:
+            raise LineError(f"message {number} has role {json.dumps(role)}; the roles are {', '.join(ROLES)}")
+        messages.append(Message(role, _content_text(item.get("content"), number)))
+    return tuple(messages)
+
+
+def _content_text(content, number: int) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, dict) for p in content):
+        kinds = {p.get("type") for p in content}
+        if kinds & {"image_url", "image", "input_image", "video", "video_url", "audio_url", "input_audio"}:
+            raise LineError(f"message {number} has image parts: {NOT_YET_IMAGES}")
+        if kinds <= {"text"}:
+            return "".join(str(p.get("text", p.get("value", ""))) for p in content)
+    raise LineError(f"message {number} has no text content (a string, or parts of type \"text\")")
+
+
+def prompt_text(value) -> str:
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]  # OpenAI's completions accept a list; one prompt a line here
+    if not isinstance(value, str):
+        raise LineError(f"\"prompt\" must be a string, got {json.dumps(value)[:40]}")
+    if not value.strip():
+        raise LineError("\"prompt\" is empty")
+    return value
+
+
+def _optional_text(record: dict, name: str) -> str | None:
+    value = record.get(name)
+    if value is not None and not isinstance(value, str):
+        raise LineError(f"\"{name}\" must be a string, got {json.dumps(value)[:40]}")
+    return value
+
+
+def _text(record: dict, name: str, required: str | None = None) -> str | None:
+    if required and name not in record:
+        raise LineError(f"missing field: \"{name}\"{_other_format(record, required)}")
+    return _optional_text(record, name)
+
+
+def _system(record: dict) -> tuple[Message, ...]:
+    system = _optional_text(record, "system")
+    return (Message("system", system),) if system else ()
+
+
+def _history(record: dict) -> list[Message]:
+    history = record.get("history") or []
+    if not isinstance(history, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(t, str)
+                                                                                            for t in p) for p in history):
+        raise LineError("\"history\" must be a list of [question, answer] pairs of text")
+    return [Message(role, text) for pair in history for role, text in zip(("user", "assistant"), pair)]
+
+
+def _other_format(record: dict, fmt: str) -> str:
+    """A hint where the record's keys say another format than the one chosen."""
+    guessed = guess_record_format(record)
+    if guessed == fmt:
+        keys = ", ".join(list(record)[:6])
+        return f" (the record has: {keys or 'no fields'})"
+    label = "OpenAI batch (vllm run-batch)" if guessed == "openai" else RECORD_FORMATS[guessed]
+    return f"; the record looks like {label}: choose that format"
+
+
+def record_sampling(record: dict, where: str = ""):
+    """A record's own sampling settings as (name, value) pairs, each checked; ``where``: "body." for a
+    run-batch line."""
+    for name, kind in SAMPLING_FIELDS.items():
+        value = record.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
+            raise LineError(f"{where}{name} must be {'an integer' if kind is int else 'a number'}, got "
+                            f"{json.dumps(value)}")
+        if name.startswith("max_") and value < 1:
+            raise LineError(f"{where}{name} must be 1 or more, got {value}")
+        if name == "temperature" and value < 0:
+            raise LineError(f"{where}temperature must be 0 or more, got {value}")
+        if name == "top_p" and not 0 < value <= 1:
+            raise LineError(f"{where}top_p must be above 0 and at most 1, got {value}")
+        if name == "top_k" and value < -1:
+            raise LineError(f"{where}top_k must be -1 (off) or more, got {value}")
+        yield ("max_tokens" if name.startswith("max_") else name), kind(value)
