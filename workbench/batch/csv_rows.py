@@ -1,8 +1,9 @@
 """A CSV file's rows as a stream, each with the line it starts on; quoted fields may span lines.
 
-A quote opened and never closed would make the rest of the file one field: it is reported at the row
-where it opens, and the reading starts again on the line after it, so no row after it is lost. Other
-broken rows (a character after a closing quote) are reported and skipped.
+A quote opened and not closed would make the lines after it part of one field (up to the next quote, or
+the end of the file): a broken row that spans lines is reported at the line where it starts, and the
+reading starts again on the line after it, so no row after it is lost. A broken row of one line (a
+character after a closing quote) is reported and skipped.
 """
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from typing import Iterator
 
 from workbench.batch.prompt_file import LineProblem, LineReader
 
-UNCLOSED = ("a quote (\") opened in this row is never closed, so the rest of the file would be one field; "
-            "close it (a quote inside a quoted field is written \"\"). The lines after it are read as rows")
+UNCLOSED = ("a quote (\") opened in this row is not closed, so the lines after it would be one field; close it "
+            "(a quote inside a quoted field is written \"\"). The lines after it are read as rows")
 
 
 def csv_rows(lines: LineReader, delimiter: str = ",") -> Iterator[tuple[int, list[str]] | LineProblem]:
@@ -27,7 +28,7 @@ def csv_rows(lines: LineReader, delimiter: str = ",") -> Iterator[tuple[int, lis
 def _one_pass(lines: LineReader, delimiter: str, after: int):
     """Rows from line ``after + 1`` on; returns the line of an unclosed quote (to start again after it)."""
     problems: list[LineProblem] = []
-    where = {"start": 0, "fatal": False}
+    where = {"start": 0, "last": 0, "fatal": False}
 
     def texts() -> Iterator[str]:
         for item in lines:
@@ -39,6 +40,7 @@ def _one_pass(lines: LineReader, delimiter: str, after: int):
             if item.line_no <= after:
                 continue
             where["start"] = where["start"] or item.line_no
+            where["last"] = item.line_no
             yield item.text + "\n"
 
     reader = csv.reader(texts(), delimiter=delimiter, strict=True)
@@ -48,7 +50,7 @@ def _one_pass(lines: LineReader, delimiter: str, after: int):
             row = next(reader, None)
         except csv.Error as exc:
             start = where["start"]
-            if "unexpected end of data" in str(exc):
+            if where["last"] > start or "unexpected end of data" in str(exc):
                 yield from problems
                 yield LineProblem(start, UNCLOSED)
                 return start

@@ -88,6 +88,8 @@ class _Scanner:
                 self.at += 1
                 if following == "]":
                     return
+                if not following:
+                    raise _Stop("the file ends before the array is closed with ]")
                 if following != ",":
                     raise _Stop(f"expected , or ] after a record, found {following or 'the end of the file'}")
                 self._skip_space()
@@ -109,10 +111,9 @@ class _Scanner:
                 if held > MAX_RECORD_CHARS:
                     raise _Stop(f"broken JSON ({exc.msg}), or a record longer than {MAX_RECORD_CHARS >> 20} MB; "
                                 "the records before it are read") from None
-                if exc.pos >= len(self.buffer) - 1:
-                    raise _Stop("the file ends inside a record: the array is not closed with ]") from None
-                reason = "a string is never closed" if exc.msg.startswith("Unterminated string") else exc.msg
-                raise _Stop(f"broken JSON: {reason}; the records before it are read") from None
+                if exc.pos >= len(self.buffer) - 1 or exc.msg.startswith("Unterminated string"):
+                    raise _Stop("the file ends inside a record: the record and the array are not closed") from None
+                raise _Stop(f"broken JSON: {exc.msg}; the records before it are read") from None
             if end == len(self.buffer) and self._more(chunk):
                 continue  # a number may go on in the next chunk
             self.line += self.buffer.count("\n", self.at, end)
