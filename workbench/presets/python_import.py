@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import re
-import textwrap
 from dataclasses import dataclass, field, replace
 
 from workbench.presets.command_out import PYTHON
@@ -41,12 +40,15 @@ class Snippet:
 
 def unindented(text: str) -> str:
     """A snippet as docs and notebooks show it: indented (in a function, a list item) or with a REPL's
-    ``>>> `` / ``... `` prompts, as the code itself."""
+    ``>>> `` / ``... `` prompts, as the code itself. Comment lines do not count in the indent (Python
+    reads none of theirs): a comment above an indented snippet still leaves it read."""
     lines = text.splitlines()
     if any(line.lstrip().startswith(">>>") for line in lines):
         lines = [re.sub(r"^\s*(>>>|\.\.\.)( |$)", "", line) for line in lines
                  if line.lstrip().startswith((">>>", "..."))]
-    return textwrap.dedent("\n".join(lines))
+    code = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    margin = min((len(line) - len(line.lstrip()) for line in code), default=0)
+    return "\n".join(line[margin:] if not margin or line[:margin].isspace() else line.lstrip() for line in lines)
 
 
 def from_python(first: ImportedCommand, text: str, args: dict) -> list[ImportedCommand]:
@@ -199,8 +201,10 @@ def keyword(snippet: Snippet, call: ImportedCommand, item: ast.keyword, written:
 
 
 def as_written(snippet: Snippet, node: ast.AST) -> str:
-    """A value as the snippet writes it, on one line."""
-    return re.sub(r"\s*\n\s*", " ", ast.get_source_segment(snippet.code, node) or ast.unparse(node))
+    """A value as the snippet writes it; one written over several lines (with comments in it, perhaps) as
+    Python reads it."""
+    written = ast.get_source_segment(snippet.code, node) or ""
+    return written if written and "\n" not in written else ast.unparse(node)
 
 
 def unreadable(item: ast.keyword, label: str) -> ImportMessage:
