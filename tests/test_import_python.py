@@ -179,3 +179,12 @@ def test_the_import_dialog_shows_each_call_by_name_and_names_its_preset(qtbot):
     dialog.open_file(str(DATA / "python-mistral-small.py"))
     assert "Command 2 (Python LLM(...), llm (line 39))" in dialog.messages.toPlainText()
     assert dialog.preset_names() == ["opt-llm-line-12", "opt-llm-line-39"]
+
+
+def test_f_strings_tuples_and_getenv():
+    (result,) = import_text('import os\nORG = "Qwen"\nSIZE = 1.5\n'
+                            'llm = LLM(f"{ORG}/Qwen2.5-{SIZE}B", served_model_name=("qwen", "q"),\n'
+                            '          max_num_seqs=int(os.getenv("SEQS", "8")), tokenizer=f"{ORG!r}")\n')
+    assert result.model == "Qwen/Qwen2.5-1.5B"
+    assert result.engine_tables == {"served_model_name": ["qwen", "q"]}
+    assert set(said(result)) == {"max_num_seqs", "tokenizer"}, "int(...) is a call; !r is code"

@@ -1,7 +1,8 @@
-"""The value of a Python expression as a snippet writes it: numbers, text, True/False/None, dict, list and
-tuple literals, ``+ - * / // % **`` and unary minus over them, names bound to such values earlier in the
-snippet, and ``os.environ.get("X", "default")`` / ``os.getenv("X", "default")`` read as their default.
-Read over the syntax tree only: nothing in the snippet runs.
+"""The value of a Python expression as a snippet writes it: numbers, text (f-strings of such values too),
+True/False/None, dict, list and tuple literals, ``+ - * / // % **`` and unary minus over them, names
+bound to such values earlier in the snippet, and ``os.environ.get("X", "default")`` /
+``os.getenv("X", "default")`` read as their default. Read over the syntax tree only: nothing in the
+snippet runs.
 """
 from __future__ import annotations
 
@@ -32,8 +33,7 @@ def evaluate(node: ast.AST, names: dict, notes: list[str] | None = None):
     if isinstance(node, ast.Name) and node.id in names:
         return names[node.id]
     if isinstance(node, (ast.List, ast.Tuple)) and not any(isinstance(e, ast.Starred) for e in node.elts):
-        items = [evaluate(e, names, notes) for e in node.elts]
-        return items if isinstance(node, ast.List) else tuple(items)
+        return [evaluate(e, names, notes) for e in node.elts]  # a tuple too: the value vLLM's argument takes
     if isinstance(node, ast.Dict) and None not in node.keys:
         return {evaluate(k, names, notes): evaluate(v, names, notes) for k, v in zip(node.keys, node.values)}
     if isinstance(node, ast.UnaryOp) and type(node.op) in SIGNS:
@@ -42,9 +42,23 @@ def evaluate(node: ast.AST, names: dict, notes: list[str] | None = None):
             return SIGNS[type(node.op)](operand)
     if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
         return _arithmetic(node, evaluate(node.left, names, notes), evaluate(node.right, names, notes))
+    if isinstance(node, ast.JoinedStr):
+        return "".join(_formatted(part, names, notes) for part in node.values)
     if isinstance(node, ast.Call):
         return _environment_default(node, names, notes)
     raise NotAValue(node)
+
+
+def _formatted(part: ast.AST, names: dict, notes: list[str] | None) -> str:
+    """One piece of an f-string: its text, or ``{name}`` with no conversion or format."""
+    if isinstance(part, ast.FormattedValue):
+        if part.conversion != -1 or part.format_spec is not None:
+            raise NotAValue(part)
+        value = evaluate(part.value, names, notes)
+        if isinstance(value, (dict, list)):
+            raise NotAValue(part)
+        return str(value)
+    return evaluate(part, names, notes)
 
 
 def _arithmetic(node: ast.BinOp, left, right):
