@@ -38,14 +38,21 @@ def detect_form(text: str, words: list[str] | None) -> str:
 
 
 def import_block(block: str, base_dir: Path | None = None) -> ImportedCommand:
-    """``base_dir``: the folder a file named by the command (``--config x.yaml``) is looked for in."""
-    # One command; a text that cannot be read gives an ImportedCommand with ``error`` set.
+    """One command (of a Python snippet, its first ``LLM(...)`` call). ``base_dir``: the folder a file
+    named by the command (``--config x.yaml``) is looked for in."""
+    return import_commands(block, base_dir)[0]
+
+
+def import_commands(block: str, base_dir: Path | None = None) -> list[ImportedCommand]:
+    """The commands of one block: one, or one per ``LLM(...)`` call of a Python snippet; a text that cannot
+    be read gives an ImportedCommand with ``error`` set."""
     result = ImportedCommand(block)
+    results = [result]
     try:
         args = engine_args()
         if looks_like_python(block):
             result.form = PYTHON
-            from_python(result, block, args)
+            results = from_python(result, block, args)
         elif looks_like_yaml(block):
             result.form = YAML
             from_yaml(result, block, args)
@@ -58,6 +65,12 @@ def import_block(block: str, base_dir: Path | None = None) -> ImportedCommand:
                 from_serve(result, words, args, base_dir)
     except CommandTextError as exc:
         result.error = str(exc)
+    for each in results:
+        check_devices(each)
+    return results
+
+
+def check_devices(result: ImportedCommand) -> None:
     if result.visible_devices is not None and "tensor_parallel_size" in result.engine:
         from workbench.presets.machine import Machine
 
@@ -65,19 +78,18 @@ def import_block(block: str, base_dir: Path | None = None) -> ImportedCommand:
         problem = check_tensor_parallel(result.engine["tensor_parallel_size"], roomy, result.visible_devices)
         if problem is not None:
             result.say("CUDA_VISIBLE_DEVICES", CHECK, problem.message)
-    return result
 
 
 def import_text(text: str, base_dir: Path | None = None) -> list[ImportedCommand]:
-    """Each command of a paste or a file (commands separated by blank lines); CommandTextError when there
-    is none at all."""
+    """Each command of a paste or a file (commands separated by blank lines; each LLM(...) call of a Python
+    snippet); CommandTextError when there is none at all."""
     if not text.strip():
         raise CommandTextError("nothing to import: paste a command line (vllm serve ..., swift infer ..., an "
                                "LLM(...) call or a YAML config) or open a file that holds one")
     blocks = [text] if looks_like_python(text) or looks_like_yaml(text) else split_blocks(text)
     if not blocks:
         raise CommandTextError("only comments: there is no command to import")
-    return [import_block(block, base_dir) for block in blocks]
+    return [result for block in blocks for result in import_commands(block, base_dir)]
 
 
 def to_document(imported: ImportedCommand, name: str) -> PresetDocument:

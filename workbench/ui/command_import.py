@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import html
+import re
 
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
@@ -26,7 +27,7 @@ MAX_FILE_BYTES = 1 << 20
 def summary(number: int, result: ImportedCommand) -> str:
     if result.error:
         return f"Command {number}: not read: {result.error}"
-    parts = [f"Command {number} ({result.form})"]
+    parts = [f"Command {number} ({result.form}{', ' + result.name if result.name else ''})"]
     if result.model:
         parts.append(f"model {result.model}")
     values = {**result.engine, **result.engine_tables}
@@ -139,9 +140,15 @@ class CommandImportDialog(QDialog):
         self.import_button.setEnabled(False)
 
     def preset_names(self) -> list[str]:
+        """The name given, or for several commands that name and each command's own (its variable in a
+        Python snippet) or number."""
         readable = [r for r in self.results if not r.error]
         base = self.name.text().strip()
-        return [base] if len(readable) == 1 else [f"{base}-{i}" for i in range(1, len(readable) + 1)]
+        if len(readable) == 1:
+            return [base]
+        names = [f"{base}-{re.sub(r'[^A-Za-z0-9_-]+', '-', r.name).strip('-')}"[:64] if r.name else f"{base}-{i}"
+                 for i, r in enumerate(readable, start=1)]
+        return names if len(set(names)) == len(names) else [f"{base}-{i}" for i in range(1, len(readable) + 1)]
 
     def import_presets(self, allow_trust=None) -> list[Path]:
         """Saves each readable command as a user preset. ``allow_trust(model) -> bool`` answers the
