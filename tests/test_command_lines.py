@@ -303,10 +303,12 @@ def test_import_dialog_lists_messages_per_command_and_saves_presets(panel, qtbot
     dialog = panel.import_command(show=False)
     qtbot.addWidget(dialog)
     dialog.paste.setPlainText("")
-    dialog.read()
+    with qtbot.waitSignal(dialog.read_done):
+        dialog.read()
     assert "nothing to import" in dialog.status.text() and not dialog.import_button.isEnabled()
     (tmp_path / "cmd.txt").write_bytes(SEED.read_bytes())
-    dialog.open_file(str(tmp_path / "cmd.txt"))
+    with qtbot.waitSignal(dialog.read_done):
+        dialog.open_file(str(tmp_path / "cmd.txt"))
     shown = dialog.messages.toPlainText()
     assert "Command 9 (ms-swift); keeps max_model_len=16384, trust_remote_code=True" in shown and "Command 10" not in shown
     last = shown[shown.index("Command 9"):]
@@ -336,6 +338,7 @@ def test_import_dialog_trust_yes_is_remembered_for_that_model(panel, qtbot):
     dialog = panel.import_command(show=False)
     qtbot.addWidget(dialog)
     dialog.paste.setPlainText("vllm serve Org/Model --trust-remote-code")
-    dialog.read()
+    with qtbot.waitSignal(dialog.read_done):
+        dialog.read()
     dialog.import_presets(allow_trust=lambda model: True)
     assert is_trusted("Org/Model") and not is_trusted(panel.model.config.model)

@@ -168,7 +168,8 @@ def test_the_import_dialog_shows_each_call_by_name_and_names_its_preset(qtbot):
 
     dialog = CommandImportDialog("facebook/opt-125m")
     qtbot.addWidget(dialog)
-    dialog.open_file(str(DATA / "python-prefix-caching.py"))
+    with qtbot.waitSignal(dialog.read_done):
+        dialog.open_file(str(DATA / "python-prefix-caching.py"))
     shown = dialog.messages.toPlainText()
     assert "Command 1 (Python LLM(...), regular_llm); model facebook/opt-125m" in shown
     assert "Command 2 (Python LLM(...), prefix_cached_llm)" in shown and 'model="facebook/opt-125m"' in shown
@@ -176,7 +177,8 @@ def test_the_import_dialog_shows_each_call_by_name_and_names_its_preset(qtbot):
     dialog.name.setText("opt")
     assert dialog.preset_names() == ["opt-regular_llm", "opt-prefix_cached_llm"]
     assert [p.stem for p in dialog.import_presets(allow_trust=lambda model: False)] == dialog.preset_names()
-    dialog.open_file(str(DATA / "python-mistral-small.py"))
+    with qtbot.waitSignal(dialog.read_done):
+        dialog.open_file(str(DATA / "python-mistral-small.py"))
     assert "Command 2 (Python LLM(...), llm (line 39))" in dialog.messages.toPlainText()
     assert dialog.preset_names() == ["opt-llm-line-12", "opt-llm-line-39"]
 

@@ -1,5 +1,6 @@
 """Import a command line: paste it (or open a file), see what each command keeps and which flags do
-nothing, name the preset, Import. The reading itself is ``presets.command_in`` (no Qt)."""
+nothing, name the preset, Import. The reading itself is ``presets.command_in`` (no Qt), on a worker
+thread: the first one builds vLLM's own argument parser, which takes longer than a window may wait."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,12 +8,13 @@ from pathlib import Path
 import html
 import re
 
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
-    QDialog, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPlainTextEdit, QPushButton, QTextBrowser,
-    QVBoxLayout,
+    QDialog, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPlainTextEdit, QProgressBar, QPushButton,
+    QTextBrowser, QVBoxLayout,
 )
-from superqt.utils import qdebounced
+from superqt.utils import create_worker, qdebounced
 
 from workbench.presets import store
 from workbench.presets.command_in import NON_OPTION, ImportedCommand, import_text, to_document
@@ -60,8 +62,18 @@ def _block_html(number: int, result: ImportedCommand) -> str:
         _outcomes_html(result) + (f'<ul style="margin-top: 0">{items}</ul>' if items else "")
 
 
+def read_commands(text: str, base_dir: Path | None) -> tuple[list[ImportedCommand], str | None]:
+    """Off the GUI thread: the commands of ``text``, or the reason there are none."""
+    try:
+        return import_text(text, base_dir), None
+    except CommandTextError as exc:
+        return [], str(exc)
+
+
 class CommandImportDialog(QDialog):
     """``current_model``: the model a command without --model runs on (the one the trust question names)."""
+
+    read_done = Signal()  # the text's commands are shown (after each read)
 
     def __init__(self, current_model: str, parent=None):
         super().__init__(parent, objectName="commandImportDialog", windowTitle="Import a command line")
@@ -78,6 +90,10 @@ class CommandImportDialog(QDialog):
         self.messages = QTextBrowser(objectName="importMessages")  # wrapped: each message is read whole
         self.name = QLineEdit("imported", objectName="importName")
         self.status = QLabel(objectName="importStatus", wordWrap=True)
+        self.busy = QProgressBar(objectName="importBusy", minimum=0, maximum=0, visible=False, textVisible=False)
+        self.busy.setMaximumHeight(8)
+        self.worker = None  # the read in flight
+        self.read_again = False  # the text changed while it ran
         open_button = QPushButton("Open file…", objectName="importOpenButton")
         open_button.clicked.connect(lambda: self.open_file())
         self.import_button = QPushButton("Import", objectName="importButton", enabled=False)
@@ -91,6 +107,7 @@ class CommandImportDialog(QDialog):
         layout.addWidget(self.paste, 2)
         layout.addWidget(QLabel("<b>What each option became, and the flags that do nothing</b>"))
         layout.addWidget(self.messages, 3)
+        layout.addWidget(self.busy)
         layout.addWidget(self.status)
         layout.addLayout(name_row)
         self.resize(900, 640)
@@ -116,15 +133,40 @@ class CommandImportDialog(QDialog):
         self.paste.setPlainText(text)
         self.read()
 
+    @property
+    def reading(self) -> bool:
+        return self.worker is not None
+
     def read(self) -> None:
+        """Reads the text on a worker thread; :attr:`read_done` once its commands are shown."""
         self.read_soon.cancel()
-        self.messages.clear()
-        try:
-            self.results = import_text(self.paste.toPlainText(), self.base_dir)
-        except CommandTextError as exc:
-            self.results = []
-            self._show_error(str(exc))
+        if self.worker is not None:
+            self.read_again = True
             return
+        self.import_button.setEnabled(False)
+        self.busy.show()
+        self.status.setText("Reading the command with vLLM's own parser…")
+        self.status.setStyleSheet("")
+        self.worker = create_worker(read_commands, self.paste.toPlainText(), self.base_dir, _start_thread=False)
+        self.worker.returned.connect(self._on_read)
+        self.worker.start()
+
+    def _on_read(self, outcome: tuple[list[ImportedCommand], str | None]) -> None:
+        self.worker = None
+        if self.read_again:
+            self.read_again = False
+            self.read()
+            return
+        self.busy.hide()
+        self.results, error = outcome
+        self.messages.clear()
+        if error is not None:
+            self._show_error(error)
+        else:
+            self._show_results()
+        self.read_done.emit()
+
+    def _show_results(self) -> None:
         self.messages.setHtml("".join(_block_html(number, result)
                                       for number, result in enumerate(self.results, start=1)))
         readable = [r for r in self.results if not r.error]

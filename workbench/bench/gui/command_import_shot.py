@@ -14,6 +14,7 @@ def main(commands: str, path: str) -> int:
     from PySide6.QtWidgets import QApplication
 
     from workbench.bench.gui.screenshot import save_small
+    from workbench.bench.gui.screenshot import process_events_until
     from workbench.ui.command_import import CommandImportDialog
 
     app = QApplication.instance() or QApplication([])
@@ -21,6 +22,7 @@ def main(commands: str, path: str) -> int:
     dialog.resize(1000, 860)
     dialog.paste.setPlainText(Path(commands).read_text(encoding="utf-8"))
     dialog.read()
+    process_events_until(lambda: not dialog.reading, 60)
     dialog.name.setText("article")
     dialog.show()
     app.processEvents()

@@ -35,6 +35,7 @@ def main(folder: str) -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
+    from workbench.bench.gui.screenshot import process_events_until
     from workbench.ui.command_import import CommandImportDialog
 
     app = QApplication.instance() or QApplication(sys.argv)
@@ -43,6 +44,7 @@ def main(folder: str) -> int:
         dialog.resize(1000, 760)
         dialog.paste.setPlainText(text)
         dialog.read()
+        process_events_until(lambda: not dialog.reading, 60)
         dialog.show()
         app.processEvents()
         dialog.grab().save(str(Path(folder) / name))
