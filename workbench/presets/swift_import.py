@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from workbench.presets.checks import NOT_VLLM_OPTIONS, non_option_reason
 from workbench.presets.command_text import Option, parse_shell
 from workbench.presets.import_result import (
-    BATCH, FALSE, KEPT as KEPT_IN_ORIGIN, MODEL as THE_MODEL, NON_OPTION, NOTE, TRUE, VALUE, ImportedCommand,
-    set_engine, set_sampling,
+    BATCH, FALSE, MODEL as THE_MODEL, NON_OPTION, NOTE, TRUE, VALUE, ImportedCommand, set_engine, set_sampling,
 )
 from workbench.presets.swift_options import (
     BATCH_INPUT, ENGINE_KWARGS, FIRST_ROWS_SINCE, MODEL, MODEL_LEN_VLLM_UNTIL, NEW_SINCE, OLD_NAMES, OLD_VALUES,
@@ -84,9 +83,6 @@ def line_era(options: list[Option]) -> Era:
 
 def swift_nearest(name: str) -> str:
     names = list(SWIFT_OPTIONS) + [f"vllm_{n}" for n in VLLM_PREFIXED]
-    if name in OLD_NAMES:
-        today, renamed, _ = OLD_NAMES[name]
-        return f" ms-swift {renamed} renamed it --{today}."
     near = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
     return f" The nearest ms-swift option is --{near[0]}." if near else ""
 
@@ -99,7 +95,7 @@ def swift_option(result: ImportedCommand, option: Option, args: dict, line: Swif
         removed, now = REMOVED[name]
         result.say(option, NON_OPTION, f"ms-swift {removed} removed this option (ms-swift 2 had it); today: {now}.")
     elif name == "max_model_len":
-        model_len(result, option)
+        model_len(result, option, line)
     elif name.startswith("vllm_") and name[5:] in VLLM_PREFIXED and name[5:] in args:
         set_engine(result, option, name[5:], raw, args)
     elif name == ENGINE_KWARGS:
@@ -174,15 +170,17 @@ def today_value(option: Option) -> str | None:
     return OLD_VALUES[option.name].get(word, option.value)
 
 
-def model_len(result: ImportedCommand, option: Option) -> None:
+def model_len(result: ImportedCommand, option: Option, line: SwiftLine) -> None:
     """Today's --max_model_len: ms-swift's own model length (the RoPE scaling factor), not vLLM's."""
     if option.value is None:
         result.say(option, VALUE, f"{option.flag} needs a value: write {option.flag} VALUE")
         return
     result.keep(option, option.flag, option.value)
+    vllms = "this line's --vllm_max_model_len" if line.value_of("vllm_max_model_len") is not None else \
+        f"--vllm_max_model_len {option.value}"
     result.say(option, NOTE, f"ms-swift's own model length (with --rope_scaling, the RoPE scaling factor), kept in "
-                             f"[origin]; before ms-swift {MODEL_LEN_VLLM_UNTIL} it was also vLLM's max_model_len: for "
-                             f"vLLM's, write --vllm_max_model_len {option.value}")
+                             f"[origin]; before ms-swift {MODEL_LEN_VLLM_UNTIL} it was also vLLM's max_model_len, "
+                             f"which today is {vllms}")
 
 
 def old_model_len(result: ImportedCommand, option: Option, args: dict, era: Era) -> None:
@@ -208,7 +206,8 @@ def swift_own(result: ImportedCommand, option: Option, goes_to: str, line: Swift
         if option.name == "infer_backend" and option.value != "vllm":
             result.say(option, NOTE, f"this line runs ms-swift's {option.value} backend, not vLLM; the preset keeps "
                                      "its vLLM settings")
-        if option.name == "model_type" and "-" in option.value:
+        named = line.value_of("model") or line.value_of("model_id_or_path")
+        if option.name == "model_type" and "-" in option.value and named is None:
             result.say(option, NOTE, f"ms-swift 2's name of one registered model; ms-swift 3.0.0 names the model "
                                      "by --model <hub id or path> (--model_type is now the model's family, e.g. "
                                      "qwen2): the preset names no model, choose it in the workbench")
