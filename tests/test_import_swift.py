@@ -148,12 +148,13 @@ def test_a_checkpoint_line_of_ms_swift_2_ending_in_a_backslash():  # the same pa
     assert result.env == {"CUDA_VISIBLE_DEVICES": "0"} and result.model is None and result.engine == {}
     assert result.kept == {"--adapters": "xxx/vx-xxx/checkpoint-xxx-merged", "--infer_backend": "vllm",
                            "--load_data_args": "true"}
-    ckpt = [m for m in result.messages if m.flag == "--ckpt_dir"]
-    assert [m.kind for m in ckpt] == [NOTE, NOTE]
-    assert "ms-swift 3.0.0 renamed this option --adapters" in ckpt[0].text and "3.12.6 still took" in ckpt[0].text
-    assert "choose xxx/vx-xxx/checkpoint-xxx-merged as the model" in ckpt[1].text, "a merged checkpoint is a model"
-    (load,) = [m for m in result.messages if m.flag == "--load_dataset_config"]
-    assert load.kind == NOTE and "--load_data_args" in load.text and "3.4.0 still took" in load.text
+    messages = said(result)
+    assert {flag: kind for flag, (kind, _) in messages.items()} == {"--ckpt_dir": NOTE, "--load_dataset_config": NOTE}
+    ckpt = messages["--ckpt_dir"][1]
+    assert "ms-swift 3.0.0 renamed this option --adapters" in ckpt and "3.12.6 still took" in ckpt
+    assert "choose xxx/vx-xxx/checkpoint-xxx-merged as the model" in ckpt, "a merged checkpoint is a model"
+    load = messages["--load_dataset_config"][1]
+    assert "--load_data_args" in load and "3.4.0 still took" in load
 
 
 def test_a_batch_line_of_ms_swift_2_sampled_at_random():  # v2.6.1 docs/source_en/Multi-Modal/vllm-...md

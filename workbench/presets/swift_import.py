@@ -133,32 +133,31 @@ def old_name(result: ImportedCommand, option: Option, args: dict, era: Era) -> N
     spelling no release that took the old name knows, named as ms-swift refuses it."""
     today, renamed, last = OLD_NAMES[option.name]
     taken = f"; ms-swift {renamed} to {last} still took the old name" if release(last) >= release(renamed) else ""
+    renamed_it = f"ms-swift {renamed} renamed this option --{today}{taken}"
     value = today_value(option)
+    spelled = f"--{today}" if value is None else f"--{today} {value}"
+    dropped = value is None and option.value is not None  # the old default, today's when the option is left out
     if era.earliest is not None and release(era.earliest) > release(last):
-        write = f"write --{today}{'' if value is None else ' ' + value}" if value is not None or \
-            option.value is None else f"leave it out ({option.value} was the default)"
-        said = (f"ms-swift {renamed} renamed this option --{today}{taken}, and no release takes it together with "
-                f"{era.newest} (ms-swift {era.earliest} on): {write}")
+        write = f"leave it out ({option.value} was the default)" if dropped else f"write {spelled}"
+        said = f"{renamed_it}, and no release takes it together with {era.newest} (ms-swift {era.earliest} on): {write}"
         if today.startswith("vllm_") and today[5:] in args:
-            set_engine(result, option, today[5:], option.value, args, non_option=f"{said}; the preset keeps it as "
-                                                                               f"vLLM's {today[5:]}.")
+            set_engine(result, option, today[5:], option.value, args,
+                       non_option=f"{said}; the preset keeps it as vLLM's {today[5:]}.")
         else:
             reason = (non_option_reason(option.name, args) or "").removeprefix("not a vLLM option; ")
             result.say(option, NON_OPTION, f"{said}." + (f" Not a vLLM option either: {reason}" if reason else ""))
         return
-    if value is None and option.value is not None:
-        result.say(option, NOTE, f"ms-swift {renamed} renamed this option --{today}{taken}; {option.value} was the "
-                                 f"default, which today's ms-swift has when --{today} is left out")
+    if dropped:
+        result.say(option, NOTE, f"{renamed_it}; {option.value} was the default, which today's ms-swift has when "
+                                 f"--{today} is left out")
         return
-    result.say(option, NOTE, f"ms-swift {renamed} renamed this option --{today}{taken}: imported as "
-                             f"--{today}{'' if value is None else ' ' + value}")
+    checkpoint = (" (a LoRA checkpoint; a full or merged one is the model itself: then choose "
+                  f"{option.value} as the model)") if option.name == "ckpt_dir" else ""
+    result.say(option, NOTE, f"{renamed_it}: imported as {spelled}{checkpoint}")
     if option.name in OLD_VALUES:  # spelled otherwise today: kept in today's spelling, shown as written
         result.keep(option, f"--{today}", value)
     else:
         swift_option(result, Option(option.flag, value, today), args)
-    if option.name == "ckpt_dir":
-        result.say(option, NOTE, "a LoRA checkpoint is --adapters DIR (vLLM serves it as a LoRA adapter); a full "
-                                 f"or merged checkpoint is the model itself: choose {option.value} as the model")
 
 
 def today_value(option: Option) -> str | None:
