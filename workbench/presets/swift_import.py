@@ -183,7 +183,10 @@ def model_len(result: ImportedCommand, option: Option, line: SwiftLine) -> None:
 
 
 def old_model_len(result: ImportedCommand, option: Option, args: dict, era: Era) -> None:
+    """--max_model_len on a line written for a release that handed it to vLLM."""
     set_engine(result, option, "max_model_len", option.value, args)
+    if option.value is None:
+        return  # set_engine said it needs a value
     result.say(option, NOTE, f"vLLM's max_model_len on a line written for ms-swift before {MODEL_LEN_VLLM_UNTIL} "
                              f"(its {era.oldest} is an older release's spelling); today write --vllm_max_model_len "
                              f"{option.value} (--max_model_len is now ms-swift's own model length, for RoPE scaling)")
@@ -205,8 +208,8 @@ def swift_own(result: ImportedCommand, option: Option, goes_to: str, line: Swift
         if option.name == "infer_backend" and option.value != "vllm":
             result.say(option, NOTE, f"this line runs ms-swift's {option.value} backend, not vLLM; the preset keeps "
                                      "its vLLM settings")
-        named = line.value_of("model") or line.value_of("model_id_or_path")
-        if option.name == "model_type" and "-" in option.value and named is None:
+        if option.name == "model_type" and "-" in option.value and \
+                line.value_of("model") is None and line.value_of("model_id_or_path") is None:
             result.say(option, NOTE, f"ms-swift 2's name of one registered model; ms-swift 3.0.0 names the model "
                                      "by --model <hub id or path> (--model_type is now the model's family, e.g. "
                                      "qwen2): the preset names no model, choose it in the workbench")
