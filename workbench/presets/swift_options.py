@@ -51,7 +51,7 @@ OLD_NAMES = {
     "quantization_bit": ("quant_bits", "3.0.0", V2_LAST),
     "dtype": ("torch_dtype", "3.0.0", V2_LAST),
     "use_flash_attn": ("attn_impl", "3.0.0", V2_LAST),
-    "ckpt_dir": ("adapters", "3.0.0", "3.12.6"),  # a full checkpoint's folder: --model (ms-swift 3 looked)
+    "ckpt_dir": ("adapters", "3.0.0", "3.12.6"),  # 3.x: a folder without adapter_config.json went to --model
     "load_dataset_config": ("load_data_args", "3.0.0", "3.4.0"),
     "gpu_memory_utilization": ("vllm_gpu_memory_utilization", "3.7.0", V3_7_COMPAT_LAST),
     "tensor_parallel_size": ("vllm_tensor_parallel_size", "3.7.0", V3_7_COMPAT_LAST),
@@ -70,7 +70,8 @@ OLD_VALUES = {
     "dtype": {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "auto": None},
     "use_flash_attn": {"true": "flash_attn", "false": "eager"},
 }
-# Spellings no release before the one named takes: a line that has one is written for that release or later.
+# Spellings no ``swift infer`` of a release before the one named takes: a line that has one is written for that
+# release or later (before 3.7.0 only ms-swift's GRPO training had --vllm_ options).
 NEW_SINCE = {"model": "3.0.0", "adapters": "3.0.0", "template": "3.0.0", "quant_bits": "3.0.0",
              "torch_dtype": "3.0.0", "attn_impl": "3.0.0", ENGINE_KWARGS: "3.10.0",
              **{new: "3.7.0" for new, renamed, _ in OLD_NAMES.values() if renamed == "3.7.0"},
