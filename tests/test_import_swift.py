@@ -190,6 +190,13 @@ def test_old_names_on_their_own_are_imported_as_todays():
     assert "imported as --model qwen/Qwen2-7B-Instruct" in messages["--model_id_or_path"][1]
 
 
+def test_ms_swift_2s_unlimited_max_length():  # v2.6.1 Command-line-parameters.md: --max_length default -1
+    result = one("swift infer --model_type qwen-7b-chat --max_length -1")
+    assert result.kept == {"--model_type": "qwen-7b-chat"}, "today -1 would be a limit"
+    kind, text = said(result)["--max_length"]
+    assert kind == NOTE and "no limit" in text and "3.0.0" in text and "left out" in text
+
+
 def test_the_compatibility_window_of_the_vllm_names():
     mixed = one("swift infer --model m --vllm_max_model_len 8192 --gpu_memory_utilization 0.9")
     assert mixed.engine == {"max_model_len": 8192, "gpu_memory_utilization": 0.9}

@@ -203,6 +203,9 @@ def swift_own(result: ImportedCommand, option: Option, goes_to: str, line: Swift
         batch_input(result, option, line)
     elif goes_to == SAMPLING:
         set_sampling(result, option, SAMPLING_NAMES[option.name], option.value)
+    elif option.name == "max_length" and option.value.strip() == "-1":
+        result.say(option, NOTE, "ms-swift 2 read -1 as no limit; from ms-swift 3.0.0 that is --max_length left out "
+                                 "(the model's own length), and -1 is a limit no prompt fits: left out")
     else:
         result.keep(option, f"--{option.name}", option.value)  # today's spelling of an older release's name
         if option.name == "infer_backend" and option.value != "vllm":
