@@ -110,7 +110,8 @@ def to_document(imported: ImportedCommand, name: str) -> PresetDocument:
     origin["form"] = imported.form
     origin["command"] = tomlkit.string(imported.source, multiline=True)
     for key, value in (("model", imported.model), ("visible_devices", imported.visible_devices),
-                       ("batch_input", imported.batch_input), ("vllm_version", imported.vllm_version)):
+                       ("batch_input", imported.batch_input), ("batch_limit", imported.batch_limit),
+                       ("vllm_version", imported.vllm_version)):
         if value is not None:
             origin[key] = value
     for key, table in (("env", imported.env), ("kept", imported.kept), ("engine_tables", imported.engine_tables),

@@ -30,14 +30,15 @@ SWIFT_SAMPLING = {v: k for k, v in SAMPLING_NAMES.items()}
 @dataclass(frozen=True)
 class Deployment:
     """What a command line carries: the model, the engine arguments that differ from vLLM's defaults,
-    the sampling settings, the GPUs it runs on and the batch input it names. ``notes`` says, by engine
-    argument, why a value was resolved for this machine."""
+    the sampling settings, the GPUs it runs on and the batch input it names (with how many of its first rows).
+    ``notes`` says, by engine argument, why a value was resolved for this machine."""
 
     model: str
     engine: tuple[tuple[str, object], ...]
     sampling: tuple[tuple[str, object], ...] = ()
     visible_devices: str | None = None
     batch_input: str | None = None
+    batch_limit: int | None = None  # the first N rows of batch_input; None: all
     notes: tuple[tuple[str, str], ...] = ()
 
     def same_as(self, other: "Deployment") -> bool:
@@ -72,7 +73,7 @@ def deployment_of(document: PresetDocument, machine: Machine, model: str, facts:
     engine += [(k, json.loads(v) if isinstance(v, str) else v) for k, v in origin.get("engine_tables", {}).items()]
     sampling = [(k, v) for k, v in document.sampling().items() if not (k == "seed" and v < 0)]
     return Deployment(model, tuple(engine), tuple(sampling), origin.get("visible_devices"),
-                      origin.get("batch_input"), tuple(notes))
+                      origin.get("batch_input"), origin.get("batch_limit"), tuple(notes))
 
 
 def _generation_config(deployment: Deployment) -> dict:
@@ -161,7 +162,8 @@ def to_swift(deployment: Deployment) -> str:
     if kwargs:
         parts.append(f"--{ENGINE_KWARGS} {_shell_value(kwargs)}")
     if deployment.batch_input:
-        parts.append(f"--val_dataset {shlex.quote(deployment.batch_input)}")
+        rows = f"#{deployment.batch_limit}" if deployment.batch_limit else ""  # ms-swift: the first N rows
+        parts.append(f"--val_dataset {shlex.quote(deployment.batch_input + rows)}")
     for key, value in deployment.sampling:
         if key in SWIFT_SAMPLING:
             parts.append(f"--{SWIFT_SAMPLING[key]} {_shell_value(value)}")

@@ -56,6 +56,7 @@ class ImportedCommand:
     sampling: dict = field(default_factory=dict)
     env: dict = field(default_factory=dict)
     batch_input: str | None = None
+    batch_limit: int | None = None  # the first N rows of batch_input (ms-swift's data.jsonl#N); None: all
     kept: dict = field(default_factory=dict)  # options with no workbench setting: flag -> value as written
     server: dict = field(default_factory=dict)  # the API server's options (host, port, ...), for Serve
     secrets: list[str] = field(default_factory=list)  # tokens named but never kept (HF_TOKEN, --api-key)
