@@ -34,7 +34,7 @@ QWEN_VL = "Qwen/Qwen2.5-VL-3B-Instruct"
 EXPECTED = [
     (set(), dict(model=QWEN_VL, env={"CUDA_VISIBLE_DEVICES": "0"},
                  engine=dict(gpu_memory_utilization=0.9, max_model_len=32768, enable_prefix_caching=True))),
-    (set(), dict(model=QWEN_VL, env={"CUDA_VISIBLE_DEVICES": "0,1"}, batch_input="AI-ModelScope/LaTeX_OCR#1000",
+    (set(), dict(model=QWEN_VL, env={"CUDA_VISIBLE_DEVICES": "0,1"}, batch_input="AI-ModelScope/LaTeX_OCR",
                  sampling=dict(max_tokens=2048),
                  engine=dict(gpu_memory_utilization=0.9, tensor_parallel_size=2, max_model_len=32768))),
     ({"--max_batch_size"}, dict(engine=dict(max_num_seqs=512))),
@@ -327,7 +327,7 @@ def test_import_dialog_lists_messages_per_command_and_saves_presets(panel, qtbot
     dialog.done(0)
     assert panel.choice.currentText() == "article-9" and "article-2" in panel.catalog.names()
     panel.choose("article-2")
-    assert "batch input AI-ModelScope/LaTeX_OCR#1000" in panel.origin.text()
+    assert "batch input AI-ModelScope/LaTeX_OCR, the first 1,000 rows" in panel.origin.text()
     assert "CUDA_VISIBLE_DEVICES=0,1" in panel.origin.text()
     (tmp_path / "bin").write_bytes(b"\x00\x01\x02")
     dialog.open_file(str(tmp_path / "bin"))

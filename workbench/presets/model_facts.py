@@ -65,19 +65,31 @@ def read_model_facts(folder: str | Path) -> ModelFacts:
     """Raises OSError or ValueError where the folder has no readable config.json."""
     folder = Path(folder)
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    c = _text_config(config)
-    heads = c.get("num_attention_heads", 1)
-    dtype = str(c.get("torch_dtype") or config.get("torch_dtype") or c.get("dtype") or "bfloat16")
     files = [p for pattern in WEIGHT_PATTERNS for p in folder.glob(pattern)]
     on_disk = sum(p.stat().st_size for p in files)
+    return facts_from_config(config, str(folder), on_disk or None)
+
+
+def config_dtype(config: dict) -> str:
+    c = _text_config(config)
+    return str(c.get("torch_dtype") or config.get("torch_dtype") or c.get("dtype") or config.get("dtype")
+               or "bfloat16")
+
+
+def facts_from_config(config: dict, path: str, weights_bytes: int | None) -> ModelFacts:
+    """The facts of a model from its config.json; ``weights_bytes`` from its files (on disk, or the Hub's
+    safetensors headers), None to estimate them from the config."""
+    c = _text_config(config)
+    heads = c.get("num_attention_heads", 1)
+    dtype = config_dtype(config)
     quant = (config.get("quantization_config") or {}).get("quant_method")
     return ModelFacts(
-        path=str(folder), num_layers=c.get("num_hidden_layers", 0),
+        path=path, num_layers=c.get("num_hidden_layers", 0),
         num_kv_heads=c.get("num_key_value_heads", heads),
         head_size=c.get("head_dim") or c.get("hidden_size", 0) // max(1, heads), dtype=dtype,
         max_position_embeddings=c.get("max_position_embeddings", 2048),
-        weights_bytes=on_disk or estimated_weights_bytes(config, DTYPE_BYTES.get(dtype, 2)),
-        weights_from_files=bool(on_disk), quant_method=quant, trust_remote_code_needed="auto_map" in config,
+        weights_bytes=weights_bytes or estimated_weights_bytes(config, DTYPE_BYTES.get(dtype, 2)),
+        weights_from_files=bool(weights_bytes), quant_method=quant, trust_remote_code_needed="auto_map" in config,
         hidden_size=c.get("hidden_size", 0), intermediate_size=c.get("intermediate_size", 0),
         vocab_size=c.get("vocab_size", 0),
         tie_word_embeddings=bool(c.get("tie_word_embeddings", config.get("tie_word_embeddings", False))),

@@ -36,7 +36,8 @@ def origin_text(origin: dict) -> str:
     if origin.get("model"):
         parts.append(f"model {origin['model']} (Model > Choose model…)")
     if origin.get("batch_input"):
-        parts.append(f"batch input {origin['batch_input']} (the Batch tab)")
+        rows = f", the first {origin['batch_limit']:,} rows" if origin.get("batch_limit") else ""
+        parts.append(f"batch input {origin['batch_input']}{rows} (the Batch tab)")
     if origin.get("visible_devices") is not None:
         parts.append(f"CUDA_VISIBLE_DEVICES={origin['visible_devices']}")
     return ("From the command line: " + "; ".join(parts) + ".") if parts else ""
