@@ -47,10 +47,24 @@ def decode(data: bytes, name: str) -> str:
     return text
 
 
+def _lines_of(block: str) -> list[str]:
+    return [line.strip() for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
 def split_blocks(text: str) -> list[str]:
-    """Commands separated by blank lines; a block of comments only is not a command."""
+    """Commands separated by blank lines; a block of comments only is not a command. A block of
+    ``export NAME=value`` lines only is the environment of every command after it (as the shell keeps
+    an export for the rest of the script), not a command of its own."""
     blocks = [b.strip("\n") for b in re.split(r"\n[ \t]*\n", text.replace("\r\n", "\n"))]
-    return [b for b in blocks if any(line.strip() and not line.lstrip().startswith("#") for line in b.splitlines())]
+    commands, exports, unused = [], [], []
+    for block in (b for b in blocks if _lines_of(b)):
+        if all(line.startswith("export ") for line in _lines_of(block)):
+            exports.append(block)
+            unused.append(block)
+        else:
+            commands.append("\n".join(exports + [block]))
+            unused = []
+    return commands + unused  # exports after the last command: as before, blocks of their own
 
 
 def looks_like_python(text: str) -> bool:
