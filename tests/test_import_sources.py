@@ -115,14 +115,6 @@ EXPECTED = {
                                        "use_inductor_graph_partition": True}},
         env={"HSA_NO_SCRATCH_RECLAIM": "1", "AMDGCN_USE_BUFFER_OPS": "0", "VLLM_ROCM_USE_AITER": "1",
              "VLLM_ROCM_QUICK_REDUCE_QUANTIZATION": "INT4"}),
-    "serve-gpt-oss-eval.sh": Expected(
-        "openai/gpt-oss-120b",
-        engine={"tensor_parallel_size": 8, "max_model_len": 131072, "max_num_batched_tokens": 10240,
-                "max_num_seqs": 128, "gpu_memory_utilization": 0.85, "enable_prefix_caching": False}),
-    "serve-deepseek-v32.sh": Expected(
-        "deepseek-ai/DeepSeek-V3.2",
-        engine={"tensor_parallel_size": 8, "tokenizer_mode": "deepseek_v32", "reasoning_parser": "deepseek_v3"},
-        server={"tool_call_parser": "deepseek_v32", "enable_auto_tool_choice": True}),
     "serve-deepseek-r1-fp4.sh": Expected(
         "nvidia/DeepSeek-R1-FP4",
         engine={"trust_remote_code": True, "tensor_parallel_size": 4, "enable_expert_parallel": True},
@@ -145,6 +137,23 @@ EXPECTED = {
                 "max_num_seqs": 1, "max_num_batched_tokens": 1024, "enable_chunked_prefill": True,
                 "kv_cache_dtype": "fp8", "decode_context_parallel_size": 8},
         removed={"--disable-log-requests": "vLLM 0.17 removed"}),
+    "serve-kimi-k25-rocm-docker.sh": Expected(
+        "moonshotai/Kimi-K2.5",
+        # CacheConfig.block_size: an int greater than 0 (the recipe's ROCm AITER MLA runs with 1)
+        engine={"tensor_parallel_size": 8, "mm_encoder_tp_mode": "data", "block_size": 1,
+                "reasoning_parser": "kimi_k2", "enable_prefix_caching": True, "trust_remote_code": True},
+        server={"tool_call_parser": "kimi_k2", "enable_auto_tool_choice": True},
+        env={"VLLM_ROCM_USE_AITER": "1", "VLLM_ROCM_QUICK_REDUCE_QUANTIZATION": "INT4",
+             "VLLM_ROCM_USE_AITER_RMSNORM": "0"},
+        image="vllm/vllm-openai-rocm:latest"),
+    "serve-kimi-k25-nvfp4.sh": Expected(
+        "nvidia/Kimi-K2.5-NVFP4",
+        engine={"tensor_parallel_size": 4, "mm_encoder_tp_mode": "data", "reasoning_parser": "kimi_k2",
+                "trust_remote_code": True},
+        # --compilation_config.pass_config.x: underscores before the first dot read as dashes; "true" is JSON
+        tables={"compilation_config": {"pass_config": {"fuse_allreduce_rms": True}}},
+        server={"tool_call_parser": "kimi_k2", "enable_auto_tool_choice": True},
+        env={"VLLM_USE_FLASHINFER_MOE_FP4": "1"}),  # the export line above a blank line
     # --- vLLM's documentation
     "serve-docker-compile-cache.sh": Expected("meta-llama/Llama-3.1-8B-Instruct", image="vllm/vllm-openai:latest"),
     "serve-spec-decode-draft-model.sh": Expected(
@@ -167,10 +176,12 @@ EXPECTED = {
 }
 # Files that hold more than one command (separated by a blank line): one expectation each, in order.
 EXPECTED_MANY = {
-    "serve-multimodal-rgba-background.sh": [
-        Expected("llava-hf/llava-1.5-7b-hf", tables={"media_io_kwargs": {"image": {"rgba_background_color": [0, 0, 0]}}}),
-        Expected("llava-hf/llava-1.5-7b-hf",
-                 tables={"media_io_kwargs": {"image": {"rgba_background_color": [128, 128, 128]}}}),
+    # recipes OpenAI/GPT-OSS.md: three commands on lines of their own, no backslash: the shell runs each
+    "serve-gpt-oss-a100.sh": [
+        Expected("openai/gpt-oss-20b"),
+        Expected("openai/gpt-oss-120b"),
+        Expected("openai/gpt-oss-120b", engine={"tensor_parallel_size": 2}),
+        Expected("openai/gpt-oss-120b", engine={"tensor_parallel_size": 4}),
     ],
     "serve-optimization-api-server-count.sh": [
         Expected("Qwen/Qwen2.5-VL-3B-Instruct", server={"api_server_count": 4}),
@@ -184,6 +195,8 @@ DISAGREE = {
     "serve-gpt-oss-rocm.sh": "vLLM's parser hands EngineArgs.attention_backend the backend's name (a str, "
                              "AttentionConfig.backend is AttentionBackendEnum | None, read with type=str); "
                              "checks._type_ok accepts only an AttentionBackendEnum, so the import reports a bad value",
+    "serve-kimi-k25-rocm-docker.sh": "vLLM's CacheConfig.block_size takes any int greater than 0; checks.RANGES "
+                                     "allows 16 to 256, so the import drops --block-size=1 as out of range",
 }
 
 
@@ -305,3 +318,24 @@ def test_an_attention_backend_by_the_name_vllms_parser_takes():
     (result,) = imported("serve-gpt-oss-rocm.sh")
     assert result.engine["attention_backend"] == "ROCM_AITER_UNIFIED_ATTN"
     assert not [m for m in result.messages if m.kind == VALUE]
+
+
+def test_commands_on_lines_of_their_own_are_one_command_each():
+    results = imported("serve-gpt-oss-a100.sh")
+    assert [r.source.splitlines()[-1] for r in results] == [
+        "vllm serve openai/gpt-oss-20b", "vllm serve openai/gpt-oss-120b",
+        "vllm serve openai/gpt-oss-120b --tensor-parallel-size 2", "vllm serve openai/gpt-oss-120b --tensor-parallel-size 4"]
+    assert "single A100 (80GB)" in results[1].source, "the comment above a command goes with it"
+    (continued,) = import_text("vllm serve m \\\n  --max-model-len 4096\n")
+    assert continued.engine == {"max_model_len": 4096}
+    (unbroken,) = import_text("vllm serve m\n  --max-model-len 4096\n")
+    assert unbroken.engine == {"max_model_len": 4096}, "a line of options alone still belongs to the command"
+    first, second = import_text("VLLM_USE_V1=1 vllm serve a\nexport HF_HOME=/data\nnohup vllm serve b &\n")
+    assert (first.model, first.env) == ("a", {"VLLM_USE_V1": "1"})
+    assert (second.model, second.env) == ("b", {"HF_HOME": "/data"})
+
+
+@pytest.mark.xfail(strict=True, reason=DISAGREE["serve-kimi-k25-rocm-docker.sh"])
+def test_a_block_size_vllm_takes():
+    (result,) = imported("serve-kimi-k25-rocm-docker.sh")
+    assert result.engine["block_size"] == 1
