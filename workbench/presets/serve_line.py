@@ -8,6 +8,7 @@ environment, or a message (refused, with vLLM's reason and the fix; or a value t
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import re
@@ -208,8 +209,18 @@ def _route(result: ImportedCommand, option: Option, dest: str, value, args: dict
         result.secrets.append(option.flag)
         result.say(option.flag, NOTE, "the API key is not kept, stored or exported; Serve asks for it")
     else:
+        value = _plain_server(value)
         result.server[dest] = value
         result.became(option, SERVER, f"{dest} = {json.dumps(value)}")
+
+
+def _plain_server(value):
+    """A server option's value as plain data: vLLM's ``--lora-modules`` action gives ``LoRAModulePath``
+    objects, kept as the fields the text set (name, path, and the base model where one is given)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain_server(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if getattr(value, f.name) not in (None, f.default)}
+    return [_plain_server(item) for item in value] if isinstance(value, list) else value
 
 
 def _config_leaves(dest: str, value):
