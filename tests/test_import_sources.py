@@ -183,9 +183,16 @@ EXPECTED_MANY = {
         Expected("openai/gpt-oss-120b", engine={"tensor_parallel_size": 2}),
         Expected("openai/gpt-oss-120b", engine={"tensor_parallel_size": 4}),
     ],
-    "serve-optimization-api-server-count.sh": [
-        Expected("Qwen/Qwen2.5-VL-3B-Instruct", server={"api_server_count": 4}),
-        Expected("Qwen/Qwen2.5-VL-3B-Instruct", engine={"data_parallel_size": 2}, server={"api_server_count": 4}),
+    # vLLM's docs/features/lora.md: the serve line (its path under $HOME, which the text does not hold), the
+    # JSON form of --lora-modules as the docs print it (options alone), and --default_mm_loras
+    "serve-lora.sh": [
+        Expected("meta-llama/Llama-2-7b-hf", engine={"enable_lora": True}, asks={"--lora-modules"}),
+        # --lora-modules: the API server's option; vLLM's action makes each item a LoRAModulePath
+        Expected(None, server={"lora_modules": [{"name": "sql-lora", "path": "/path/to/lora",
+                                                 "base_model_name": "meta-llama/Llama-2-7b"}]}),
+        Expected("ibm-granite/granite-speech-3.3-2b", engine={"max_model_len": 2048, "enable_lora": True,
+                                                              "max_lora_rank": 64},
+                 tables={"default_mm_loras": {"audio": "ibm-granite/granite-speech-3.3-2b"}}),
     ],
 }
 
@@ -339,3 +346,16 @@ def test_commands_on_lines_of_their_own_are_one_command_each():
 def test_a_block_size_vllm_takes():
     (result,) = imported("serve-kimi-k25-rocm-docker.sh")
     assert result.engine["block_size"] == 1
+
+
+def test_lora_modules_as_vllms_action_reads_them():
+    # vLLM's LoRAParserAction reads name=path and JSON items into LoRAModulePath objects; the import keeps
+    # their fields as plain data (a preset and the import dialog hold no vLLM objects)
+    from workbench.presets.command_in import to_document
+
+    (old_form, json_form) = import_text("vllm serve m --lora-modules sql-lora=/loras/sql other=/loras/other\n\n"
+                                        + (LINES / "serve-lora.sh").read_text(encoding="utf-8").split("\n\n")[1])
+    assert old_form.server == {"lora_modules": [{"name": "sql-lora", "path": "/loras/sql"},
+                                                {"name": "other", "path": "/loras/other"}]}
+    assert json_form.server["lora_modules"][0]["base_model_name"] == "meta-llama/Llama-2-7b"
+    assert "lora_modules" in to_document(old_form, "x").doc["origin"]["server"]
