@@ -9,17 +9,16 @@ the import and vLLM disagree. The import keeps what a line sets and nothing else
 left out); an option vLLM removed is reported with the release that removed it.
 
 What vLLM reads, as its documentation says:
-- ``-tp N`` / ``-dp N`` / ``-dcp N``: ``--tensor-parallel-size`` / ``--data-parallel-size`` /
-  ``--decode-context-parallel-size``; ``-cc``: ``--compilation-config``; ``-O1``: ``--optimization-level 1``.
-- ``--tensor-parallel 4``: argparse's unique-prefix abbreviation of ``--tensor-parallel-size``.
-- ``--tensor_parallel_size``: underscores are read as dashes.
+- ``-tp N`` / ``-dcp N``: ``--tensor-parallel-size`` / ``--decode-context-parallel-size``; ``-cc``:
+  ``--compilation-config``; ``-O1``: ``--optimization-level 1``.
+- ``--gpu_memory_utilization``, ``--default_mm_loras``: underscores are read as dashes.
 - ``--speculative-config.method mtp``: a dotted option; those of one option merge into one JSON value,
   each value read as JSON (``1`` a number, ``True`` not JSON, so text, which vLLM's config then reads as
   a boolean).
 - ``--served-model-name a``: a list (``nargs='+'``).
 - ``--max-model-len`` / ``--max-num-batched-tokens``: whole numbers (``32k`` would be 32000).
 - ``--host``, ``--port``, ``--api-key``, ``--chat-template``, ``--tool-call-parser``,
-  ``--enable-auto-tool-choice``, ``--api-server-count``: the API server's options, not ``EngineArgs``
+  ``--enable-auto-tool-choice``, ``--lora-modules``: the API server's options, not ``EngineArgs``
   fields; ``--reasoning-parser`` is an ``EngineArgs`` field.
 """
 from __future__ import annotations
@@ -84,11 +83,6 @@ EXPECTED = {
         engine={"tensor_parallel_size": 4, "async_scheduling": True, "gpu_memory_utilization": 0.95,
                 "max_num_seqs": 128},
         tables={"limit_mm_per_prompt": {"video": 0}}),
-    "serve-qwen3-vl-rocm-fp8.sh": Expected(
-        "Qwen/Qwen3-VL-235B-A22B-Instruct-FP8",
-        engine={"tensor_parallel_size": 4, "mm_encoder_tp_mode": "data"},  # --tensor-parallel: a prefix
-        env={"MIOPEN_USER_DB_PATH": "$(pwd)/miopen", "MIOPEN_FIND_MODE": "FAST", "VLLM_USE_V1": "1",
-             "VLLM_ROCM_USE_AITER": "1", "SAFETENSORS_FAST_GPU": "1"}),
     "serve-qwen25-vl-72b.sh": Expected(
         "Qwen/Qwen2.5-VL-72B-Instruct",
         engine={"tensor_parallel_size": 4, "mm_encoder_tp_mode": "data"},
@@ -182,6 +176,14 @@ EXPECTED_MANY = {
         Expected("openai/gpt-oss-120b"),
         Expected("openai/gpt-oss-120b", engine={"tensor_parallel_size": 2}),
         Expected("openai/gpt-oss-120b", engine={"tensor_parallel_size": 4}),
+    ],
+    # vLLM's docs/serving/data_parallel_deployment.md: one command a rank, a comment between, no blank line;
+    # $MODEL is not in the text
+    "serve-data-parallel-external-lb.sh": [
+        Expected(None, engine={"data_parallel_size": 2, "data_parallel_rank": 0}, server={"port": 8000},
+                 env={"CUDA_VISIBLE_DEVICES": "0"}, asks={"$MODEL"}),
+        Expected(None, engine={"data_parallel_size": 2, "data_parallel_rank": 1}, server={"port": 8001},
+                 env={"CUDA_VISIBLE_DEVICES": "1"}, asks={"$MODEL"}),
     ],
     # vLLM's docs/features/lora.md: the serve line (its path under $HOME, which the text does not hold), the
     # JSON form of --lora-modules as the docs print it (options alone), and --default_mm_loras
