@@ -361,3 +361,15 @@ def test_lora_modules_as_vllms_action_reads_them():
                                                 {"name": "other", "path": "/loras/other"}]}
     assert json_form.server["lora_modules"][0]["base_model_name"] == "meta-llama/Llama-2-7b"
     assert "lora_modules" in to_document(old_form, "x").doc["origin"]["server"]
+
+
+def test_every_real_line_becomes_a_preset_that_reads_back():
+    import tomlkit
+
+    from workbench.presets.command_in import to_document
+
+    for name in sorted(LINES.glob("serve-*.sh")):
+        for result in imported(name.name):
+            doc = tomlkit.parse(to_document(result, name.stem).doc.as_string())
+            assert dict(doc["engine"]) == result.engine, name
+            assert doc["origin"]["command"] == result.source, name
