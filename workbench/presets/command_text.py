@@ -47,10 +47,56 @@ def decode(data: bytes, name: str) -> str:
     return text
 
 
+def _lines_of(block: str) -> list[str]:
+    return [line.strip() for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def _starts_command(line: str) -> bool:
+    """``vllm serve ...``, ``NAME=value docker run ...``, ``nohup python -m ...``: a line that runs a program
+    the import reads."""
+    words = [w for w in line.split() if not ENV.match(w)]
+    words = words[1:] if words[:1] == ["nohup"] else words
+    return bool(words) and words[0].split("/")[-1] in PROGRAMS
+
+
+def _commands_of(block: str) -> list[str]:
+    """A block cut where a line that does not continue the one before (no backslash at its end) runs a
+    program again, or exports again, after a command: the shell runs each such line on its own. The
+    comments just above a command go with it."""
+    pieces, current, has_command, continued = [], [], False, False
+    for line in block.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            current.append(line)
+            continue
+        if has_command and not continued and (_starts_command(stripped) or stripped.startswith("export ")):
+            cut = len(current)
+            while not current[cut - 1].strip() or current[cut - 1].lstrip().startswith("#"):
+                cut -= 1  # a command line is above, so this stops
+            pieces.append("\n".join(current[:cut]))
+            current, has_command = current[cut:], False
+        current.append(line)
+        has_command = has_command or not stripped.startswith("export ")
+        continued = bool(re.search(r"\\[ \t]*$", line))
+    return pieces + ["\n".join(current)]
+
+
 def split_blocks(text: str) -> list[str]:
-    """Commands separated by blank lines; a block of comments only is not a command."""
+    """Commands separated by blank lines, or each on lines of its own (``_commands_of``); a block of
+    comments only is not a command. A block of ``export NAME=value`` lines only is the environment of
+    every command after it (as the shell keeps an export for the rest of the script), not a command of
+    its own."""
     blocks = [b.strip("\n") for b in re.split(r"\n[ \t]*\n", text.replace("\r\n", "\n"))]
-    return [b for b in blocks if any(line.strip() and not line.lstrip().startswith("#") for line in b.splitlines())]
+    blocks = [piece for block in blocks for piece in _commands_of(block)]
+    commands, exports, unused = [], [], []
+    for block in (b for b in blocks if _lines_of(b)):
+        if all(line.startswith("export ") for line in _lines_of(block)):
+            exports.append(block)
+            unused.append(block)
+        else:
+            commands.append("\n".join(exports + [block]))
+            unused = []
+    return commands + unused  # exports after the last command: as before, blocks of their own
 
 
 def looks_like_python(text: str) -> bool:

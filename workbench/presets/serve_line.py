@@ -8,9 +8,11 @@ environment, or a message (refused, with vLLM's reason and the fix; or a value t
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import re
+from enum import Enum
 from pathlib import Path
 
 from workbench.presets.checks import NOT_VLLM_OPTIONS, non_option_reason
@@ -202,13 +204,54 @@ def _route(result: ImportedCommand, option: Option, dest: str, value, args: dict
     elif dest in args and dest not in NOT_VLLM_OPTIONS and value is None:
         result.became(option, ENGINE, f"{dest}: vLLM's default (a preset says so by leaving it out)")
     elif dest in args and dest not in NOT_VLLM_OPTIONS:
-        set_engine(result, option, dest, _plain(value, args[dest]), args)
+        set_engine(result, option, dest, _plain(_config_leaves(dest, value), args[dest]), args)
     elif dest in SECRET_OPTIONS:
         result.secrets.append(option.flag)
         result.say(option.flag, NOTE, "the API key is not kept, stored or exported; Serve asks for it")
     else:
+        value = _plain_server(value)
         result.server[dest] = value
         result.became(option, SERVER, f"{dest} = {json.dumps(value)}")
+
+
+def _plain_server(value):
+    """A server option's value as plain data: vLLM's ``--lora-modules`` action gives ``LoRAModulePath``
+    objects, kept as the fields the text set (name, path, and the base model where one is given)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain_server(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if getattr(value, f.name) not in (None, f.default)}
+    return [_plain_server(item) for item in value] if isinstance(value, list) else value
+
+
+def _config_leaves(dest: str, value):
+    """A config option's JSON with each text leaf in the type vLLM's config class gives it: vLLM's parser
+    reads a dotted option's value as JSON or else keeps the text (``-cc.use_inductor_graph_partition=True``
+    gives "True"), which ``CompilationConfig``... then reads as the field's type (True)."""
+    if not isinstance(value, dict):
+        return value
+    action = next((a for a in _parser().serve_parser()._actions if a.dest == dest), None)
+    read = getattr(getattr(action, "type", None), "__wrapped__", None)  # vLLM's own converter
+    if read is None:
+        return value
+    try:
+        config = read(json.dumps(value))
+    except Exception:  # noqa: BLE001 (vLLM refuses it: the value is reported as written)
+        return value
+    return _typed_like(value, config)
+
+
+def _typed_like(written, config):
+    if isinstance(written, dict):
+        field = config.get if isinstance(config, dict) else lambda key: getattr(config, key, None)
+        return {key: _typed_like(item, field(key)) for key, item in written.items()}
+    if not isinstance(written, str) or isinstance(config, Enum):
+        return written
+    if isinstance(config, bool):
+        return written.strip().lower() in TRUE if written.strip().lower() in TRUE | FALSE else written
+    if isinstance(config, (int, float)) and NUMBER.match(written.strip()):
+        number = float(written)
+        return int(number) if isinstance(config, int) and number.is_integer() else number
+    return written
 
 
 def _plain(value, arg):
