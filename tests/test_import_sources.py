@@ -200,13 +200,7 @@ EXPECTED_MANY = {
 
 
 # Where the import and vLLM still disagree: the file, and why (the fix lies outside the command-line reader).
-DISAGREE = {
-    "serve-gpt-oss-rocm.sh": "vLLM's parser hands EngineArgs.attention_backend the backend's name (a str, "
-                             "AttentionConfig.backend is AttentionBackendEnum | None, read with type=str); "
-                             "checks._type_ok accepts only an AttentionBackendEnum, so the import reports a bad value",
-    "serve-kimi-k25-rocm-docker.sh": "vLLM's CacheConfig.block_size takes any int greater than 0; checks.RANGES "
-                                     "allows 16 to 256, so the import drops --block-size=1 as out of range",
-}
+DISAGREE: dict[str, str] = {}  # a file whose import still disagrees with vLLM: why (an xfail)
 
 
 def with_known(names):
@@ -321,7 +315,6 @@ def test_a_dotted_options_text_value_gets_the_type_of_the_config_field():
                                    "compilation_config": {"pass_config": {"fuse_allreduce_rms": False}}}
 
 
-@pytest.mark.xfail(strict=True, reason=DISAGREE["serve-gpt-oss-rocm.sh"])
 def test_an_attention_backend_by_the_name_vllms_parser_takes():
     # recipes OpenAI/GPT-OSS.md: --attention-backend ROCM_AITER_UNIFIED_ATTN (a member of AttentionBackendEnum)
     (result,) = imported("serve-gpt-oss-rocm.sh")
@@ -344,7 +337,6 @@ def test_commands_on_lines_of_their_own_are_one_command_each():
     assert (second.model, second.env) == ("b", {"HF_HOME": "/data"})
 
 
-@pytest.mark.xfail(strict=True, reason=DISAGREE["serve-kimi-k25-rocm-docker.sh"])
 def test_a_block_size_vllm_takes():
     (result,) = imported("serve-kimi-k25-rocm-docker.sh")
     assert result.engine["block_size"] == 1

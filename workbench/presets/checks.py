@@ -6,6 +6,7 @@ Each problem names the key, the value, and the valid choices or range.
 from __future__ import annotations
 
 import difflib
+import enum
 import re
 from dataclasses import dataclass
 
@@ -35,7 +36,7 @@ APP_OWNED = {"model": "the model is chosen with Model > Choose model, not by a p
 # Ranges of the numeric options the panel edits (vLLM's types give no bounds): (low, high).
 RANGES = {
     "max_num_seqs": (1, 16384), "max_num_batched_tokens": (32, 1 << 21), "max_model_len": (32, 1 << 21),
-    "gpu_memory_utilization": (0.05, 0.99), "block_size": (16, 256), "cpu_offload_gb": (0, 4096),
+    "gpu_memory_utilization": (0.05, 0.99), "block_size": (1, 1024), "cpu_offload_gb": (0, 4096),
     "tensor_parallel_size": (1, 64), "kv_cache_memory_bytes": (1 << 20, 1 << 42),
     "num_gpu_blocks_override": (2, 1 << 26),
 }
@@ -126,13 +127,15 @@ def _type_ok(value, arg) -> bool:
         return True
     if isinstance(value, int) and any(issubclass(t, int) for t in arg.types):  # an IntEnum (-O3)
         return True
+    if isinstance(value, str) and any(issubclass(t, enum.Enum) and value in t.__members__ for t in arg.types):
+        return True  # an enum by its member's name, as vLLM's parser hands it on (--attention-backend)
     return isinstance(value, arg.types)
 
 
 def check_value(key: str, value, arg) -> Problem | None:
     """Type, choices and range of one value (one platform's, where the preset gives several)."""
     name = f"engine.{key}"
-    if value == AUTO or (value == MODEL_MAX and key == "max_model_len"):
+    if value == AUTO or (key == "max_model_len" and value in (MODEL_MAX, -1)):  # -1: vLLM's "auto"
         return None
     if value == MODEL_MAX:
         return Problem(name, value, f"{name} = {value!r}: 'model max' applies to max_model_len only; "
