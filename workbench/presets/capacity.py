@@ -78,7 +78,8 @@ def _budget(config: EngineConfig, model: ModelFacts, machine: Machine) -> tuple[
         space = os.environ.get("VLLM_CPU_KVCACHE_SPACE")
         return (int(float(space) * GIB), "VLLM_CPU_KVCACHE_SPACE") if space else (GIB, "the CPU default, 1 GiB")
     util = config.gpu_memory_utilization or 0.9
-    taken = model.served_weights_bytes(config.option("quantization")) + activation_peak_bytes(config, model) + \
+    tp = max(1, int(config.option("tensor_parallel_size", 1) or 1))  # each GPU holds 1/tp of the weights
+    taken = model.served_weights_bytes(config.option("quantization")) // tp + activation_peak_bytes(config, model) + \
         NON_TORCH_BYTES
     return max(0, int(machine.gpu_total_bytes * util) - taken), \
         f"{util:.2f} of {machine.gpu_total_bytes / GIB:.0f} GiB less weights and activations"
