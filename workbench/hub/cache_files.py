@@ -15,17 +15,17 @@ def repo_folder(cache_dir: Path, repo_id: str) -> Path:
     return Path(cache_dir) / ("models--" + repo_id.replace("/", "--"))
 
 
-def blob_names(file: RepoFile, blob_id: str | None) -> list[str]:
+def blob_names(file: RepoFile) -> list[str]:
     """The names the file's blob may have: the LFS hash for large files, the git blob id for small ones."""
-    return [name for name in (file.sha256, blob_id) if name]
+    return [name for name in (file.sha256, file.blob_id) if name]
 
 
-def bytes_on_disk(cache_dir: Path, repo_id: str, files: list[tuple[RepoFile, str | None]]) -> int:
+def bytes_on_disk(cache_dir: Path, repo_id: str, files) -> int:
     """How much of ``files`` is in the cache now, complete or in part (each counted at most its size)."""
     blobs = repo_folder(cache_dir, repo_id) / "blobs"
     total = 0
-    for file, blob_id in files:
-        for name in blob_names(file, blob_id):
+    for file in files:
+        for name in blob_names(file):
             for candidate in (blobs / name, blobs / f"{name}.incomplete"):
                 try:
                     total += min(file.size, candidate.stat().st_size)

@@ -39,7 +39,6 @@ class DownloadPlan:
     repo_id: str
     revision: str
     files: tuple[RepoFile, ...]
-    blob_ids: tuple[str | None, ...] = ()  # each file's git blob id (small files' cache name)
 
     @property
     def total_bytes(self) -> int:
@@ -47,13 +46,13 @@ class DownloadPlan:
 
     def to_json(self) -> dict:
         return {"repo_id": self.repo_id, "revision": self.revision,
-                "files": [{"name": f.name, "size": f.size, "sha256": f.sha256} for f in self.files],
-                "blob_ids": list(self.blob_ids)}
+                "files": [{"name": f.name, "size": f.size, "sha256": f.sha256, "blob_id": f.blob_id}
+                          for f in self.files]}
 
     @classmethod
     def from_json(cls, data: dict) -> "DownloadPlan":
-        files = tuple(RepoFile(f["name"], f["size"], f.get("sha256")) for f in data["files"])
-        return cls(data["repo_id"], data["revision"], files, tuple(data.get("blob_ids") or ()))
+        files = tuple(RepoFile(f["name"], f["size"], f.get("sha256"), f.get("blob_id")) for f in data["files"])
+        return cls(data["repo_id"], data["revision"], files)
 
 
 @dataclass(frozen=True)
@@ -114,7 +113,7 @@ def forget(repo_id: str) -> None:
 
 def check_space(plan: DownloadPlan, cache_dir: Path) -> None:
     """DiskSpaceError naming the folder and the shortfall, before any byte moves."""
-    have = bytes_on_disk(cache_dir, plan.repo_id, list(zip(plan.files, _blob_ids(plan))))
+    have = bytes_on_disk(cache_dir, plan.repo_id, plan.files)
     need = plan.total_bytes - have
     folder = cache_dir
     while not folder.exists() and folder != folder.parent:
@@ -125,10 +124,6 @@ def check_space(plan: DownloadPlan, cache_dir: Path) -> None:
         raise DiskSpaceError(f"{plan.repo_id} needs {need / gib:.2f} GiB more in {cache_dir} and {folder} has "
                              f"{free / gib:.2f} GiB free: free {(need + SPACE_MARGIN - free) / gib:.2f} GiB there, "
                              "or set HF_HOME (or HF_HUB_CACHE) to a disk with room and start the app again.")
-
-
-def _blob_ids(plan: DownloadPlan) -> list[str | None]:
-    return list(plan.blob_ids) + [None] * (len(plan.files) - len(plan.blob_ids))
 
 
 class Download:
@@ -200,7 +195,7 @@ class Download:
                 self._set(message=f"checked {event['verified']}")
 
     def _watch(self, events: list[dict]) -> None:
-        files = list(zip(self.plan.files, _blob_ids(self.plan)))
+        files = self.plan.files
         samples: list[tuple[float, int]] = []
         while self.process.poll() is None:
             if self._cancel.is_set():
@@ -223,8 +218,7 @@ class Download:
             self.process.wait()
 
     def _finish(self, events: list[dict]) -> None:
-        files = list(zip(self.plan.files, _blob_ids(self.plan)))
-        done_bytes = bytes_on_disk(self.cache_dir, self.plan.repo_id, files)
+        done_bytes = bytes_on_disk(self.cache_dir, self.plan.repo_id, self.plan.files)
         if self._cancel.is_set():
             self._set(state=CANCELLED, done_bytes=done_bytes, rate_bytes_s=0.0,
                       message="cancelled: the part downloaded stays, and Resume goes on from it")
@@ -257,3 +251,33 @@ def failure_text(ending: dict | None, stderr: list[str], repo_id: str, cache_dir
     if any(word in (kind or "") + text for word in ("Connect", "Timeout", "LocalEntryNotFound", "Network")):
         return f"the network went away ({kind}); Resume goes on from what arrived once the Hub can be reached"
     return f"{kind}: {text[:200]}; Resume goes on from what arrived"
+
+
+class Downloads:
+    """The app's downloads, one a repo at a time; the application model holds the one instance."""
+
+    def __init__(self):
+        self._downloads: dict[str, Download] = {}
+
+    def start(self, plan: DownloadPlan, token: str | None = None) -> Download:
+        """DiskSpaceError before anything moves; a repo already downloading is not started twice."""
+        running = self._downloads.get(plan.repo_id)
+        if running is not None and running.progress().state == RUNNING:
+            return running
+        download = Download(plan, token)
+        download.start()
+        self._downloads[plan.repo_id] = download
+        return download
+
+    def get(self, repo_id: str) -> Download | None:
+        return self._downloads.get(repo_id)
+
+    def running(self) -> list[Download]:
+        return [d for d in self._downloads.values() if d.progress().state == RUNNING]
+
+    def cancel_all(self, timeout_s: float = 3.0) -> None:
+        """The app is closing: each transfer stops, its part stays to resume at the next start."""
+        for download in self.running():
+            download.cancel()
+        for download in list(self._downloads.values()):
+            download.wait(timeout_s)

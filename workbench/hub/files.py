@@ -22,6 +22,7 @@ class RepoFile:
     name: str
     size: int
     sha256: str | None = None  # LFS files: the content's hash, checked after the download
+    blob_id: str | None = None  # the git blob id: a small file's name in the cache
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ def look_up(repo_id: str, revision: str | None = None, token: str | None = None,
     try:
         info = api.model_info(repo_id, revision=revision or None, files_metadata=True)
         files = [RepoFile(s.rfilename, s.size or 0, (s.lfs or {}).get("sha256") if isinstance(s.lfs, dict)
-                          else getattr(s.lfs, "sha256", None)) for s in info.siblings or ()]
+                          else getattr(s.lfs, "sha256", None), s.blob_id) for s in info.siblings or ()]
         config = _config(api, repo_id, info.sha, files)
         metadata = _safetensors(api, repo_id, info.sha, files)
     except HubError:
@@ -94,3 +94,10 @@ def _safetensors(api, repo_id: str, revision: str, files: list[RepoFile]):
         return api.get_safetensors_metadata(repo_id, revision=revision)
     except (NotASafetensorsRepoError, SafetensorsParsingError):
         return None
+
+
+def download_plan(model: RemoteModel):
+    """What a download of ``model`` fetches: the files vLLM needs, at the revision sized up."""
+    from workbench.hub.download import DownloadPlan
+
+    return DownloadPlan(model.repo_id, model.revision, model.choice.files)

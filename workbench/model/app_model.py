@@ -20,6 +20,7 @@ from workbench.engine.events import (
 )
 from workbench.engine.requests import Owner, RequestRegistry
 from workbench.engine.spec import EngineConfig
+from workbench.hub.download import Downloads
 from workbench.model.conversations import OPEN_STATUSES, ChatMessage, Conversation
 from workbench.model.engine_status import EngineStatus
 from workbench.model.server_status import ServerStatus
@@ -65,6 +66,7 @@ class AppModel:
         self.new_chat_sampling = SamplingSettings()  # seeds each new conversation (the applied preset's)
         self.preset_name = ""  # the preset the configuration came from ("" : none)
         self.server = ServerStatus()  # the server attached to, if any
+        self.downloads = Downloads()  # models being fetched from the Hub (Model > Get a model…)
 
     # ------------------------------------------------------------------ configuration
     def set_config(self, config: EngineConfig) -> None:

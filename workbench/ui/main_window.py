@@ -106,6 +106,9 @@ class MainWindow(QMainWindow):
         choose = QAction("Choose model…", self)
         choose.triggered.connect(self.choose_model)
         model_menu.addAction(choose)
+        get = QAction("Get a model…", self)
+        get.triggered.connect(lambda: self.get_model())
+        model_menu.addAction(get)
         self.server.add_menu(self.menuBar())
         tools_menu = self.menuBar().addMenu("&Tools")
         benchmark = QAction("Benchmark…", self)
@@ -164,11 +167,23 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def choose_model(self) -> None:
-        from workbench.ui.model_picker import ModelPickerDialog
+        from workbench.ui.model_picker import GET_A_MODEL, ModelPickerDialog
 
         dialog = ModelPickerDialog(self)
         if dialog.exec() and dialog.chosen_model():
-            self.start_with_model(dialog.chosen_model())
+            if dialog.chosen_model() == GET_A_MODEL:
+                self.get_model()
+            else:
+                self.start_with_model(dialog.chosen_model())
+
+    def get_model(self, show: bool = True):
+        """Model > Get a model…: search the Hub, size a model up, download it; "Use" starts the engine on it."""
+        from workbench.ui.hub_dialog import GetModelDialog
+
+        dialog = GetModelDialog(self.model, self.start_with_model, self)
+        if show:
+            dialog.show()
+        return dialog
 
     @Slot()
     def open_benchmark(self, ask_to_stop=None):
@@ -251,7 +266,7 @@ class MainWindow(QMainWindow):
         self.server.close()
         self.kv_events.close()
         self.batch.shutdown()
-        steps = [self.memory_service.stop, check_process.shutdown, self.engine.stop]
+        steps = [self.model.downloads.cancel_all, self.memory_service.stop, check_process.shutdown, self.engine.stop]
         if self.storage is not None:  # last: the lock is let go once the engine's memory is free
             self.storage.mark_stopping()  # a new instance waits for this one rather than refusing
             steps.append(self.storage.close)

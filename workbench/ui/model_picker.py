@@ -14,6 +14,7 @@ from superqt.utils import create_worker
 from workbench.engine.model_source import ModelChoice, list_models
 
 MODEL_PATH_ROLE = Qt.UserRole
+GET_A_MODEL = "get-a-model"  # the entry that opens Model > Get a model… instead
 
 
 class ModelPickerDialog(QDialog):
@@ -46,6 +47,9 @@ class ModelPickerDialog(QDialog):
             item = QListWidgetItem(f"{choice.name}   [{choice.origin}]  {choice.path}")
             item.setData(MODEL_PATH_ROLE, choice.path)
             self.list.insertItem(row + offset, item)
+        get = QListWidgetItem("Get a model from the Hugging Face Hub…")
+        get.setData(MODEL_PATH_ROLE, GET_A_MODEL)
+        self.list.insertItem(row + len(choices), get)
         if self.list.currentItem() is None:
             self.list.setCurrentRow(0)
 
