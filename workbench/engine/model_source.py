@@ -38,8 +38,8 @@ def resolve_model(spec: str, require_weights: bool = True) -> str:
         if cached is not None:
             return str(check_model_folder(cached))
         raise ModelNotFoundError(
-            f"Model '{spec}' is not in the Hugging Face cache and no model hub can be reached from here. "
-            "Download it on a connected machine (huggingface-cli download) or choose a local folder.")
+            f"Model '{spec}' is not downloaded yet (it is not in the Hugging Face cache). Get it with Model > Get a "
+            "model… (it says first whether it fits), or choose a local folder.")
     raise ModelNotFoundError(
         f"Model folder '{spec}' does not exist. Check the path, or choose a folder with Model > Choose model….")
 

@@ -58,6 +58,7 @@ def session_document(summary, runs, figures, num_requests: dict[str, int]) -> di
         "engine_runs": [{
             "number": index + 1, "run_key": run.run_key, "start_id": run.start_id, "model": run.model,
             "config": run.resolved_config(), "engine_reported": run.info,
+            "planned_kv_blocks": run.planned_kv_blocks,
             "started_s": run.started_s, "ready_s": run.ready_s, "stopped_s": run.stopped_s,
             "started": _iso(run.started_s), "stopped": _iso(run.stopped_s), "end_message": run.end_message,
             "num_requests": num_requests.get(run.run_key, 0), "figures": _finite(figures[index]),

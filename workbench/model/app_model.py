@@ -48,6 +48,7 @@ class AppModel:
     batch_run_removed = Signal(str)  # run id
     server_changed = Signal(object)  # ServerStatus
     waiting_changed = Signal()  # what questions waiting for the engine wait for (a start was asked for)
+    capacity_planned = Signal(int)  # start id: the planner's estimate of that run's KV blocks is in
 
     def __init__(self, config: EngineConfig, system_prompt: str = ""):
         self.config = config
@@ -67,8 +68,15 @@ class AppModel:
         self.preset_name = ""  # the preset the configuration came from ("" : none)
         self.server = ServerStatus()  # the server attached to, if any
         self.downloads = Downloads()  # models being fetched from the Hub (Model > Get a model…)
+        self.planned_kv_blocks: dict[int, int] = {}  # start id -> the capacity planner's estimate
 
     # ------------------------------------------------------------------ configuration
+
+    def note_capacity_plan(self, start_id: int, num_blocks: int) -> None:
+        """The capacity planner's estimate for the engine run ``start_id`` (kept beside vLLM's count)."""
+        if self.planned_kv_blocks.get(start_id) != num_blocks:
+            self.planned_kv_blocks[start_id] = num_blocks
+            self.capacity_planned.emit(start_id)
     def set_config(self, config: EngineConfig) -> None:
         self.config = config
         self.config_changed.emit(config)

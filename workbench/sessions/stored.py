@@ -27,6 +27,7 @@ class EngineRunRecord:
     ready_s: float | None
     stopped_s: float | None
     end_message: str
+    planned_kv_blocks: int | None = None  # the capacity planner's estimate (info holds vLLM's count)
 
     @property
     def model(self) -> str:
@@ -77,12 +78,13 @@ def open_read_only(path: Path | str) -> sqlite3.Connection:
 
 
 def _run(row) -> EngineRunRecord:
-    run_key, session_id, start_id, config, info, started_s, ready_s, stopped_s, end_message = row
+    run_key, session_id, start_id, config, info, started_s, ready_s, stopped_s, end_message, planned = row
     return EngineRunRecord(run_key, session_id or "", start_id, json.loads(config), json.loads(info) if info else None,
-                           started_s, ready_s, stopped_s, end_message)
+                           started_s, ready_s, stopped_s, end_message, planned)
 
 
-RUN_COLUMNS = "run_key, session_id, start_id, config, info, started_s, ready_s, stopped_s, end_message"
+RUN_COLUMNS = ("run_key, session_id, start_id, config, info, started_s, ready_s, stopped_s, end_message, "
+               "planned_kv_blocks")
 
 
 def engine_runs(connection: sqlite3.Connection, session_id: str | None = None) -> list[EngineRunRecord]:

@@ -19,7 +19,7 @@ from workbench.model.conversations import ChatMessage
 from workbench.model.engine_status import EngineStatus
 from workbench.storage.records import (
     AllConversationsDeleted, BatchRowSaved, BatchRunDeleted, BatchRunSaved, ConversationDeleted, ConversationSaved,
-    EngineRunReady, EngineRunStarted, EngineRunStopped, MessageSaved, MessagesKept, MessageTextSaved,
+    EngineRunPlanned, EngineRunReady, EngineRunStarted, EngineRunStopped, MessageSaved, MessagesKept, MessageTextSaved,
 )
 
 
@@ -49,6 +49,7 @@ class ModelRecorder:
             (model.batch_run_added, self._on_model_batch_run_added),
             (model.batch_run_removed, self._on_model_batch_run_removed),
             (model.engine_changed, self._on_model_engine_changed),
+            (model.capacity_planned, self._on_model_capacity_planned),
         ]
         for signal, slot in self._connections:
             signal.connect(slot)
@@ -168,6 +169,11 @@ class ModelRecorder:
         if run is not None and status.ready and status.info is not None and not self._ready_recorded:
             self._ready_recorded = True
             self.put(EngineRunReady(run[0], status.info, now))
+
+    def _on_model_capacity_planned(self, start_id: int) -> None:
+        run = self._engine_run
+        if run is not None and run[1] == start_id:
+            self.put(EngineRunPlanned(run[0], self.model.planned_kv_blocks[start_id]))
 
 
 def row_figures(results, row: int):

@@ -111,6 +111,14 @@ class EngineRunReady:
 
 
 @dataclass(frozen=True)
+class EngineRunPlanned:
+    """The capacity planner's KV blocks for the run (the preset panel's estimate, once vLLM's count is in)."""
+
+    run_key: str
+    planned_kv_blocks: int
+
+
+@dataclass(frozen=True)
 class EngineRunStopped:
     run_key: str
     stopped_s: float

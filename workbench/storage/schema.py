@@ -111,8 +111,12 @@ VERSION_3 = (
     "INSERT INTO counters SELECT 'conversation_number', coalesce(max(number), 0) FROM conversations",
 )
 
+# Version 4: the capacity planner's estimate of each engine run's KV blocks, beside vLLM's own count
+# (in ``info``), so a run's record says how close the estimate came.
+VERSION_4 = ("ALTER TABLE engine_runs ADD COLUMN planned_kv_blocks INTEGER",)
+
 # Each entry takes the database from its index to its index + 1.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (VERSION_1, VERSION_2, VERSION_3)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (VERSION_1, VERSION_2, VERSION_3, VERSION_4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -8,7 +8,7 @@ from functools import singledispatch
 from workbench.storage.codec import to_json
 from workbench.storage.records import (
     AllConversationsDeleted, BatchRowSaved, BatchRunDeleted, BatchRunSaved, ConversationDeleted, ConversationSaved,
-    EngineRunReady, EngineRunStarted, EngineRunStopped, MessageSaved, MessagesKept, MessageTextSaved,
+    EngineRunPlanned, EngineRunReady, EngineRunStarted, EngineRunStopped, MessageSaved, MessagesKept, MessageTextSaved,
     SeriesPointsSaved, SessionEnded, SessionStarted,
 )
 
@@ -113,6 +113,12 @@ def _(record: EngineRunStarted, connection) -> None:
 def _(record: EngineRunReady, connection) -> None:
     connection.execute("UPDATE engine_runs SET info = ?, ready_s = ? WHERE run_key = ?",
                        (to_json(record.info), record.ready_s, record.run_key))
+
+
+@write_record.register
+def _(record: EngineRunPlanned, connection) -> None:
+    connection.execute("UPDATE engine_runs SET planned_kv_blocks = ? WHERE run_key = ?",
+                       (record.planned_kv_blocks, record.run_key))
 
 
 @write_record.register

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QMainWindow, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QMainWindow, QTabWidget, QVBoxLayout, QWidget
 
 from workbench.bridge.kv_events_feed import ServerKVEventsFeed
 from workbench.bridge.series_keeper import SeriesKeeper
@@ -71,6 +71,10 @@ class MainWindow(QMainWindow):
             self.storage_notice = StorageNotice(storage, model)
             layout.addWidget(self.storage_notice)
         layout.addWidget(self.status)
+        self.download_notice = QLabel(objectName="downloadNotice", visible=False)
+        self.download_notice.linkActivated.connect(lambda _link: (self.download_notice.hide(), self.get_model()))
+        layout.addWidget(self.download_notice)
+        self._offer_unfinished_downloads()
         layout.addWidget(self.regions, 1)
         self.setCentralWidget(central)
         self.presets = PresetPanel(model, self.commands.abort, self.restart_engine)
@@ -175,6 +179,16 @@ class MainWindow(QMainWindow):
                 self.get_model()
             else:
                 self.start_with_model(dialog.chosen_model())
+
+    def _offer_unfinished_downloads(self) -> None:
+        """A download the app did not finish (it was closed, killed or crashed): offered again."""
+        from workbench.hub.download import unfinished
+
+        names = [plan.repo_id for plan in unfinished()]
+        if names:
+            self.download_notice.setText(f"The download of {', '.join(names)} did not finish. "
+                                         "<a href='resume'>Resume it</a> (Model > Get a model…).")
+            self.download_notice.show()
 
     def get_model(self, show: bool = True):
         """Model > Get a model…: search the Hub, size a model up, download it; "Use" starts the engine on it."""

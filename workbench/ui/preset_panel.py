@@ -231,6 +231,7 @@ class PresetPanel(QWidget):
         if self.model.engine.ready and info is not None:  # vLLM's own count only of an engine that runs
             running_plan = plan_capacity(self.model.config, facts, self.machine)
             lines.append("Running engine: " + compare_with_engine(running_plan, info.num_kv_blocks))
+            self.model.note_capacity_plan(self.model.engine.start_id, running_plan.num_blocks)
         self.capacity.setText("\n".join(lines))
 
     @Slot()
