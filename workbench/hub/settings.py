@@ -47,3 +47,11 @@ def hub_api(token: str | None = None):
     from huggingface_hub import HfApi
 
     return HfApi(endpoint=hub_settings().endpoint, token=token)
+
+
+def remember_token(token: str) -> None:
+    """Keeps the token where huggingface_hub keeps it (``huggingface_hub.login``: the token file under
+    HF_HOME), never in the app's own files."""
+    from huggingface_hub import login
+
+    login(token=token, add_to_git_credential=False, skip_if_logged_in=False)

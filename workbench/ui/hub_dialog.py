@@ -22,7 +22,7 @@ from workbench.hub.fit import will_it_fit
 from workbench.hub.remote_model import RemoteModel, download_plan, look_up
 from workbench.hub.repo_id import HubInputError
 from workbench.hub.search import search_models
-from workbench.hub.settings import hub_settings
+from workbench.hub.settings import hub_settings, remember_token
 
 SEARCH_COLUMNS = ("Model", "Params", "Dtype", "Weights", "Licence", "Access", "Downloads", "Likes", "vLLM runs it")
 CACHE_COLUMNS = ("Model", "Size", "Revision", "Last used", "State")
@@ -78,6 +78,9 @@ class GetModelDialog(QDialog):
         self.settings_label = QLabel(" · ".join(hub_settings().lines()), objectName="hubSettings", wordWrap=True)
         self.token = QLineEdit(objectName="hubToken", echoMode=QLineEdit.Password,
                                placeholderText="Access token, for gated or private models (kept for this window only)")
+        self.remember = QCheckBox("Remember it with huggingface_hub (its token file)", objectName="hubRemember")
+        self.remember.setToolTip("huggingface_hub.login writes the token where huggingface_hub keeps it (HF_HOME/token), "
+                                 "for this app and the hf command line; the app itself stores it nowhere.")
         self.query = QLineEdit(objectName="hubQuery", placeholderText="Search by name, or type a repo id (owner/name)")
         self.query.returnPressed.connect(self.search)
         search = QPushButton("Search", objectName="hubSearchButton")
@@ -107,7 +110,10 @@ class GetModelDialog(QDialog):
         self.tabs.addTab(self._cached_tab(), "Downloaded models")
         layout = QVBoxLayout(self)
         layout.addWidget(self.settings_label)
-        layout.addWidget(self.token)
+        token_row = QHBoxLayout()
+        token_row.addWidget(self.token, 1)
+        token_row.addWidget(self.remember)
+        layout.addLayout(token_row)
         layout.addWidget(self.tabs)
         layout.addWidget(self.progress)
         layout.addWidget(self.status)
@@ -177,9 +183,15 @@ class GetModelDialog(QDialog):
         self._idle(str(error) if known else f"{type(error).__name__}: {error}", error=True)
         if isinstance(error, HubError) and error.needs_token:
             self.token.setFocus()
+            self.token.setStyleSheet("border: 2px solid #92400e;")
 
     def _token(self) -> str | None:
-        return self.token.text().strip() or None
+        token = self.token.text().strip() or None
+        if token and self.remember.isChecked():
+            self.remember.setChecked(False)  # once: huggingface_hub keeps it from now on
+            self._run(remember_token, token, done=lambda _: self.settings_label.setText(
+                " · ".join(hub_settings().lines())))
+        return token
 
     # ------------------------------------------------------------------ search and size up
     def search(self) -> None:
