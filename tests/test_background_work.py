@@ -31,7 +31,7 @@ def test_model_scan_runs_off_the_gui_thread(qtbot, monkeypatch):
         release.set()
     assert scanned_on and scanned_on[0] is not threading.main_thread()
     qtbot.waitUntil(lambda: dialog.chosen_model() == "/models/slow")
-    assert _texts(dialog.list) == ["Slow model   [local]  /models/slow"]
+    assert _texts(dialog.list) == ["Slow model   [local]  /models/slow", "Get a model from the Hugging Face Hub…"]
 
 
 def test_model_picker_lists_the_demo_model(qtbot):
