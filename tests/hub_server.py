@@ -1,0 +1,303 @@
+"""A Hugging Face Hub on 127.0.0.1 for tests: repos built on disk, served by a real Hub server, with the
+real ``huggingface_hub`` client pointed at it through ``HF_ENDPOINT``.
+
+The server is olah (PyPI ``olah``, a self-hosted Hub mirror), run offline on local git repos from its own
+virtualenv (``.venv-hub``, made by ``packaging/install.py --test``; ``WORKBENCH_HUB_SERVER`` may name another
+``olah-cli``). In front of it, on the address the client is given, runs ``tests/hub_standin.py``: a stand-in
+for what olah does not serve offline (search, model_info's Hub fields, gated repos, Range requests); see its
+docstring. docs/results/hub-server-survey.md says what olah does and does not do.
+
+    from hub_server import HubServer, add_repo, tiny_repo_files, qwen7b_shaped_files
+
+    with HubServer(tmp_path) as hub:                # olah and the stand-in, on free ports
+        add_repo(hub, "tiny-org/tiny", tiny_repo_files(tmp_path / "src"))
+        hub.start()
+        ...HF_ENDPOINT=hub.endpoint...
+    # both processes are gone here, whatever the test did
+
+Repos may be added before :meth:`HubServer.start`, and after it too (olah reads them per request).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+STANDIN = Path(__file__).resolve().parent / "hub_standin.py"
+START_TIMEOUT_S = 30.0
+GIT_ENV = {"GIT_AUTHOR_NAME": "hub-test", "GIT_AUTHOR_EMAIL": "hub-test@localhost", "GIT_COMMITTER_NAME": "hub-test",
+           "GIT_COMMITTER_EMAIL": "hub-test@localhost", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def olah_cli() -> str:
+    """The olah server's command; the test is skipped (failed under CI) where it is not installed."""
+    named = os.environ.get("WORKBENCH_HUB_SERVER")
+    found = Path(named) if named else ROOT / ".venv-hub" / "bin" / "olah-cli"
+    if found.exists():
+        return str(found)
+    why = (f"the tests' Hub server is not installed ({found} is missing): `python3 packaging/install.py --test` "
+           "installs it, or `python3 -m venv .venv-hub && .venv-hub/bin/pip install olah==0.5.4`")
+    if os.environ.get("CI"):
+        pytest.fail(why)
+    pytest.skip(why)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# -- repos on disk ------------------------------------------------------------------------------------------
+
+def add_repo(hub: "HubServer", repo_id: str, source: Path, gated_token: str | None = None) -> Path:
+    """``source``'s files as the one commit of ``repo_id`` (``owner/name``) on ``hub``; its folder.
+
+    A model folder (config.json, tokenizer files, model.safetensors) is copied as it is. With
+    ``gated_token`` the repo is gated: its files need that token, as a gated repo's on the Hub do."""
+    folder = hub.repos_root / repo_id
+    shutil.copytree(source, folder)
+    env = {**os.environ, **GIT_ENV}
+    for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-q", "-m", "Upload"]):
+        subprocess.run(cmd, cwd=folder, env=env, check=True)
+    if gated_token:
+        hub.gated[repo_id] = gated_token
+        hub.write_standin_config()
+    return folder
+
+
+def write_safetensors_header(path: Path, tensors: dict[str, tuple[str, list[int]]], data: bytes | None = None) -> None:
+    """A safetensors file whose header describes ``tensors`` (name -> (dtype, shape)).
+
+    Without ``data`` it is a header-only stand-in: the header is all that ``get_safetensors_metadata``
+    reads (HTTP range reads of the first bytes), so the data the offsets point at is left out."""
+    sizes = {"BF16": 2, "F16": 2, "F32": 4, "I64": 8}
+    header, offset = {"__metadata__": {"format": "pt"}}, 0
+    for name, (dtype, shape) in tensors.items():
+        n = sizes[dtype]
+        for dim in shape:
+            n *= dim
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + n]}
+        offset += n
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    raw += b" " * (-len(raw) % 8)  # the header is padded to 8 bytes, as safetensors writes it
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + (data or b""))
+
+
+def tiny_repo_files(folder: Path, weights_kib: int = 64) -> Path:
+    """A tiny model folder: config.json, a few-byte tokenizer.json and a small random model.safetensors."""
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps({
+        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 16, "num_hidden_layers": 1,
+        "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 32, "vocab_size": 64}))
+    (folder / "tokenizer.json").write_text('{"version": "1.0"}')
+    (folder / "tokenizer_config.json").write_text('{"model_max_length": 128}')
+    rows = max(weights_kib * 1024 // (4 * 64), 1)
+    rng = np.random.default_rng(0)
+    save_file({"model.embed_tokens.weight": rng.standard_normal((rows, 64)).astype(np.float32)},
+              str(folder / "model.safetensors"))
+    return folder
+
+
+# Qwen/Qwen2.5-7B-Instruct's config.json, as published.
+QWEN25_7B_CONFIG = {
+    "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643, "eos_token_id": 151645,
+    "hidden_act": "silu", "hidden_size": 3584, "initializer_range": 0.02, "intermediate_size": 18944,
+    "max_position_embeddings": 32768, "max_window_layers": 28, "model_type": "qwen2", "num_attention_heads": 28,
+    "num_hidden_layers": 28, "num_key_value_heads": 4, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+    "sliding_window": 131072, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "transformers_version": "4.43.1", "use_cache": True, "use_sliding_window": False, "vocab_size": 152064,
+}
+QWEN25_7B_PARAMETERS = 7_615_616_512  # what the headers below add up to (the Hub says 7.62B)
+
+
+def qwen7b_tensors(config: dict = QWEN25_7B_CONFIG) -> dict[str, tuple[str, list[int]]]:
+    """Qwen2's tensors for ``config``, by name: (dtype, shape), in the order the checkpoint has them."""
+    h, inter, vocab = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
+    kv = h // config["num_attention_heads"] * config["num_key_value_heads"]
+    tensors = {"model.embed_tokens.weight": ("BF16", [vocab, h])}
+    for i in range(config["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        tensors.update({
+            p + "input_layernorm.weight": ("BF16", [h]), p + "post_attention_layernorm.weight": ("BF16", [h]),
+            p + "self_attn.q_proj.weight": ("BF16", [h, h]), p + "self_attn.q_proj.bias": ("BF16", [h]),
+            p + "self_attn.k_proj.weight": ("BF16", [kv, h]), p + "self_attn.k_proj.bias": ("BF16", [kv]),
+            p + "self_attn.v_proj.weight": ("BF16", [kv, h]), p + "self_attn.v_proj.bias": ("BF16", [kv]),
+            p + "self_attn.o_proj.weight": ("BF16", [h, h]),
+            p + "mlp.gate_proj.weight": ("BF16", [inter, h]), p + "mlp.up_proj.weight": ("BF16", [inter, h]),
+            p + "mlp.down_proj.weight": ("BF16", [h, inter]),
+        })
+    tensors["model.norm.weight"] = ("BF16", [h])
+    tensors["lm_head.weight"] = ("BF16", [vocab, h])
+    return tensors
+
+
+def qwen7b_shaped_files(folder: Path, shards: int = 4) -> Path:
+    """A config-only, 7B-shaped model folder: Qwen2.5-7B-Instruct's config.json, a
+    model.safetensors.index.json and ``shards`` header-only safetensors files (a few KiB each) whose
+    headers describe all of its 7.6e9 parameters."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(QWEN25_7B_CONFIG, indent=2))
+    tensors = list(qwen7b_tensors().items())
+    per_shard = -(-len(tensors) // shards)
+    weight_map, total = {}, 0
+    for k in range(shards):
+        name = f"model-{k + 1:05d}-of-{shards:05d}.safetensors"
+        part = dict(tensors[k * per_shard:(k + 1) * per_shard])
+        write_safetensors_header(folder / name, part)
+        for tensor, (_, shape) in part.items():
+            weight_map[tensor] = name
+            n = 2
+            for dim in shape:
+                n *= dim
+            total += n
+    (folder / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2))
+    return folder
+
+
+# -- the servers ------------------------------------------------------------------------------------------
+
+class HubServer:
+    """olah and the stand-in in front of it, on free loopback ports, as a context manager.
+
+    ``endpoint`` is what ``HF_ENDPOINT`` is set to. ``kill()`` SIGKILLs both (a crash mid-transfer);
+    ``start()`` again brings them back on the same ports. Leaving the ``with`` block stops them, on a
+    failing test too. ``pace`` ("owner/name/file" -> seconds per 64 KiB) sends a file slowly."""
+
+    def __init__(self, workdir: Path, pace: dict[str, float] | None = None):
+        self.workdir = Path(workdir)
+        self.repos_root = self.workdir / "mirrors" / "models"
+        self.repos_root.mkdir(parents=True, exist_ok=True)
+        self.gated: dict[str, str] = {}
+        self.pace = dict(pace or {})
+        self.olah_port, self.port = free_port(), free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.request_log = self.workdir / "requests.log"
+        self._processes: list[subprocess.Popen] = []
+
+    def write_standin_config(self) -> Path:
+        path = self.workdir / "standin.json"
+        path.write_text(json.dumps({"port": self.port, "upstream": f"http://127.0.0.1:{self.olah_port}",
+                                    "repos_root": str(self.repos_root), "gated": self.gated, "pace": self.pace,
+                                    "log": str(self.request_log)}))
+        return path
+
+    def _olah_config(self) -> Path:
+        path = self.workdir / "olah.toml"
+        path.write_text(
+            "[basic]\n"
+            f'host = "127.0.0.1"\nport = {self.olah_port}\n'
+            f'repos-path = "{self.workdir / "olah-cache"}"\n'
+            f'mirrors-path = ["{self.workdir / "mirrors"}"]\n'
+            "[accessibility]\noffline = true\n")
+        return path
+
+    def _spawn(self, cmd: list[str], log_name: str) -> None:
+        log = open(self.workdir / log_name, "ab")
+        self._processes.append(subprocess.Popen(cmd, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
+                                                stdin=subprocess.DEVNULL, start_new_session=True))
+        log.close()
+
+    def start(self) -> "HubServer":
+        """Both servers started; returns once each answers (or raises, naming its log)."""
+        self._spawn([olah_cli(), "-c", str(self._olah_config()), "--log-path", str(self.workdir / "olah-logs")],
+                    "olah.out")
+        self._spawn([sys.executable, str(STANDIN), str(self.write_standin_config())], "standin.out")
+        self._wait(f"http://127.0.0.1:{self.olah_port}/api/whoami-v2", "olah.out")
+        self._wait(f"{self.endpoint}/api/models", "standin.out")
+        return self
+
+    def _wait(self, url: str, log_name: str) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if any(p.poll() is not None for p in self._processes):
+                break
+            try:
+                urllib.request.urlopen(url, timeout=1).close()
+                return
+            except urllib.error.HTTPError:
+                return  # it answers, with an error: that is up
+            except OSError:
+                time.sleep(0.1)
+        log = (self.workdir / log_name).read_text(errors="replace")[-2000:]
+        self.stop()
+        raise RuntimeError(f"the tests' Hub server did not answer at {url}:\n{log}")
+
+    def kill(self) -> None:
+        """SIGKILL to both servers' process groups, as a crash would; waits until they are gone."""
+        self._signal(signal.SIGKILL)
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL after 5 s, to whatever is still running."""
+        self._signal(signal.SIGTERM, grace_s=5.0)
+
+    def _signal(self, sig: int, grace_s: float = 0.0) -> None:
+        for process in self._processes:
+            if process.poll() is None:
+                try:
+                    os.killpg(process.pid, sig)
+                except ProcessLookupError:
+                    pass
+        for process in self._processes:
+            try:
+                process.wait(timeout=grace_s or 5.0)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        self._processes.clear()
+
+    def requests(self) -> list[str]:
+        """What the client asked, one ``METHOD PATH RANGE`` line a request."""
+        return self.request_log.read_text().splitlines() if self.request_log.exists() else []
+
+    def __enter__(self) -> "HubServer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def point_client_at(monkeypatch, endpoint: str, home: Path) -> Path:
+    """The ``huggingface_hub`` client of this process (and of any it starts) pointed at ``endpoint``, with
+    ``home`` as HF_HOME (its cache in ``home/hub``), no token from the machine and Xet off.
+
+    huggingface_hub reads these variables once, when it is imported, and the suite has imported it by
+    then: its constants, and the endpoint of the HfApi behind ``huggingface_hub.get_safetensors_metadata``
+    and the other module functions, are patched too (undone with the test's ``monkeypatch``). Returns
+    the cache."""
+    from huggingface_hub import constants, hf_api
+    from huggingface_hub.utils import _cache_manager
+
+    cache = home / "hub"
+    token = home / "token"
+    env = {"HF_ENDPOINT": endpoint, "HF_HOME": str(home), "HF_HUB_CACHE": str(cache), "HF_TOKEN_PATH": str(token),
+           "HF_HUB_DISABLE_XET": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    for key in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(key, raising=False)
+    patched = {"ENDPOINT": endpoint, "HUGGINGFACE_CO_URL_TEMPLATE": endpoint + "/{repo_id}/resolve/{revision}/{filename}",
+               "HF_URL_HOSTS": constants.HF_URL_HOSTS | {"127.0.0.1"}, "HF_HOME": str(home), "HF_HUB_CACHE": str(cache),
+               "HF_TOKEN_PATH": str(token), "HF_STORED_TOKENS_PATH": str(home / "stored_tokens"),
+               "HF_HUB_OFFLINE": False, "HF_HUB_DISABLE_XET": True}
+    for key, value in patched.items():
+        monkeypatch.setattr(constants, key, value, raising=False)
+    monkeypatch.setattr(_cache_manager, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(hf_api.api, "endpoint", endpoint)  # the HfApi behind the module's functions
+    return cache

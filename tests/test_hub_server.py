@@ -1,0 +1,156 @@
+"""The real ``huggingface_hub`` client against the tests' Hub on 127.0.0.1 (olah, with the stand-in in front
+for what olah does not serve offline: tests/hub_server.py): what the Hub feature asks of the Hub works there
+as it does on huggingface.co. No engine, no network beyond loopback."""
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+
+import pytest
+from hub_server import (QWEN25_7B_PARAMETERS, HubServer, add_repo, point_client_at, qwen7b_shaped_files,
+                        tiny_repo_files)
+
+pytestmark = pytest.mark.timeout(60)
+
+TINY = "tiny-org/tiny-model"
+QWEN = "Qwen/Qwen2.5-7B-Instruct"
+GATED = "gated-org/gated-model"
+TOKEN = "hf_testtoken0123456789"
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    """One Hub for the module: a tiny repo, the 7B-shaped config-only repo and a gated repo."""
+    work = tmp_path_factory.mktemp("hub")
+    with HubServer(work) as server:
+        add_repo(server, TINY, tiny_repo_files(work / "src-tiny"))
+        add_repo(server, QWEN, qwen7b_shaped_files(work / "src-qwen"))
+        add_repo(server, GATED, tiny_repo_files(work / "src-gated", weights_kib=4), gated_token=TOKEN)
+        server.start()
+        yield server
+
+
+@pytest.fixture
+def client(hub, tmp_path, monkeypatch):
+    """An HfApi on the module's Hub, with an empty cache of its own; the cache folder is ``client.cache``."""
+    from huggingface_hub import HfApi
+
+    cache = point_client_at(monkeypatch, hub.endpoint, tmp_path / "hf-home")
+    api = HfApi()
+    api.cache = cache
+    return api
+
+
+def test_model_info_has_what_the_hub_says(client, hub):
+    info = client.model_info(TINY)
+    assert info.id == TINY and len(info.sha) == 40
+    assert {s.rfilename for s in info.siblings} == {"config.json", "tokenizer.json", "tokenizer_config.json",
+                                                    "model.safetensors"}
+    sizes = {s.rfilename: s.size for s in client.model_info(TINY, files_metadata=True).siblings}
+    assert sizes["model.safetensors"] == (hub.repos_root / TINY / "model.safetensors").stat().st_size
+    assert client.model_info(TINY, revision=info.sha).sha == info.sha
+    expanded = client.model_info(QWEN, expand=["safetensors", "gated"])
+    assert expanded.safetensors.total == QWEN25_7B_PARAMETERS and expanded.safetensors.parameters == {
+        "BF16": QWEN25_7B_PARAMETERS}
+    assert expanded.gated is False
+    assert sorted(client.list_repo_files(QWEN))[:2] == ["config.json", "model-00001-of-00004.safetensors"]
+
+
+def test_search_finds_repos_by_name(client):
+    assert [m.id for m in client.list_models(search="qwen2.5")] == [QWEN]
+    assert {m.id for m in client.list_models(search="model")} == {TINY, GATED}
+    assert [m.id for m in client.list_models(search="no-such-model")] == []
+    assert [m.id for m in client.list_models(author="tiny-org")] == [TINY]
+
+
+def test_download_into_the_standard_cache(client, hub):
+    from huggingface_hub import hf_hub_download, scan_cache_dir
+
+    path = hf_hub_download(TINY, "config.json")
+    assert path.startswith(str(client.cache / "models--tiny-org--tiny-model" / "snapshots"))
+    assert open(path).read() == (hub.repos_root / TINY / "config.json").read_text()
+    assert client.model_info(TINY).sha in path
+    assert [r.repo_id for r in scan_cache_dir().repos] == [TINY]
+
+
+def test_snapshot_download_takes_only_the_patterns_asked_for(client, tmp_path):
+    from huggingface_hub import snapshot_download
+
+    folder = snapshot_download(TINY, allow_patterns=["*.json"])
+    assert sorted(p.name for p in __import__("pathlib").Path(folder).iterdir()) == [
+        "config.json", "tokenizer.json", "tokenizer_config.json"]
+
+
+def test_safetensors_headers_size_up_a_7b_model_without_its_weights(client, hub):
+    from huggingface_hub import get_safetensors_metadata
+
+    before = len(hub.requests())
+    meta = get_safetensors_metadata(QWEN)
+    assert meta.sharded and len(meta.files_metadata) == 4
+    total = sum(meta.parameter_count.values())
+    assert total == QWEN25_7B_PARAMETERS and 7.5e9 < total < 7.7e9
+    asked = hub.requests()[before:]
+    ranged = [line for line in asked if line.split()[1].endswith(".safetensors") and line.startswith("GET")]
+    assert len(ranged) == 4 and all(line.endswith("bytes=0-100000") for line in ranged), asked
+    assert get_safetensors_metadata(TINY).parameter_count == {"F32": 16384}
+
+
+def test_gated_repo_needs_its_token(client, monkeypatch):
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import GatedRepoError
+
+    assert client.model_info(GATED).gated == "manual"  # its card is public, as on the Hub
+    with pytest.raises(GatedRepoError) as refused:
+        hf_hub_download(GATED, "config.json")
+    assert refused.value.response.status_code == 401
+    with pytest.raises(GatedRepoError) as wrong:
+        hf_hub_download(GATED, "config.json", token="hf_someoneelse")
+    assert wrong.value.response.status_code == 403
+    assert open(hf_hub_download(GATED, "config.json", token=TOKEN)).read().startswith("{")
+    monkeypatch.setenv("HF_TOKEN", TOKEN)  # the token as the app's users give it
+    assert hf_hub_download(GATED, "model.safetensors")
+    client.auth_check(GATED)
+
+
+def test_download_resumes_after_the_server_is_killed_mid_transfer(tmp_path, monkeypatch):
+    from huggingface_hub import hf_hub_download
+
+    repo, name = "slow-org/slow-model", "model.safetensors"
+    with HubServer(tmp_path / "hub", pace={f"{repo}/{name}": 0.02}) as hub:  # 2 MiB in about 0.7 s
+        source = tiny_repo_files(tmp_path / "src", weights_kib=2048) / name
+        add_repo(hub, repo, source.parent)
+        hub.start()
+        cache = point_client_at(monkeypatch, hub.endpoint, tmp_path / "hf-home")
+        failed: list[BaseException] = []
+
+        def first_try():
+            try:
+                hf_hub_download(repo, name)
+            except BaseException as error:  # the server is gone: the client gives up after its retries
+                failed.append(error)
+
+        thread = threading.Thread(target=first_try)
+        thread.start()
+        partial = _wait_for_partial(cache, at_least=256 * 1024)
+        hub.kill()
+        thread.join(timeout=30)
+        assert failed and not thread.is_alive()
+        kept = partial.stat().st_size
+        assert 0 < kept < source.stat().st_size
+
+        hub.start()
+        path = hf_hub_download(repo, name)
+        assert hashlib.sha256(open(path, "rb").read()).hexdigest() == hashlib.sha256(source.read_bytes()).hexdigest()
+        resumed = [line for line in hub.requests() if line.startswith("GET") and name in line and "bytes=" in line]
+        assert resumed and int(resumed[-1].rsplit("bytes=", 1)[1].split("-")[0]) >= kept, hub.requests()
+
+
+def _wait_for_partial(cache, at_least: int, timeout_s: float = 10.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for partial in cache.glob("models--*/blobs/*.incomplete"):
+            if partial.stat().st_size >= at_least:
+                return partial
+        time.sleep(0.01)
+    raise AssertionError(f"no download of {at_least} bytes under way in {cache}")
