@@ -114,43 +114,51 @@ def test_gated_repo_needs_its_token(client, monkeypatch):
 
 
 def test_download_resumes_after_the_server_is_killed_mid_transfer(tmp_path, monkeypatch):
-    from huggingface_hub import hf_hub_download
+    """huggingface_hub 2.x resumes within one call: on a lost connection it retries (5 times, 1 s apart)
+    with a Range from the bytes it has written, which it writes DOWNLOAD_CHUNK_SIZE (10 MiB) at a time.
+    A call that gives up deletes its partial file, so the server is back before the retries run out."""
+    from huggingface_hub import constants, hf_hub_download
 
     repo, name = "slow-org/slow-model", "model.safetensors"
-    with HubServer(tmp_path / "hub", pace={f"{repo}/{name}": 0.02}) as hub:  # 2 MiB in about 0.7 s
-        source = tiny_repo_files(tmp_path / "src", weights_kib=2048) / name
+    size_kib = constants.DOWNLOAD_CHUNK_SIZE // 1024 + 6 * 1024  # 16 MiB, sent in about 1.3 s
+    with HubServer(tmp_path / "hub", pace={f"{repo}/{name}": 0.005}) as hub:
+        source = tiny_repo_files(tmp_path / "src", weights_kib=size_kib) / name
         add_repo(hub, repo, source.parent)
         hub.start()
         cache = point_client_at(monkeypatch, hub.endpoint, tmp_path / "hf-home")
-        failed: list[BaseException] = []
+        result: dict = {}
 
-        def first_try():
+        def download():
             try:
-                hf_hub_download(repo, name)
-            except BaseException as error:  # the server is gone: the client gives up after its retries
-                failed.append(error)
+                result["path"] = hf_hub_download(repo, name)
+            except BaseException as error:
+                result["error"] = error
 
-        thread = threading.Thread(target=first_try)
+        thread = threading.Thread(target=download)
         thread.start()
-        partial = _wait_for_partial(cache, at_least=256 * 1024)
+        kept = _wait_for_partial(cache, at_least=constants.DOWNLOAD_CHUNK_SIZE)
         hub.kill()
+        assert "path" not in result and kept < source.stat().st_size
+        hub.start()  # the same ports, within the client's retries
         thread.join(timeout=30)
-        assert failed and not thread.is_alive()
-        kept = partial.stat().st_size
-        assert 0 < kept < source.stat().st_size
-
-        hub.start()
-        path = hf_hub_download(repo, name)
-        assert hashlib.sha256(open(path, "rb").read()).hexdigest() == hashlib.sha256(source.read_bytes()).hexdigest()
-        resumed = [line for line in hub.requests() if line.startswith("GET") and name in line and "bytes=" in line]
-        assert resumed and int(resumed[-1].rsplit("bytes=", 1)[1].split("-")[0]) >= kept, hub.requests()
+        assert not thread.is_alive() and "error" not in result, result
+        assert hashlib.sha256(open(result["path"], "rb").read()).digest() == hashlib.sha256(source.read_bytes()).digest()
+        gets = [line for line in hub.requests() if line.startswith("GET") and line.split()[1].endswith(name)]
+        resumed_at = int(gets[-1].rsplit("bytes=", 1)[1].rstrip("-")) if "bytes=" in gets[-1] else 0
+        assert gets[0].endswith(" -") and len(gets) == 2, gets  # the whole file asked for, then the rest
+        assert resumed_at % constants.DOWNLOAD_CHUNK_SIZE == 0 and 0 < resumed_at < source.stat().st_size, gets
 
 
-def _wait_for_partial(cache, at_least: int, timeout_s: float = 10.0):
+def _wait_for_partial(cache, at_least: int, timeout_s: float = 10.0) -> int:
+    """The size of the download's partial file once it holds ``at_least`` bytes."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for partial in cache.glob("models--*/blobs/*.incomplete"):
-            if partial.stat().st_size >= at_least:
-                return partial
-        time.sleep(0.01)
+            try:
+                size = partial.stat().st_size
+            except FileNotFoundError:
+                continue
+            if size >= at_least:
+                return size
+        time.sleep(0.005)
     raise AssertionError(f"no download of {at_least} bytes under way in {cache}")
