@@ -7,7 +7,8 @@ itself, following the Hub's published API (huggingface.co/docs/hub/api):
 * ``GET /api/models?search=&author=&limit=``: the search (olah has no such route);
 * ``GET /api/models/{repo}`` and ``.../revision/{rev}``: olah's answer (asked at ``revision/main`` where no
   revision is given: offline olah cannot resolve a default one) with what the Hub adds: ``gated``,
-  ``safetensors`` (parameter counts from the files' headers), ``config``, sizes with ``?blobs=true``, and
+  ``safetensors`` (parameter counts from the files' headers), ``config``, sizes with ``?blobs=true`` (a
+  header-only safetensors file listed at the size its header describes), and
   only the ``expand=`` fields when some are asked for;
 * gated repos: a file, ``auth-check`` or ``whoami-v2`` without the repo's token is refused as the Hub does
   (401 without a token, 403 with another one, ``X-Error-Code: GatedRepo``);
@@ -58,6 +59,18 @@ def parameter_counts(folder: Path) -> dict | None:
                 n *= dim
             counts[tensor["dtype"]] = counts.get(tensor["dtype"], 0) + n
     return {"parameters": counts, "total": sum(counts.values())} if counts else None
+
+
+def declared_size(path: Path) -> int:
+    """A file's size as the Hub lists it; for a header-only safetensors stand-in, the size its header
+    describes (8 + header + the data its offsets reach), as the real file would have."""
+    size = path.stat().st_size
+    if path.suffix != ".safetensors":
+        return size
+    with path.open("rb") as f:
+        (header_size,) = struct.unpack("<Q", f.read(8))
+    ends = [t["data_offsets"][1] for k, t in safetensors_header(path).items() if k != "__metadata__"]
+    return max(size, 8 + header_size + max(ends, default=0))
 
 
 def head_commit(folder: Path) -> str:
@@ -210,7 +223,7 @@ class StandIn(BaseHTTPRequestHandler):
             info["config"] = {k: full[k] for k in ("architectures", "model_type") if k in full}
         if query.get("blobs", ["false"])[0] == "true":
             for sibling in info.get("siblings", []):
-                sibling["size"] = (folder / sibling["rfilename"]).stat().st_size
+                sibling["size"] = declared_size(folder / sibling["rfilename"])
         expand = query.get("expand")
         if expand:
             info = {k: v for k, v in info.items() if k in EXPAND_KEEP or k in expand}

@@ -54,6 +54,8 @@ def test_model_info_has_what_the_hub_says(client, hub):
     assert expanded.safetensors.total == QWEN25_7B_PARAMETERS and expanded.safetensors.parameters == {
         "BF16": QWEN25_7B_PARAMETERS}
     assert expanded.gated is False
+    listed = sum(s.size for s in client.model_info(QWEN, files_metadata=True).siblings)
+    assert 2 * QWEN25_7B_PARAMETERS < listed < 2 * QWEN25_7B_PARAMETERS + 1e6  # BF16 weights, as the Hub lists them
     assert sorted(client.list_repo_files(QWEN))[:2] == ["config.json", "model-00001-of-00004.safetensors"]
 
 
