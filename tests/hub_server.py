@@ -173,6 +173,21 @@ def qwen7b_shaped_files(folder: Path, shards: int = 4) -> Path:
 
 # -- the servers ------------------------------------------------------------------------------------------
 
+if sys.platform.startswith("linux"):
+    import ctypes
+
+    _LIBC = ctypes.CDLL(None, use_errno=True)  # loaded here: the child may only make the call itself
+else:
+    _LIBC = None
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL when the test process dies, even by SIGKILL (Linux's
+    PR_SET_PDEATHSIG), so that a killed pytest leaves no server behind either."""
+    if _LIBC is not None:
+        _LIBC.prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+
+
 class HubServer:
     """olah and the stand-in in front of it, on free loopback ports, as a context manager.
 
@@ -211,7 +226,8 @@ class HubServer:
     def _spawn(self, cmd: list[str], log_name: str) -> None:
         log = open(self.workdir / log_name, "ab")
         self._processes.append(subprocess.Popen(cmd, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
-                                                stdin=subprocess.DEVNULL, start_new_session=True))
+                                                stdin=subprocess.DEVNULL, start_new_session=True,
+                                                preexec_fn=_die_with_parent))
         log.close()
 
     def start(self) -> "HubServer":
@@ -301,3 +317,18 @@ def point_client_at(monkeypatch, endpoint: str, home: Path) -> Path:
     monkeypatch.setattr(_cache_manager, "HF_HUB_CACHE", str(cache))
     monkeypatch.setattr(hf_api.api, "endpoint", endpoint)  # the HfApi behind the module's functions
     return cache
+
+
+def hub_fixture(build, scope: str = "module"):
+    """A pytest fixture that yields a started :class:`HubServer` after ``build(server, workdir)`` has added
+    its repos; stopped when the scope ends. In a test module: ``hub = hub_fixture(my_repos)``."""
+
+    @pytest.fixture(scope=scope)
+    def hub(tmp_path_factory):
+        work = tmp_path_factory.mktemp("hub")
+        with HubServer(work) as server:
+            build(server, work)
+            server.start()
+            yield server
+
+    return hub

@@ -128,7 +128,10 @@ class StandIn(BaseHTTPRequestHandler):
         return response.status, headers, data, int(length) if method == "HEAD" and length else None
 
     def _forward(self) -> None:
-        status, headers, data, length = self._upstream(self.command, self.path)
+        try:
+            status, headers, data, length = self._upstream(self.command, self.path)
+        except OSError as error:  # olah is not there (killed, or not up yet): the Hub's gateway error
+            return self._json({"error": f"upstream Hub server unreachable: {error}"}, 502)
         self._send(status, data, headers, length)
 
     def _folder(self, repo: str) -> Path | None:

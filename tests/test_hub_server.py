@@ -8,8 +8,8 @@ import threading
 import time
 
 import pytest
-from hub_server import (QWEN25_7B_PARAMETERS, HubServer, add_repo, point_client_at, qwen7b_shaped_files,
-                        tiny_repo_files)
+from hub_server import (QWEN25_7B_PARAMETERS, HubServer, add_repo, hub_fixture, point_client_at,
+                        qwen7b_shaped_files, tiny_repo_files)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -19,16 +19,14 @@ GATED = "gated-org/gated-model"
 TOKEN = "hf_testtoken0123456789"
 
 
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    """One Hub for the module: a tiny repo, the 7B-shaped config-only repo and a gated repo."""
-    work = tmp_path_factory.mktemp("hub")
-    with HubServer(work) as server:
-        add_repo(server, TINY, tiny_repo_files(work / "src-tiny"))
-        add_repo(server, QWEN, qwen7b_shaped_files(work / "src-qwen"))
-        add_repo(server, GATED, tiny_repo_files(work / "src-gated", weights_kib=4), gated_token=TOKEN)
-        server.start()
-        yield server
+def build_repos(server, work):
+    """A tiny repo, the 7B-shaped config-only repo and a gated repo."""
+    add_repo(server, TINY, tiny_repo_files(work / "src-tiny"))
+    add_repo(server, QWEN, qwen7b_shaped_files(work / "src-qwen"))
+    add_repo(server, GATED, tiny_repo_files(work / "src-gated", weights_kib=4), gated_token=TOKEN)
+
+
+hub = hub_fixture(build_repos)
 
 
 @pytest.fixture
