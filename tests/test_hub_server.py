@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from hub_server import (QWEN25_7B_PARAMETERS, HubServer, add_repo, hub_fixture, point_client_at,
@@ -13,6 +14,7 @@ from hub_server import (QWEN25_7B_PARAMETERS, HubServer, add_repo, hub_fixture, 
 
 pytestmark = pytest.mark.timeout(60)
 
+ROOT = Path(__file__).resolve().parent.parent
 TINY = "tiny-org/tiny-model"
 QWEN = "Qwen/Qwen2.5-7B-Instruct"
 GATED = "gated-org/gated-model"
@@ -78,7 +80,7 @@ def test_snapshot_download_takes_only_the_patterns_asked_for(client, tmp_path):
     from huggingface_hub import snapshot_download
 
     folder = snapshot_download(TINY, allow_patterns=["*.json"])
-    assert sorted(p.name for p in __import__("pathlib").Path(folder).iterdir()) == [
+    assert sorted(p.name for p in Path(folder).iterdir()) == [
         "config.json", "tokenizer.json", "tokenizer_config.json"]
 
 
@@ -100,7 +102,11 @@ def test_gated_repo_needs_its_token(client, monkeypatch):
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import GatedRepoError
 
+    from huggingface_hub import get_safetensors_metadata
+
     assert client.model_info(GATED).gated == "manual"  # its card is public, as on the Hub
+    with pytest.raises(GatedRepoError):
+        get_safetensors_metadata(GATED)  # sizing it up needs the token too
     with pytest.raises(GatedRepoError) as refused:
         hf_hub_download(GATED, "config.json")
     assert refused.value.response.status_code == 401
@@ -110,7 +116,20 @@ def test_gated_repo_needs_its_token(client, monkeypatch):
     assert open(hf_hub_download(GATED, "config.json", token=TOKEN)).read().startswith("{")
     monkeypatch.setenv("HF_TOKEN", TOKEN)  # the token as the app's users give it
     assert hf_hub_download(GATED, "model.safetensors")
+    assert get_safetensors_metadata(GATED).parameter_count == {"F32": 1024}
     client.auth_check(GATED)
+
+
+def test_installer_puts_the_hub_server_in_a_virtualenv_of_its_own(tmp_path, capsys):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("install_script", ROOT / "packaging" / "install.py")
+    install = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(install)
+    install.ensure_hub_server(install.Runner(dry_run=True), venv=tmp_path / "hub-venv")
+    said = capsys.readouterr().out
+    assert f"-m venv {tmp_path / 'hub-venv'}" in said and "pip install --no-cache-dir olah==0.5.4" in said
+    assert install.HUB_VENV == ROOT / ".venv-hub"
 
 
 def test_download_resumes_after_the_server_is_killed_mid_transfer(tmp_path, monkeypatch):
