@@ -161,7 +161,8 @@ def test_download_resumes_after_the_server_is_killed_mid_transfer(tmp_path, monk
         hub.start()  # the same ports, within the client's retries
         thread.join(timeout=30)
         assert not thread.is_alive() and "error" not in result, result
-        assert hashlib.sha256(open(result["path"], "rb").read()).digest() == hashlib.sha256(source.read_bytes()).digest()
+        with open(result["path"], "rb") as got:
+            assert hashlib.sha256(got.read()).digest() == hashlib.sha256(source.read_bytes()).digest()
         gets = [line for line in hub.requests() if line.startswith("GET") and line.split()[1].endswith(name)]
         resumed_at = int(gets[-1].rsplit("bytes=", 1)[1].rstrip("-")) if "bytes=" in gets[-1] else 0
         assert gets[0].endswith(" -") and len(gets) == 2, gets  # the whole file asked for, then the rest
