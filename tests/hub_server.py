@@ -20,6 +20,7 @@ folders to add are built by ``tests/hub_repos.py`` (re-exported here).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -68,20 +69,40 @@ def free_port() -> int:
 
 # -- repos on disk ------------------------------------------------------------------------------------------
 
+LFS_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.gguf")  # what the Hub keeps in git-LFS
+
+
 def add_repo(hub: "HubServer", repo_id: str, source: Path, gated_token: str | None = None) -> Path:
     """``source``'s files as the one commit of ``repo_id`` (``owner/name``) on ``hub``; its folder.
 
-    A model folder (config.json, tokenizer files, model.safetensors) is copied as it is. With
+    A model folder (config.json, tokenizer files, model.safetensors) is copied as it is; weights are
+    committed as git-LFS pointers with their objects in ``.git/lfs/objects``, as on the Hub (no git-lfs
+    needed), so olah lists them with their sha256 and size and gives the sha256 as their ETag. With
     ``gated_token`` the repo is gated: its files need that token, as a gated repo's on the Hub do."""
     folder = hub.repos_root / repo_id
     shutil.copytree(source, folder)
+    weights = [path for pattern in LFS_PATTERNS for path in folder.rglob(pattern)]
+    originals = {path: _to_lfs_pointer(folder, path) for path in weights}
     env = {**os.environ, **GIT_ENV}
     for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-q", "-m", "Upload"]):
         subprocess.run(cmd, cwd=folder, env=env, check=True)
+    for path, lfs_object in originals.items():  # the working tree holds the content, for the stand-in's ranges
+        shutil.copyfile(lfs_object, path)
     if gated_token:
         hub.gated[repo_id] = gated_token
         hub.write_standin_config()
     return folder
+
+
+def _to_lfs_pointer(folder: Path, path: Path) -> Path:
+    """``path`` moved into ``folder``'s LFS object store and replaced by its pointer; the object's path."""
+    data = path.read_bytes()
+    oid = hashlib.sha256(data).hexdigest()
+    lfs_object = folder / ".git" / "lfs" / "objects" / oid[:2] / oid[2:4] / oid
+    lfs_object.parent.mkdir(parents=True, exist_ok=True)
+    lfs_object.write_bytes(data)
+    path.write_text(f"version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize {len(data)}\n")
+    return lfs_object
 
 
 # -- the servers ------------------------------------------------------------------------------------------
@@ -221,7 +242,8 @@ def point_client_at(monkeypatch, endpoint: str, home: Path) -> Path:
         monkeypatch.setenv(key, value)
     for key in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         monkeypatch.delenv(key, raising=False)
-    patched = {"ENDPOINT": endpoint, "HUGGINGFACE_CO_URL_TEMPLATE": endpoint + "/{repo_id}/resolve/{revision}/{filename}",
+    template = endpoint + "/{repo_id}/resolve/{revision}/{filename}"
+    patched = {"ENDPOINT": endpoint, "HUGGINGFACE_CO_URL_TEMPLATE": template,
                "HF_URL_HOSTS": constants.HF_URL_HOSTS | {"127.0.0.1"}, "HF_HOME": str(home),
                "HF_HUB_CACHE": str(cache),
                "HF_TOKEN_PATH": str(token), "HF_STORED_TOKENS_PATH": str(home / "stored_tokens"),

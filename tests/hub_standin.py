@@ -7,8 +7,8 @@ itself, following the Hub's published API (huggingface.co/docs/hub/api):
 * ``GET /api/models?search=&author=&limit=``: the search (olah has no such route);
 * ``GET /api/models/{repo}`` and ``.../revision/{rev}``: olah's answer (asked at ``revision/main`` where no
   revision is given: offline olah cannot resolve a default one) with what the Hub adds: ``gated``,
-  ``safetensors`` (parameter counts from the files' headers), ``config``, sizes with ``?blobs=true`` (a
-  header-only safetensors file listed at the size its header describes), and
+  ``safetensors`` (parameter counts from the files' headers), ``config``, sizes and LFS sha256 with
+  ``?blobs=true`` (a header-only safetensors file listed at the size its header describes), and
   only the ``expand=`` fields when some are asked for;
 * gated repos: a file, ``auth-check`` or ``whoami-v2`` without the repo's token is refused as the Hub does
   (401 without a token, 403 with another one, ``X-Error-Code: GatedRepo``);
@@ -71,6 +71,14 @@ def declared_size(path: Path) -> int:
         (header_size,) = struct.unpack("<Q", f.read(8))
     ends = [t["data_offsets"][1] for k, t in safetensors_header(path).items() if k != "__metadata__"]
     return max(size, 8 + header_size + max(ends, default=0))
+
+
+def lfs_oid(folder: Path, path: Path) -> str | None:
+    """The sha256 of ``path``'s content where the repo keeps it in git-LFS (its object is in the store)."""
+    if not path.is_file():
+        return None
+    oid = hashlib.sha256(path.read_bytes()).hexdigest()
+    return oid if (folder / ".git" / "lfs" / "objects" / oid[:2] / oid[2:4] / oid).exists() else None
 
 
 def head_commit(folder: Path) -> str:
@@ -226,7 +234,13 @@ class StandIn(BaseHTTPRequestHandler):
             info["config"] = {k: full[k] for k in ("architectures", "model_type") if k in full}
         if query.get("blobs", ["false"])[0] == "true":
             for sibling in info.get("siblings", []):
-                sibling["size"] = declared_size(folder / sibling["rfilename"])
+                path = folder / sibling["rfilename"]
+                sibling["size"] = declared_size(path)
+                oid = lfs_oid(folder, path)
+                if oid:
+                    size = path.stat().st_size
+                    pointer = f"version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize {size}\n"
+                    sibling["lfs"] = {"sha256": oid, "size": sibling["size"], "pointerSize": len(pointer)}
         expand = query.get("expand")
         if expand:
             info = {k: v for k, v in info.items() if k in EXPAND_KEEP or k in expand}

@@ -47,8 +47,13 @@ def test_model_info_has_what_the_hub_says(client, hub):
     assert info.id == TINY and len(info.sha) == 40
     assert {s.rfilename for s in info.siblings} == {"config.json", "tokenizer.json", "tokenizer_config.json",
                                                     "model.safetensors"}
-    sizes = {s.rfilename: s.size for s in client.model_info(TINY, files_metadata=True).siblings}
-    assert sizes["model.safetensors"] == (hub.repos_root / TINY / "model.safetensors").stat().st_size
+    siblings = {s.rfilename: s for s in client.model_info(TINY, files_metadata=True).siblings}
+    weights = (hub.repos_root / TINY / "model.safetensors").read_bytes()
+    assert siblings["model.safetensors"].size == len(weights) and siblings["config.json"].lfs is None
+    assert siblings["model.safetensors"].lfs.sha256 == hashlib.sha256(weights).hexdigest()
+    tree = {f.path: f for f in client.list_repo_tree(TINY)}  # olah's own listing: the LFS pointer read
+    assert tree["model.safetensors"].size == len(weights)
+    assert tree["model.safetensors"].lfs.sha256 == hashlib.sha256(weights).hexdigest()
     assert client.model_info(TINY, revision=info.sha).sha == info.sha
     expanded = client.model_info(QWEN, expand=["safetensors", "gated"])
     assert expanded.safetensors.total == QWEN25_7B_PARAMETERS and expanded.safetensors.parameters == {
@@ -74,6 +79,9 @@ def test_download_into_the_standard_cache(client, hub):
     assert open(path).read() == (hub.repos_root / TINY / "config.json").read_text()
     assert client.model_info(TINY).sha in path
     assert [r.repo_id for r in scan_cache_dir().repos] == [TINY]
+    weights = hf_hub_download(TINY, "model.safetensors")  # an LFS file: its blob is named by its sha256
+    with open(weights, "rb") as f:
+        assert Path(weights).resolve().name == hashlib.sha256(f.read()).hexdigest()
 
 
 def test_snapshot_download_takes_only_the_patterns_asked_for(client, tmp_path):
