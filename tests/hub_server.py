@@ -12,8 +12,11 @@ docstring. docs/results/hub-server-survey.md says what olah does and does not do
     with HubServer(tmp_path) as hub:                # olah and the stand-in, on free ports
         add_repo(hub, "tiny-org/tiny", tiny_repo_files(tmp_path / "src"))
         hub.start()
-        ...HF_ENDPOINT=hub.endpoint...
+        point_client_at(monkeypatch, hub.endpoint, tmp_path / "hf-home")  # HF_ENDPOINT, HF_HOME, no token
+        ...the real huggingface_hub calls...
     # both processes are gone here, whatever the test did
+
+or, for a module's tests, ``hub = hub_fixture(build)`` with ``build(server, workdir)`` adding the repos.
 
 Repos may be added before :meth:`HubServer.start`, and after it too (olah reads them per request). The
 folders to add are built by ``tests/hub_repos.py`` (re-exported here).

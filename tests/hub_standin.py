@@ -10,8 +10,8 @@ itself, following the Hub's published API (huggingface.co/docs/hub/api):
   ``safetensors`` (parameter counts from the files' headers), ``config``, sizes and LFS sha256 with
   ``?blobs=true`` (a header-only safetensors file listed at the size its header describes), and
   only the ``expand=`` fields when some are asked for;
-* gated repos: a file, ``auth-check`` or ``whoami-v2`` without the repo's token is refused as the Hub does
-  (401 without a token, 403 with another one, ``X-Error-Code: GatedRepo``);
+* gated repos: a file or ``auth-check`` without the repo's token is refused as the Hub does (401 without a
+  token, 403 with another one, ``X-Error-Code: GatedRepo``); ``whoami-v2`` knows the gated repos' tokens;
 * ``GET /{repo}/resolve/{rev}/{file}`` with a ``Range`` header (206, ``Content-Range``: olah ignores ranges),
   and every GET of a file listed in ``pace`` (sent slowly, so that a test can kill the server mid-transfer);
   ETag and X-Repo-Commit are olah's, asked with a HEAD, so the client sees one file.
@@ -193,7 +193,9 @@ class StandIn(BaseHTTPRequestHandler):
                 return self._resolve("/".join(parts[:2]), "/".join(parts[4:]))
             return self._forward()
         except (BrokenPipeError, ConnectionResetError):
-            pass
+            pass  # the client went away (or the test killed it mid-transfer)
+        except Exception as error:  # a stand-in bug: said to the client, which shows it, not a dropped connection
+            self._json({"error": f"stand-in failed: {type(error).__name__}: {error}"}, 500)
 
     def _search(self, query: dict) -> None:
         search = query.get("search", [""])[0].lower()
