@@ -4,6 +4,7 @@ Standard library only: it runs on the machine's own Python before anything is in
 
     python3 packaging/install.py --start     install (once) and start the app on the demo model
     python3 packaging/install.py --test      install (once, if missing) and run the whole test suite
+                                             (with the tests' Hub server in .venv-hub, see HUB_SERVER)
     python3 packaging/install.py --dry-run   print the commands it would run, run nothing
 
 The vLLM build is picked from what the machine has: an NVIDIA driver gets CUDA vLLM
@@ -37,6 +38,11 @@ GIB = 1 << 30
 # wheels (triton unpacks to 1 GiB) before they are moved into it.
 VENV_BYTES = {"cpu": 4.5 * GIB, "cuda": 14 * GIB}
 UNPACK_BYTES = 1.5 * GIB
+# The tests' Hugging Face Hub server (tests/hub_server.py): olah, a self-hosted Hub mirror that serves local git
+# repos offline. It lives in a virtualenv of its own because it pulls a newer FastAPI (and other versions)
+# than the ones vLLM runs with, and nothing of it is imported by the workbench.
+HUB_VENV = ROOT / ".venv-hub"
+HUB_SERVER = "olah==0.5.4"
 
 
 def venv_python() -> Path:
@@ -224,6 +230,19 @@ def install(run: Runner, flavor: str) -> None:
         STAMP.write_text(install_stamp(flavor))
 
 
+def ensure_hub_server(run: Runner, venv: Path = HUB_VENV) -> None:
+    """The tests' Hub server installed in ``venv`` (once per pinned version): ``venv/bin/olah-cli``."""
+    stamp = venv / ".hub-server-installed"
+    if stamp.exists() and stamp.read_text() == HUB_SERVER and not run.dry_run:
+        return
+    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    if not python.exists():
+        run([sys.executable, "-m", "venv", str(venv)])
+    run([str(python), "-m", "pip", "install", "--no-cache-dir", HUB_SERVER])
+    if not run.dry_run:
+        stamp.write_text(HUB_SERVER)
+
+
 def ensure_installed(run: Runner, flavor: str, force: bool) -> None:
     current = STAMP.read_text() if STAMP.exists() else ""
     if force or current != install_stamp(flavor) or run.dry_run:
@@ -260,6 +279,7 @@ def main() -> int:
           f"{flavor.upper()} build of vLLM", flush=True)
     ensure_installed(run, flavor, args.reinstall)
     if args.test:
+        ensure_hub_server(run)
         return run_tests(run, rest)
     if args.start:
         ensure_xcb_libraries(run, xcb_plugin())
