@@ -206,15 +206,28 @@ class StandIn(BaseHTTPRequestHandler):
             folder = git_dir.parent
             repo = f"{folder.parent.name}/{folder.name}"
             if search in repo.lower() and (author is None or folder.parent.name == author):
-                found.append(self._card(repo, folder))
+                found.append(self._card(repo, folder, query.get("expand", [])))
         self._json(found[:limit])
 
-    def _card(self, repo: str, folder: Path) -> dict:
+    def _card(self, repo: str, folder: Path, expand: list[str] = ()) -> dict:
+        """A search result; ``expand`` (the Hub's ``expand=`` list) adds the repo's config and safetensors
+        parameter counts, as the Hub's listing does."""
         gated = "manual" if repo in self.config.get("gated", {}) else False
-        return {"_id": hashlib.sha1(repo.encode()).hexdigest()[:24], "id": repo, "modelId": repo,
+        card = {"_id": hashlib.sha1(repo.encode()).hexdigest()[:24], "id": repo, "modelId": repo,
                 "author": folder.parent.name, "sha": head_commit(folder), "private": False, "gated": gated,
                 "disabled": False, "downloads": 0, "likes": 0, "tags": ["safetensors"], "library_name": "transformers",
                 "pipeline_tag": "text-generation", "createdAt": "2026-01-01T00:00:00.000Z"}
+        if "config" in expand:
+            card["config"] = self._config_summary(folder)
+        if "safetensors" in expand:
+            card["safetensors"] = parameter_counts(folder)
+        return card
+
+    @staticmethod
+    def _config_summary(folder: Path) -> dict:
+        config = folder / "config.json"
+        full = json.loads(config.read_text()) if config.exists() else {}
+        return {k: full[k] for k in ("architectures", "model_type") if k in full}
 
     def _whoami(self) -> None:
         given = self.headers.get("Authorization", "").removeprefix("Bearer ").strip()
@@ -223,6 +236,8 @@ class StandIn(BaseHTTPRequestHandler):
         self._json({"error": "Invalid credentials in Authorization header"}, 401)
 
     def _model_info(self, repo: str, revision: str, query: dict) -> None:
+        if self._refused(repo):
+            return
         folder = self._folder(repo)
         status, headers, data, _ = self._upstream("GET", f"/api/models/{repo}/revision/{quote(revision, safe='')}")
         if status != 200 or folder is None:
@@ -230,10 +245,8 @@ class StandIn(BaseHTTPRequestHandler):
         info = json.loads(data)
         info["gated"] = "manual" if repo in self.config.get("gated", {}) else False
         info["safetensors"] = parameter_counts(folder)
-        config = folder / "config.json"
-        if config.exists():
-            full = json.loads(config.read_text())
-            info["config"] = {k: full[k] for k in ("architectures", "model_type") if k in full}
+        if (folder / "config.json").exists():
+            info["config"] = self._config_summary(folder)
         if query.get("blobs", ["false"])[0] == "true":
             for sibling in info.get("siblings", []):
                 path = folder / sibling["rfilename"]

@@ -1,6 +1,6 @@
-"""Where huggingface_hub keeps a repo's files in its cache (``models--owner--name/blobs/<etag>``, the part
-still downloading as ``<etag>.incomplete``), so a download's progress is read from the disk itself, and
-its files' hashes checked once complete."""
+"""Where huggingface_hub keeps a repo's files in its cache (``models--owner--name/blobs/<etag>``; the part
+of one still downloading is ``<etag>.part``, the download worker's), so a download's progress is read
+from the disk itself, and its files' hashes checked once complete."""
 from __future__ import annotations
 
 import hashlib
@@ -26,7 +26,7 @@ def bytes_on_disk(cache_dir: Path, repo_id: str, files) -> int:
     total = 0
     for file in files:
         for name in blob_names(file):
-            for candidate in (blobs / name, blobs / f"{name}.incomplete"):
+            for candidate in (blobs / name, blobs / f"{name}.part"):
                 try:
                     total += min(file.size, candidate.stat().st_size)
                     break

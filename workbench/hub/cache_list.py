@@ -38,7 +38,7 @@ def cached_models(cache_dir: Path | None = None) -> list[CachedModel]:
         models.append(CachedModel(
             repo.repo_id, repo.size_on_disk, tuple(r.commit_hash for r in revisions),
             tuple(sorted({ref for r in revisions for ref in r.refs})), max(repo.last_accessed, repo.last_modified),
-            str(revisions[0].snapshot_path) if revisions else "", any(blobs.glob("*.incomplete"))))
+            str(revisions[0].snapshot_path) if revisions else "", any(blobs.glob("*.part"))))
     return sorted(models, key=lambda m: m.last_used_s, reverse=True)
 
 
@@ -55,3 +55,12 @@ def delete_model(repo_id: str, cache_dir: Path | None = None) -> int:
     freed = strategy.expected_freed_size
     strategy.execute()
     return freed
+
+
+def is_downloaded(repo_id: str, revision: str, names, cache_dir: Path | None = None) -> bool:
+    """Every one of ``names`` is in the cache's snapshot of ``revision`` (a look-up leaves config.json
+    there alone: that is not a downloaded model)."""
+    from workbench.hub.cache_files import repo_folder
+
+    snapshot = repo_folder(cache_dir or hub_settings().cache_dir, repo_id) / "snapshots" / revision
+    return all((snapshot / name).exists() for name in names)

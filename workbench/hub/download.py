@@ -26,7 +26,7 @@ from workbench.paths import data_dir, write_text_atomically
 WORKER_MODULE = "workbench.hub.download_worker"
 POLL_S = 0.25
 KILL_GRACE_S = 1.0
-SPACE_MARGIN = 256 << 20  # room left beside a download for the cache's own files
+SPACE_MARGIN = 256 << 20  # room left beside a download for the cache's own files (at most)
 RUNNING, DONE, FAILED, CANCELLED = "downloading", "done", "failed", "cancelled"
 
 
@@ -119,10 +119,11 @@ def check_space(plan: DownloadPlan, cache_dir: Path) -> None:
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     free = shutil.disk_usage(folder).free
-    if free < need + SPACE_MARGIN:
+    margin = min(SPACE_MARGIN, need // 20)
+    if free < need + margin:
         gib = 1 << 30
         raise DiskSpaceError(f"{plan.repo_id} needs {need / gib:.2f} GiB more in {cache_dir} and {folder} has "
-                             f"{free / gib:.2f} GiB free: free {(need + SPACE_MARGIN - free) / gib:.2f} GiB there, "
+                             f"{free / gib:.2f} GiB free: free {(need + margin - free) / gib:.2f} GiB there, "
                              "or set HF_HOME (or HF_HUB_CACHE) to a disk with room and start the app again.")
 
 
@@ -162,7 +163,7 @@ class Download:
             self._progress = replace(self._progress, **changes)
 
     def _run(self) -> None:
-        request = journal_dir() / (self.plan.repo_id.replace("/", "--") + ".request.json")
+        request = journal_dir() / (self.plan.repo_id.replace("/", "--") + ".request")  # not a journal (*.json)
         write_text_atomically(request, json.dumps(self.plan.to_json()))
         env = {**os.environ, "HF_HUB_DISABLE_XET": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
         if self.token:
@@ -191,8 +192,6 @@ class Download:
             events.append(event)
             if "file" in event:
                 self._set(files_done=self.progress().files_done + 1)
-            elif "verified" in event:
-                self._set(message=f"checked {event['verified']}")
 
     def _watch(self, events: list[dict]) -> None:
         files = self.plan.files
@@ -205,8 +204,7 @@ class Download:
             now = time.monotonic()
             samples = [(t, b) for t, b in samples if now - t <= 5.0] + [(now, done)]
             rate = (samples[-1][1] - samples[0][1]) / (samples[-1][0] - samples[0][0]) if len(samples) > 1 else 0.0
-            message = "checking the files' SHA-256" if self.progress().files_done == len(files) else ""
-            self._set(done_bytes=done, rate_bytes_s=max(0.0, rate), message=message)
+            self._set(done_bytes=done, rate_bytes_s=max(0.0, rate), message="")
             self._cancel.wait(POLL_S)
 
     def _stop_process(self) -> None:

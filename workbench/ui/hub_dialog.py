@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
 from superqt.utils import create_worker
 
 from workbench.hub.architectures import supported_architectures
-from workbench.hub.cache_list import cached_models, delete_model
+from workbench.hub.cache_list import cached_models, delete_model, is_downloaded
 from workbench.hub.download import DONE, RUNNING, DiskSpaceError, forget, unfinished
 from workbench.hub.errors import HubError
 from workbench.hub.fit import will_it_fit
@@ -159,9 +159,8 @@ class GetModelDialog(QDialog):
 
     # ------------------------------------------------------------------ work off the GUI thread
     def _run(self, function, *args, done, failed=None) -> None:
-        worker = create_worker(function, *args, _start_thread=False)
+        worker = create_worker(function, *args, _start_thread=False, _connect={"errored": failed or self._on_error})
         worker.returned.connect(done)
-        worker.errored.connect(failed or self._on_error)
         worker.finished.connect(lambda: self.workers.discard(worker))
         self.workers.add(worker)
         worker.start()
@@ -233,8 +232,7 @@ class GetModelDialog(QDialog):
         answer = will_it_fit(self.model.config, remote.facts, self.machine, others)
         self.detail.setHtml(fit_html(remote, answer))
         self.download_button.setEnabled(remote.problem is None)
-        cached = any(m.repo_id == remote.repo_id and remote.revision in m.revisions and not m.incomplete
-                     for m in cached_models())
+        cached = is_downloaded(remote.repo_id, remote.revision, [f.name for f in remote.choice.files])
         self.use_button.setEnabled(cached)
         self._idle("Already downloaded: Use this model starts the engine on it." if cached else
                    f"Download fetches {remote.choice.total_bytes / GIB:.2f} GiB into {hub_settings().cache_dir}.")
