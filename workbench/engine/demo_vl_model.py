@@ -1,0 +1,196 @@
+"""Builds the vision-language demo model: a tiny Qwen2-VL model with its own byte-level BPE tokenizer.
+
+No model hub is needed: the tokenizer is trained here on the demo's chat samples (see
+:mod:`workbench.engine.demo_model`), with Qwen2-VL's vision special tokens added, and the weights are
+random (seeded), so the build takes seconds on a CPU. The replies are noise; the point is the path:
+images go through vLLM's Qwen2-VL processing, the vision tower and the text model, as for a real one.
+
+The image processor is saved with a small ``max_pixels`` so that an image costs few tokens: at the
+default ``28 * 28 * 64`` an image is at most 64 image tokens (256 patches of 14 x 14 before the 2 x 2
+merge). It is the slow (PIL and numpy) processor: Qwen2-VL's fast one needs torchvision, which the CPU
+install does not have (PyPI's wheel is built against CUDA torch).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+DEMO_VL_NAME = "demo-qwen2-vl"
+BUILD_VERSION = "1"  # bump when the recipe changes, so an old build is replaced
+TEXT_SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+VISION_SPECIAL_TOKENS = [
+    "<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>", "<|box_end|>",
+    "<|quad_start|>", "<|quad_end|>", "<|vision_start|>", "<|vision_end|>",
+    "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>",
+]
+IMAGE_PLACEHOLDER = "<|vision_start|><|image_pad|><|vision_end|>"
+VIDEO_PLACEHOLDER = "<|vision_start|><|video_pad|><|vision_end|>"
+# Content as a string (as the text demo's) or as a list of parts: {"type": "text", "text": ...} and
+# {"type": "image"} (vLLM turns OpenAI's image_url parts into these), each image in its place.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' }}"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' or part['type'] == 'image_url' or 'image' in part %}"
+    "{{ '" + IMAGE_PLACEHOLDER + "' }}"
+    "{% elif part['type'] == 'video' or 'video' in part %}{{ '" + VIDEO_PLACEHOLDER + "' }}"
+    "{% elif 'text' in part %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}"
+    "{{ '<|im_end|>\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+
+@dataclass(frozen=True)
+class DemoVLRecipe:
+    """What the vision-language demo model is: sizes of both towers and of the images."""
+
+    vocab_size: int = 1024  # trained BPE tokens; the special tokens come on top
+    hidden_size: int = 128
+    intermediate_size: int = 384
+    num_layers: int = 2
+    num_heads: int = 2
+    num_kv_heads: int = 1
+    max_positions: int = 4096
+    vision_depth: int = 2
+    vision_embed_dim: int = 64
+    vision_heads: int = 2
+    vision_mlp_ratio: int = 2
+    patch_size: int = 14
+    spatial_merge_size: int = 2
+    temporal_patch_size: int = 2
+    min_pixels: int = 28 * 28 * 4
+    max_pixels: int = 28 * 28 * 64
+    seed: int = 1234
+
+
+def demo_vl_model_dir() -> Path:
+    from workbench.paths import data_dir
+
+    return data_dir() / "models" / DEMO_VL_NAME
+
+
+def is_built(path: Path) -> bool:
+    stamp = path / "workbench-demo.json"
+    if not stamp.exists():
+        return False
+    try:
+        return json.loads(stamp.read_text()).get("build_version") == BUILD_VERSION
+    except ValueError:
+        return False
+
+
+def build_tokenizer(recipe: DemoVLRecipe):
+    """A byte-level BPE trained on the demo corpus, with the chat and vision special tokens."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from workbench.engine.demo_model import chat_texts
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=recipe.vocab_size,
+        special_tokens=TEXT_SPECIAL_TOKENS + VISION_SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(chat_texts(), trainer=trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        bos_token=None,
+        chat_template=CHAT_TEMPLATE,
+        model_max_length=recipe.max_positions,
+    )
+
+
+def build_config(tokenizer, recipe: DemoVLRecipe):
+    from transformers import Qwen2VLConfig
+
+    ids = tokenizer.convert_tokens_to_ids
+    head_dim = recipe.hidden_size // recipe.num_heads
+    # M-RoPE splits the head_dim / 2 rotary pairs over (time, height, width), as Qwen2-VL's 16/24/24
+    mrope = [head_dim // 8, 3 * head_dim // 16, 3 * head_dim // 16]
+    text = dict(
+        vocab_size=_rounded(len(tokenizer), 64),
+        hidden_size=recipe.hidden_size,
+        intermediate_size=recipe.intermediate_size,
+        num_hidden_layers=recipe.num_layers,
+        num_attention_heads=recipe.num_heads,
+        num_key_value_heads=recipe.num_kv_heads,
+        max_position_embeddings=recipe.max_positions,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
+                         "mrope_section": mrope},
+        bos_token_id=ids("<|endoftext|>"),
+        eos_token_id=ids("<|im_end|>"),
+        pad_token_id=ids("<|endoftext|>"),
+        tie_word_embeddings=True,
+    )
+    vision = dict(
+        depth=recipe.vision_depth,
+        embed_dim=recipe.vision_embed_dim,
+        hidden_size=recipe.hidden_size,  # the merger's output: the text model's width
+        mlp_ratio=recipe.vision_mlp_ratio,
+        num_heads=recipe.vision_heads,
+        patch_size=recipe.patch_size,
+        spatial_merge_size=recipe.spatial_merge_size,
+        temporal_patch_size=recipe.temporal_patch_size,
+    )
+    return Qwen2VLConfig(
+        text_config=text,
+        vision_config=vision,
+        image_token_id=ids("<|image_pad|>"),
+        video_token_id=ids("<|video_pad|>"),
+        vision_start_token_id=ids("<|vision_start|>"),
+        vision_end_token_id=ids("<|vision_end|>"),
+        tie_word_embeddings=True,
+    )
+
+
+def build_image_processor(recipe: DemoVLRecipe):
+    """Qwen2-VL's slow image processor (PIL and numpy, no torchvision), with the recipe's pixel range."""
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    return Qwen2VLImageProcessorPil(
+        min_pixels=recipe.min_pixels,
+        max_pixels=recipe.max_pixels,
+        patch_size=recipe.patch_size,
+        temporal_patch_size=recipe.temporal_patch_size,
+        merge_size=recipe.spatial_merge_size,
+    )
+
+
+def build_demo_vl_model(folder: Path, recipe: DemoVLRecipe = DemoVLRecipe()) -> None:
+    """Writes the model folder: config, random weights, tokenizer, chat template, image processor."""
+    import torch
+    from transformers import GenerationConfig, Qwen2VLForConditionalGeneration
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer = build_tokenizer(recipe)
+    config = build_config(tokenizer, recipe)
+    torch.manual_seed(recipe.seed)
+    model = Qwen2VLForConditionalGeneration(config).eval()
+    model.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    image_processor = build_image_processor(recipe)
+    image_processor.save_pretrained(folder)
+    (folder / "chat_template.jinja").write_text(CHAT_TEMPLATE, encoding="utf-8")
+    GenerationConfig(
+        bos_token_id=config.text_config.bos_token_id,
+        eos_token_id=config.text_config.eos_token_id,
+        pad_token_id=config.text_config.pad_token_id,
+    ).save_pretrained(folder)
+    (folder / "workbench-demo.json").write_text(
+        json.dumps({"build_version": BUILD_VERSION, "kind": "vision-language", "recipe": asdict(recipe)})
+    )
+
+
+def _rounded(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
