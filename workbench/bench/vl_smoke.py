@@ -6,7 +6,7 @@ image as ``multi_modal_data``; then the same image again, to see the prefix cach
 each request, the prompt's token count, how many of those are image tokens, the cached tokens and
 the reply, and the load time and memory.
 
-    python -m workbench.bench.vl_smoke [--max-pixels N] [--keep DIR]
+    python -m workbench.bench.vl_smoke [--max-pixels N] [--backend pil|torchvision] [--keep DIR]
 """
 from __future__ import annotations
 
@@ -69,11 +69,45 @@ def resident_bytes() -> int:
     return total
 
 
-def run(folder: Path, max_pixels: int) -> None:
+def versions() -> str:
+    """What the image path runs on: torchvision (and whether its C++ ops loaded), vLLM, transformers."""
+    import transformers
+    import vllm
+
+    try:
+        import torchvision
+
+        vision = f"torchvision {torchvision.__version__} (C++ ops {torchvision.extension._has_ops()})"
+    except Exception as exc:  # not installed, or a build that does not import beside this torch
+        vision = f"no torchvision ({type(exc).__name__}: {exc})"
+    return f"vllm {vllm.__version__}, transformers {transformers.__version__}, {vision}"
+
+
+def hf_processor(folder: Path, mm_kwargs: dict):
+    """The processor as vLLM's Qwen2-VL code loads it: ``Qwen2VLProcessor.from_pretrained`` with the
+    ``mm_processor_kwargs``."""
+    from transformers import Qwen2VLProcessor
+
+    return Qwen2VLProcessor.from_pretrained(str(folder), **mm_kwargs)
+
+
+def run(folder: Path, max_pixels: int, backend: str | None) -> None:
     import json
 
     from vllm import LLM, SamplingParams
 
+    print(f"[versions] {versions()}", flush=True)
+    mm_kwargs = {"max_pixels": max_pixels} | ({"backend": backend} if backend else {})
+    try:
+        processor = hf_processor(folder, mm_kwargs)
+        print(f"[processor] {type(processor).__name__}: image {type(processor.image_processor).__name__}, "
+              f"video {type(getattr(processor, 'video_processor', None)).__name__}", flush=True)
+        sizes = [(480, 640), (500, 300), (1080, 1920), (28, 28), (4000, 3000)]  # (height, width)
+        counts = processor._get_num_multimodal_tokens(image_sizes=sizes, max_pixels=max_pixels)
+        print("[tokens per image] " + ", ".join(
+            f"{w}x{h}: {n}" for (h, w), n in zip(sizes, counts["num_image_tokens"])), flush=True)
+    except Exception as exc:  # vLLM's own attempt, next, shows how it fails there
+        print(f"[processor] not loaded: {type(exc).__name__}: {exc}", flush=True)
     image_token_id = json.loads((folder / "config.json").read_text())["image_token_id"]
     started = time.monotonic()
     llm = LLM(
@@ -85,7 +119,7 @@ def run(folder: Path, max_pixels: int) -> None:
         enable_prefix_caching=True,
         kv_cache_memory_bytes=1 << 28,
         limit_mm_per_prompt={"image": 2, "video": 0},
-        mm_processor_kwargs={"max_pixels": max_pixels},
+        mm_processor_kwargs=mm_kwargs,
         disable_log_stats=False,
         seed=0,
     )
@@ -120,6 +154,8 @@ def run(folder: Path, max_pixels: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-pixels", type=int, default=DemoVLRecipe.max_pixels)
+    parser.add_argument("--backend", choices=["pil", "torchvision"],
+                        help="transformers' image processor backend (default: its own choice)")
     parser.add_argument("--keep", type=Path, help="build the model here and keep it")
     args = parser.parse_args(argv)
     os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
@@ -128,7 +164,7 @@ def main(argv: list[str] | None = None) -> None:
         begun = time.monotonic()
         build_demo_vl_model(folder, DemoVLRecipe(max_pixels=args.max_pixels))
         print(f"[build] {folder} in {time.monotonic() - begun:.1f} s", flush=True)
-        run(folder, args.max_pixels)
+        run(folder, args.max_pixels, args.backend)
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)

@@ -7,8 +7,10 @@ images go through vLLM's Qwen2-VL processing, the vision tower and the text mode
 
 The image processor is saved with a small ``max_pixels`` so that an image costs few tokens: at the
 default ``28 * 28 * 64`` an image is at most 64 image tokens (256 patches of 14 x 14 before the 2 x 2
-merge). It is the slow (PIL and numpy) processor: Qwen2-VL's fast one needs torchvision, which the CPU
-install does not have (PyPI's wheel is built against CUDA torch).
+merge). The folder names ``Qwen2VLImageProcessor``: transformers picks its torchvision backend where
+torchvision imports, else the PIL one. vLLM's Qwen2-VL code needs torchvision all the same (it imports
+transformers' torchvision-backed module, and the processor loads a video processor that needs it):
+``docs/results/cpu-vl-demo-model/FINDINGS.md``.
 """
 from __future__ import annotations
 
@@ -154,7 +156,8 @@ def build_config(tokenizer, recipe: DemoVLRecipe):
 
 
 def build_image_processor(recipe: DemoVLRecipe):
-    """Qwen2-VL's slow image processor (PIL and numpy, no torchvision), with the recipe's pixel range."""
+    """Qwen2-VL's image processor with the recipe's pixel range (built as the PIL one, which needs no
+    torchvision; the saved config is the same for both backends)."""
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
     return Qwen2VLImageProcessorPil(
@@ -176,7 +179,7 @@ def build_demo_vl_model(folder: Path, recipe: DemoVLRecipe = DemoVLRecipe()) -> 
     tokenizer = build_tokenizer(recipe)
     config = build_config(tokenizer, recipe)
     torch.manual_seed(recipe.seed)
-    model = Qwen2VLForConditionalGeneration(config).eval()
+    model = Qwen2VLForConditionalGeneration(config).to(torch.bfloat16).eval()  # what vLLM runs on CPU
     model.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
     image_processor = build_image_processor(recipe)
