@@ -181,10 +181,9 @@ def build_demo_vl_model(folder: Path, recipe: DemoVLRecipe = DemoVLRecipe()) -> 
     torch.manual_seed(recipe.seed)
     model = Qwen2VLForConditionalGeneration(config).to(torch.bfloat16).eval()  # what vLLM runs on CPU
     model.save_pretrained(folder, safe_serialization=True)
-    tokenizer.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)  # with chat_template.jinja
     image_processor = build_image_processor(recipe)
     image_processor.save_pretrained(folder)
-    (folder / "chat_template.jinja").write_text(CHAT_TEMPLATE, encoding="utf-8")
     GenerationConfig(
         bos_token_id=config.text_config.bos_token_id,
         eos_token_id=config.text_config.eos_token_id,
