@@ -6,7 +6,8 @@ image as ``multi_modal_data``; then the same image again, to see the prefix cach
 each request, the prompt's token count, how many of those are image tokens, the cached tokens and
 the reply, and the load time and memory.
 
-    python -m workbench.bench.vl_smoke [--max-pixels N] [--backend pil|torchvision] [--keep DIR]
+    python -m workbench.bench.vl_smoke [--architecture qwen2-vl|idefics3] [--max-pixels N]
+        [--backend pil|torchvision] [--keep DIR]
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from workbench.engine.demo_vl_model import DemoVLRecipe, build_demo_vl_model
+from workbench.engine.demo_vl_model import IDEFICS3, QWEN2_VL, DemoVLRecipe, build_demo_vl_model
 
 
 def test_image(width: int, height: int, seed: int):
@@ -84,26 +85,27 @@ def versions() -> str:
 
 
 def hf_processor(folder: Path, mm_kwargs: dict):
-    """The processor as vLLM's Qwen2-VL code loads it: ``Qwen2VLProcessor.from_pretrained`` with the
-    ``mm_processor_kwargs``."""
-    from transformers import Qwen2VLProcessor
+    """The processor as vLLM loads it: its class's ``from_pretrained`` with the ``mm_processor_kwargs``
+    (``Qwen2VLProcessor`` or ``Idefics3Processor``, which AutoProcessor resolves from the folder)."""
+    from transformers import AutoProcessor
 
-    return Qwen2VLProcessor.from_pretrained(str(folder), **mm_kwargs)
+    return AutoProcessor.from_pretrained(str(folder), **mm_kwargs)
 
 
-def run(folder: Path, max_pixels: int, backend: str | None) -> None:
+def run(folder: Path, recipe: DemoVLRecipe, backend: str | None) -> None:
     import json
 
     from vllm import LLM, SamplingParams
 
     print(f"[versions] {versions()}", flush=True)
-    mm_kwargs = {"max_pixels": max_pixels} | ({"backend": backend} if backend else {})
+    qwen = recipe.architecture == QWEN2_VL
+    mm_kwargs = ({"max_pixels": recipe.max_pixels} if qwen else {}) | ({"backend": backend} if backend else {})
     try:
         processor = hf_processor(folder, mm_kwargs)
         print(f"[processor] {type(processor).__name__}: image {type(processor.image_processor).__name__}, "
               f"video {type(getattr(processor, 'video_processor', None)).__name__}", flush=True)
         sizes = [(480, 640), (500, 300), (1080, 1920), (28, 28), (4000, 3000)]  # (height, width)
-        counts = processor._get_num_multimodal_tokens(image_sizes=sizes, max_pixels=max_pixels)
+        counts = processor._get_num_multimodal_tokens(image_sizes=sizes, **mm_kwargs)
         print("[tokens per image] " + ", ".join(
             f"{w}x{h}: {n}" for (h, w), n in zip(sizes, counts["num_image_tokens"])), flush=True)
     except Exception as exc:  # vLLM's own attempt, next, shows how it fails there
@@ -118,7 +120,7 @@ def run(folder: Path, max_pixels: int, backend: str | None) -> None:
         enforce_eager=True,
         enable_prefix_caching=True,
         kv_cache_memory_bytes=1 << 28,
-        limit_mm_per_prompt={"image": 2, "video": 0},
+        limit_mm_per_prompt={"image": 2, "video": 0} if qwen else {"image": 2},
         mm_processor_kwargs=mm_kwargs,
         disable_log_stats=False,
         seed=0,
@@ -153,6 +155,7 @@ def run(folder: Path, max_pixels: int, backend: str | None) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--architecture", choices=[QWEN2_VL, IDEFICS3], default=QWEN2_VL)
     parser.add_argument("--max-pixels", type=int, default=DemoVLRecipe.max_pixels)
     parser.add_argument("--backend", choices=["pil", "torchvision"],
                         help="transformers' image processor backend (default: its own choice)")
@@ -162,9 +165,10 @@ def main(argv: list[str] | None = None) -> None:
     folder = args.keep or Path(tempfile.mkdtemp(prefix="demo-vl-"))
     try:
         begun = time.monotonic()
-        build_demo_vl_model(folder, DemoVLRecipe(max_pixels=args.max_pixels))
-        print(f"[build] {folder} in {time.monotonic() - begun:.1f} s", flush=True)
-        run(folder, args.max_pixels, args.backend)
+        recipe = DemoVLRecipe(architecture=args.architecture, max_pixels=args.max_pixels)
+        build_demo_vl_model(folder, recipe)
+        print(f"[build] {recipe.architecture} in {folder}, {time.monotonic() - begun:.1f} s", flush=True)
+        run(folder, recipe, args.backend)
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)

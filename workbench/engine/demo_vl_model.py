@@ -1,16 +1,20 @@
-"""Builds the vision-language demo model: a tiny Qwen2-VL model with its own byte-level BPE tokenizer.
+"""Builds the vision-language demo model: a tiny Qwen2-VL (or Idefics3) with its own byte-level BPE tokenizer.
 
 No model hub is needed: the tokenizer is trained here on the demo's chat samples (see
-:mod:`workbench.engine.demo_model`), with Qwen2-VL's vision special tokens added, and the weights are
-random (seeded), so the build takes seconds on a CPU. The replies are noise; the point is the path:
-images go through vLLM's Qwen2-VL processing, the vision tower and the text model, as for a real one.
+:mod:`workbench.engine.demo_model`), with the architecture's vision special tokens added, and the
+weights are random (seeded), so the build takes seconds on a CPU. The replies are noise; the point is
+the path: images go through vLLM's processing, the vision tower and the text model, as for a real one.
 
-The image processor is saved with a small ``max_pixels`` so that an image costs few tokens: at the
-default ``28 * 28 * 64`` an image is at most 64 image tokens (256 patches of 14 x 14 before the 2 x 2
-merge). The folder names ``Qwen2VLImageProcessor``: transformers picks its torchvision backend where
-torchvision imports, else the PIL one. vLLM's Qwen2-VL code needs torchvision all the same (it imports
-transformers' torchvision-backed module, and the processor loads a video processor that needs it):
-``docs/results/cpu-vl-demo-model/FINDINGS.md``.
+Qwen2-VL (the default): the image processor is saved with a small ``max_pixels``, so that an image
+costs few tokens: at ``28 * 28 * 64`` an image is at most 64 image tokens (256 patches of 14 x 14
+before the 2 x 2 merge). vLLM 0.32's Qwen2-VL code needs torchvision, which the CPU install removes
+(it imports transformers' torchvision-backed image module, and the processor loads a video processor
+that needs it).
+
+Idefics3 (SigLIP-style vision tower, Llama text model): runs without torchvision. An image is cut into
+tiles of ``tile_size`` pixels, plus the whole image as one more tile, each tile
+``(tile_size / patch_size / 2) ** 2`` image tokens: 4 at the defaults, at most 20 an image.
+``docs/results/cpu-vl-demo-model/FINDINGS.md`` has the figures for both.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from pathlib import Path
 
 DEMO_VL_NAME = "demo-qwen2-vl"
 BUILD_VERSION = "1"  # bump when the recipe changes, so an old build is replaced
+QWEN2_VL, IDEFICS3 = "qwen2-vl", "idefics3"
 TEXT_SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 VISION_SPECIAL_TOKENS = [
     "<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>", "<|box_end|>",
@@ -44,13 +49,28 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
+IDEFICS3_SPECIAL_TOKENS = ["<|endoftext|>", "<end_of_utterance>", "<fake_token_around_image>", "<image>",
+                           "<global-img>"] + [f"<row_{r}_col_{c}>" for r in range(1, 7) for c in range(1, 7)]
+IDEFICS3_CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ message['role'] | capitalize + ':' }}"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' or part['type'] == 'image_url' or 'image' in part %}{{ '<image>' }}"
+    "{% elif 'text' in part %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}"
+    "{{ '<end_of_utterance>\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}"
+)
 
 
 @dataclass(frozen=True)
 class DemoVLRecipe:
-    """What the vision-language demo model is: sizes of both towers and of the images."""
+    """What the vision-language demo model is: its architecture, sizes of both towers and of the images."""
 
-    vocab_size: int = 1024  # trained BPE tokens; the special tokens come on top
+    architecture: str = QWEN2_VL  # or IDEFICS3
+    vocab_size: int = 1024  # the special tokens included
     hidden_size: int = 128
     intermediate_size: int = 384
     num_layers: int = 2
@@ -66,6 +86,8 @@ class DemoVLRecipe:
     temporal_patch_size: int = 2
     min_pixels: int = 28 * 28 * 4
     max_pixels: int = 28 * 28 * 64
+    tile_size: int = 56  # Idefics3: the vision tower's image size, one tile
+    longest_edge: int = 112  # Idefics3: images are resized to this longest edge, then cut in tiles
     seed: int = 1234
 
 
@@ -86,33 +108,40 @@ def is_built(path: Path) -> bool:
 
 
 def build_tokenizer(recipe: DemoVLRecipe):
-    """A byte-level BPE trained on the demo corpus, with the chat and vision special tokens."""
+    """A byte-level BPE trained on the demo corpus, with the architecture's chat and vision tokens."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     from workbench.engine.demo_model import chat_texts
 
+    qwen = recipe.architecture == QWEN2_VL
+    special = TEXT_SPECIAL_TOKENS + VISION_SPECIAL_TOKENS if qwen else IDEFICS3_SPECIAL_TOKENS
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=recipe.vocab_size,
-        special_tokens=TEXT_SPECIAL_TOKENS + VISION_SPECIAL_TOKENS,
+        special_tokens=special,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tokenizer.train_from_iterator(chat_texts(), trainer=trainer)
     return PreTrainedTokenizerFast(
         tokenizer_object=tokenizer,
-        eos_token="<|im_end|>",
+        eos_token="<|im_end|>" if qwen else "<end_of_utterance>",
         pad_token="<|endoftext|>",
         bos_token=None,
-        chat_template=CHAT_TEMPLATE,
+        chat_template=CHAT_TEMPLATE if qwen else IDEFICS3_CHAT_TEMPLATE,
         model_max_length=recipe.max_positions,
     )
 
 
 def build_config(tokenizer, recipe: DemoVLRecipe):
+    """The model's config: Qwen2-VL's or Idefics3's, per the recipe."""
+    if recipe.architecture == IDEFICS3:
+        return idefics3_config(tokenizer, recipe)
+    if recipe.architecture != QWEN2_VL:
+        raise ValueError(f"unknown architecture {recipe.architecture!r}: {QWEN2_VL} or {IDEFICS3}")
     from transformers import Qwen2VLConfig
 
     ids = tokenizer.convert_tokens_to_ids
@@ -155,6 +184,35 @@ def build_config(tokenizer, recipe: DemoVLRecipe):
     )
 
 
+def idefics3_config(tokenizer, recipe: DemoVLRecipe):
+    from transformers import Idefics3Config
+
+    ids = tokenizer.convert_tokens_to_ids
+    text = dict(
+        model_type="llama",
+        vocab_size=_rounded(len(tokenizer), 64),
+        hidden_size=recipe.hidden_size,
+        intermediate_size=recipe.intermediate_size,
+        num_hidden_layers=recipe.num_layers,
+        num_attention_heads=recipe.num_heads,
+        num_key_value_heads=recipe.num_kv_heads,
+        max_position_embeddings=recipe.max_positions,
+        bos_token_id=ids("<|endoftext|>"),
+        eos_token_id=ids("<end_of_utterance>"),
+        pad_token_id=ids("<|endoftext|>"),
+    )
+    vision = dict(
+        hidden_size=recipe.vision_embed_dim,
+        intermediate_size=recipe.vision_embed_dim * recipe.vision_mlp_ratio,
+        num_hidden_layers=recipe.vision_depth,
+        num_attention_heads=recipe.vision_heads,
+        image_size=recipe.tile_size,
+        patch_size=recipe.patch_size,
+    )
+    return Idefics3Config(text_config=text, vision_config=vision, scale_factor=recipe.spatial_merge_size,
+                          image_token_id=ids("<image>"), pad_token_id=ids("<|endoftext|>"))
+
+
 def build_image_processor(recipe: DemoVLRecipe):
     """Qwen2-VL's image processor with the recipe's pixel range (built as the PIL one, which needs no
     torchvision; the saved config is the same for both backends)."""
@@ -169,21 +227,38 @@ def build_image_processor(recipe: DemoVLRecipe):
     )
 
 
+def save_processor(folder: Path, tokenizer, recipe: DemoVLRecipe) -> None:
+    """The tokenizer (with chat_template.jinja) and the image processor; for Idefics3 the processor
+    too (processor_config.json: the image tokens a tile)."""
+    if recipe.architecture == QWEN2_VL:
+        tokenizer.save_pretrained(folder)
+        build_image_processor(recipe).save_pretrained(folder)
+        return
+    from transformers import Idefics3Processor
+    from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil
+
+    image_processor = Idefics3ImageProcessorPil(size={"longest_edge": recipe.longest_edge},
+                                                max_image_size={"longest_edge": recipe.tile_size})
+    tokens_a_tile = (recipe.tile_size // recipe.patch_size // recipe.spatial_merge_size) ** 2
+    Idefics3Processor(image_processor=image_processor, tokenizer=tokenizer, image_seq_len=tokens_a_tile,
+                      chat_template=tokenizer.chat_template).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
 def build_demo_vl_model(folder: Path, recipe: DemoVLRecipe = DemoVLRecipe()) -> None:
     """Writes the model folder: config, random weights, tokenizer, chat template, image processor."""
     import torch
-    from transformers import GenerationConfig, Qwen2VLForConditionalGeneration
+    from transformers import GenerationConfig, Idefics3ForConditionalGeneration, Qwen2VLForConditionalGeneration
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer(recipe)
     config = build_config(tokenizer, recipe)
     torch.manual_seed(recipe.seed)
-    model = Qwen2VLForConditionalGeneration(config).to(torch.bfloat16).eval()  # what vLLM runs on CPU
+    model_cls = Qwen2VLForConditionalGeneration if recipe.architecture == QWEN2_VL else Idefics3ForConditionalGeneration
+    model = model_cls(config).to(torch.bfloat16).eval()  # bfloat16: what vLLM runs on CPU
     model.save_pretrained(folder, safe_serialization=True)
-    tokenizer.save_pretrained(folder)  # with chat_template.jinja
-    image_processor = build_image_processor(recipe)
-    image_processor.save_pretrained(folder)
+    save_processor(folder, tokenizer, recipe)
     GenerationConfig(
         bos_token_id=config.text_config.bos_token_id,
         eos_token_id=config.text_config.eos_token_id,
