@@ -106,7 +106,7 @@ def run(folder: Path, recipe: DemoVLRecipe, backend: str | None) -> None:
               f"video {type(getattr(processor, 'video_processor', None)).__name__}", flush=True)
         sizes = [(480, 640), (500, 300), (1080, 1920), (28, 28), (4000, 3000)]  # (height, width)
         counts = processor._get_num_multimodal_tokens(image_sizes=sizes, **mm_kwargs)
-        print("[tokens per image] " + ", ".join(
+        print("[placeholder tokens per image, processor count] " + ", ".join(
             f"{w}x{h}: {n}" for (h, w), n in zip(sizes, counts["num_image_tokens"])), flush=True)
     except Exception as exc:  # vLLM's own attempt, next, shows how it fails there
         print(f"[processor] not loaded: {type(exc).__name__}: {exc}", flush=True)
