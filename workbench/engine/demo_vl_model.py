@@ -22,10 +22,8 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-DEMO_VL_NAME = "demo-qwen2-vl"
 BUILD_VERSION = "1"  # bump when the recipe changes, so an old build is replaced
 QWEN2_VL, IDEFICS3 = "qwen2-vl", "idefics3"
-TEXT_SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 VISION_SPECIAL_TOKENS = [
     "<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>", "<|box_end|>",
     "<|quad_start|>", "<|quad_end|>", "<|vision_start|>", "<|vision_end|>",
@@ -49,8 +47,7 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
-IDEFICS3_SPECIAL_TOKENS = ["<|endoftext|>", "<end_of_utterance>", "<fake_token_around_image>", "<image>",
-                           "<global-img>"] + [f"<row_{r}_col_{c}>" for r in range(1, 7) for c in range(1, 7)]
+IDEFICS3_SPECIAL_TOKENS = ["<end_of_utterance>", "<fake_token_around_image>", "<image>", "<global-img>"] + [f"<row_{r}_col_{c}>" for r in range(1, 7) for c in range(1, 7)]
 IDEFICS3_CHAT_TEMPLATE = (
     "{% for message in messages %}"
     "{{ message['role'] | capitalize + ':' }}"
@@ -70,7 +67,7 @@ class DemoVLRecipe:
     """What the vision-language demo model is: its architecture, sizes of both towers and of the images."""
 
     architecture: str = QWEN2_VL  # or IDEFICS3
-    vocab_size: int = 1024  # the special tokens included
+    vocab_size: int = 1024  # the text demo's tokens; the vision tokens come on top
     hidden_size: int = 128
     intermediate_size: int = 384
     num_layers: int = 2
@@ -91,48 +88,36 @@ class DemoVLRecipe:
     seed: int = 1234
 
 
-def demo_vl_model_dir() -> Path:
-    from workbench.paths import data_dir
-
-    return data_dir() / "models" / DEMO_VL_NAME
-
-
-def is_built(path: Path) -> bool:
-    stamp = path / "workbench-demo.json"
-    if not stamp.exists():
-        return False
-    try:
-        return json.loads(stamp.read_text()).get("build_version") == BUILD_VERSION
-    except ValueError:
-        return False
-
-
 def build_tokenizer(recipe: DemoVLRecipe):
-    """A byte-level BPE trained on the demo corpus, with the architecture's chat and vision tokens."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    from workbench.engine.demo_model import chat_texts
+    """The text demo's tokenizer (a byte-level BPE trained on the demo corpus), with the architecture's
+    vision tokens added on top, its end-of-turn token and its chat template."""
+    from workbench.engine.demo_model import DemoRecipe, build_tokenizer as build_text_tokenizer, chat_texts
 
     qwen = recipe.architecture == QWEN2_VL
-    special = TEXT_SPECIAL_TOKENS + VISION_SPECIAL_TOKENS if qwen else IDEFICS3_SPECIAL_TOKENS
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=recipe.vocab_size,
-        special_tokens=special,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tokenizer.train_from_iterator(chat_texts(), trainer=trainer)
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer,
-        eos_token="<|im_end|>" if qwen else "<end_of_utterance>",
-        pad_token="<|endoftext|>",
-        bos_token=None,
-        chat_template=CHAT_TEMPLATE if qwen else IDEFICS3_CHAT_TEMPLATE,
-        model_max_length=recipe.max_positions,
+    text_recipe = DemoRecipe(vocab_size=recipe.vocab_size, max_positions=recipe.max_positions)
+    tokenizer = build_text_tokenizer(chat_texts(), text_recipe)
+    extra = VISION_SPECIAL_TOKENS if qwen else IDEFICS3_SPECIAL_TOKENS
+    tokenizer.add_special_tokens({"additional_special_tokens": extra})
+    if not qwen:
+        tokenizer.eos_token = "<end_of_utterance>"
+    tokenizer.chat_template = CHAT_TEMPLATE if qwen else IDEFICS3_CHAT_TEMPLATE
+    return tokenizer
+
+
+def text_config(tokenizer, recipe: DemoVLRecipe, eos_token: str) -> dict:
+    """The text model's sizes and special token ids, the same for both architectures."""
+    ids = tokenizer.convert_tokens_to_ids
+    return dict(
+        vocab_size=_rounded(len(tokenizer), 64),
+        hidden_size=recipe.hidden_size,
+        intermediate_size=recipe.intermediate_size,
+        num_hidden_layers=recipe.num_layers,
+        num_attention_heads=recipe.num_heads,
+        num_key_value_heads=recipe.num_kv_heads,
+        max_position_embeddings=recipe.max_positions,
+        bos_token_id=ids("<|endoftext|>"),
+        eos_token_id=ids(eos_token),
+        pad_token_id=ids("<|endoftext|>"),
     )
 
 
@@ -148,19 +133,8 @@ def build_config(tokenizer, recipe: DemoVLRecipe):
     head_dim = recipe.hidden_size // recipe.num_heads
     # M-RoPE splits the head_dim / 2 rotary pairs over (time, height, width), as Qwen2-VL's 16/24/24
     mrope = [head_dim // 8, 3 * head_dim // 16, 3 * head_dim // 16]
-    text = dict(
-        vocab_size=_rounded(len(tokenizer), 64),
-        hidden_size=recipe.hidden_size,
-        intermediate_size=recipe.intermediate_size,
-        num_hidden_layers=recipe.num_layers,
-        num_attention_heads=recipe.num_heads,
-        num_key_value_heads=recipe.num_kv_heads,
-        max_position_embeddings=recipe.max_positions,
-        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
-                         "mrope_section": mrope},
-        bos_token_id=ids("<|endoftext|>"),
-        eos_token_id=ids("<|im_end|>"),
-        pad_token_id=ids("<|endoftext|>"),
+    text = text_config(tokenizer, recipe, "<|im_end|>") | dict(
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": mrope},
         tie_word_embeddings=True,
     )
     vision = dict(
@@ -188,19 +162,7 @@ def idefics3_config(tokenizer, recipe: DemoVLRecipe):
     from transformers import Idefics3Config
 
     ids = tokenizer.convert_tokens_to_ids
-    text = dict(
-        model_type="llama",
-        vocab_size=_rounded(len(tokenizer), 64),
-        hidden_size=recipe.hidden_size,
-        intermediate_size=recipe.intermediate_size,
-        num_hidden_layers=recipe.num_layers,
-        num_attention_heads=recipe.num_heads,
-        num_key_value_heads=recipe.num_kv_heads,
-        max_position_embeddings=recipe.max_positions,
-        bos_token_id=ids("<|endoftext|>"),
-        eos_token_id=ids("<end_of_utterance>"),
-        pad_token_id=ids("<|endoftext|>"),
-    )
+    text = text_config(tokenizer, recipe, "<end_of_utterance>") | dict(model_type="llama")
     vision = dict(
         hidden_size=recipe.vision_embed_dim,
         intermediate_size=recipe.vision_embed_dim * recipe.vision_mlp_ratio,
