@@ -22,6 +22,8 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from workbench.engine.demo_model import DemoRecipe
+
 BUILD_VERSION = "1"  # bump when the recipe changes, so an old build is replaced
 QWEN2_VL, IDEFICS3 = "qwen2-vl", "idefics3"
 VISION_SPECIAL_TOKENS = [
@@ -67,13 +69,7 @@ class DemoVLRecipe:
     """What the vision-language demo model is: its architecture, sizes of both towers and of the images."""
 
     architecture: str = QWEN2_VL  # or IDEFICS3
-    vocab_size: int = 1024  # the text demo's tokens; the vision tokens come on top
-    hidden_size: int = 128
-    intermediate_size: int = 384
-    num_layers: int = 2
-    num_heads: int = 2
-    num_kv_heads: int = 1
-    max_positions: int = 4096
+    text: DemoRecipe = DemoRecipe()  # the text model's sizes and the tokenizer's: the text demo's
     vision_depth: int = 2
     vision_embed_dim: int = 64
     vision_heads: int = 2
@@ -91,11 +87,10 @@ class DemoVLRecipe:
 def build_tokenizer(recipe: DemoVLRecipe):
     """The text demo's tokenizer (a byte-level BPE trained on the demo corpus), with the architecture's
     vision tokens added on top, its end-of-turn token and its chat template."""
-    from workbench.engine.demo_model import DemoRecipe, build_tokenizer as build_text_tokenizer, chat_texts
+    from workbench.engine.demo_model import build_tokenizer as build_text_tokenizer, chat_texts
 
     qwen = recipe.architecture == QWEN2_VL
-    text_recipe = DemoRecipe(vocab_size=recipe.vocab_size, max_positions=recipe.max_positions)
-    tokenizer = build_text_tokenizer(chat_texts(), text_recipe)
+    tokenizer = build_text_tokenizer(chat_texts(), recipe.text)  # vision tokens on top of its vocabulary
     extra = VISION_SPECIAL_TOKENS if qwen else IDEFICS3_SPECIAL_TOKENS
     tokenizer.add_special_tokens({"additional_special_tokens": extra})
     if not qwen:
@@ -107,14 +102,15 @@ def build_tokenizer(recipe: DemoVLRecipe):
 def text_config(tokenizer, recipe: DemoVLRecipe, eos_token: str) -> dict:
     """The text model's sizes and special token ids, the same for both architectures."""
     ids = tokenizer.convert_tokens_to_ids
+    sizes = recipe.text
     return dict(
         vocab_size=_rounded(len(tokenizer), 64),
-        hidden_size=recipe.hidden_size,
-        intermediate_size=recipe.intermediate_size,
-        num_hidden_layers=recipe.num_layers,
-        num_attention_heads=recipe.num_heads,
-        num_key_value_heads=recipe.num_kv_heads,
-        max_position_embeddings=recipe.max_positions,
+        hidden_size=sizes.hidden_size,
+        intermediate_size=sizes.intermediate_size,
+        num_hidden_layers=sizes.num_layers,
+        num_attention_heads=sizes.num_heads,
+        num_key_value_heads=sizes.num_kv_heads,
+        max_position_embeddings=sizes.max_positions,
         bos_token_id=ids("<|endoftext|>"),
         eos_token_id=ids(eos_token),
         pad_token_id=ids("<|endoftext|>"),
@@ -130,7 +126,7 @@ def build_config(tokenizer, recipe: DemoVLRecipe):
     from transformers import Qwen2VLConfig
 
     ids = tokenizer.convert_tokens_to_ids
-    head_dim = recipe.hidden_size // recipe.num_heads
+    head_dim = recipe.text.hidden_size // recipe.text.num_heads
     # M-RoPE splits the head_dim / 2 rotary pairs over (time, height, width), as Qwen2-VL's 16/24/24
     mrope = [head_dim // 8, 3 * head_dim // 16, 3 * head_dim // 16]
     text = text_config(tokenizer, recipe, "<|im_end|>") | dict(
@@ -140,7 +136,7 @@ def build_config(tokenizer, recipe: DemoVLRecipe):
     vision = dict(
         depth=recipe.vision_depth,
         embed_dim=recipe.vision_embed_dim,
-        hidden_size=recipe.hidden_size,  # the merger's output: the text model's width
+        hidden_size=recipe.text.hidden_size,  # the merger's output: the text model's width
         mlp_ratio=recipe.vision_mlp_ratio,
         num_heads=recipe.vision_heads,
         patch_size=recipe.patch_size,
