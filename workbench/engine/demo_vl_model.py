@@ -1,7 +1,7 @@
-"""Builds the vision-language demo model: a tiny Qwen2-VL (or Idefics3) with its own byte-level BPE tokenizer.
+"""Builds the vision-language demo model: a tiny Qwen2-VL (or Idefics3) with the text demo's tokenizer.
 
-No model hub is needed: the tokenizer is trained here on the demo's chat samples (see
-:mod:`workbench.engine.demo_model`), with the architecture's vision special tokens added, and the
+No model hub is needed: the tokenizer is the text demo's byte-level BPE, trained here on its chat
+samples (:mod:`workbench.engine.demo_model`), with the architecture's vision special tokens added; the
 weights are random (seeded), so the build takes seconds on a CPU. The replies are noise; the point is
 the path: images go through vLLM's processing, the vision tower and the text model, as for a real one.
 
@@ -49,7 +49,9 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
-IDEFICS3_SPECIAL_TOKENS = ["<end_of_utterance>", "<fake_token_around_image>", "<image>", "<global-img>"] + [f"<row_{r}_col_{c}>" for r in range(1, 7) for c in range(1, 7)]
+IDEFICS3_SPECIAL_TOKENS = ["<end_of_utterance>", "<fake_token_around_image>", "<image>", "<global-img>"] + [
+    f"<row_{r}_col_{c}>" for r in range(1, 7) for c in range(1, 7)  # the tiles' places, up to 6 x 6
+]
 IDEFICS3_CHAT_TEMPLATE = (
     "{% for message in messages %}"
     "{{ message['role'] | capitalize + ':' }}"
@@ -213,7 +215,8 @@ def build_demo_vl_model(folder: Path, recipe: DemoVLRecipe = DemoVLRecipe()) -> 
     tokenizer = build_tokenizer(recipe)
     config = build_config(tokenizer, recipe)
     torch.manual_seed(recipe.seed)
-    model_cls = Qwen2VLForConditionalGeneration if recipe.architecture == QWEN2_VL else Idefics3ForConditionalGeneration
+    qwen = recipe.architecture == QWEN2_VL
+    model_cls = Qwen2VLForConditionalGeneration if qwen else Idefics3ForConditionalGeneration
     model = model_cls(config).to(torch.bfloat16).eval()  # bfloat16: what vLLM runs on CPU
     model.save_pretrained(folder, safe_serialization=True)
     save_processor(folder, tokenizer, recipe)
