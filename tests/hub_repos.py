@@ -72,17 +72,26 @@ def qwen7b_tensors(config: dict = QWEN25_7B_CONFIG) -> dict[str, tuple[str, list
             p + "mlp.down_proj.weight": ("BF16", [h, inter]),
         })
     tensors["model.norm.weight"] = ("BF16", [h])
-    tensors["lm_head.weight"] = ("BF16", [vocab, h])
+    if not config.get("tie_word_embeddings"):  # tied: the output layer is the embedding's
+        tensors["lm_head.weight"] = ("BF16", [vocab, h])
     return tensors
 
 
-def qwen7b_shaped_files(folder: Path, shards: int = 4) -> Path:
-    """A config-only, 7B-shaped model folder: Qwen2.5-7B-Instruct's config.json, a
-    model.safetensors.index.json and ``shards`` header-only safetensors files (a few KiB each) whose
-    headers describe all of its 7.6e9 parameters."""
+# Qwen/Qwen2.5-0.5B-Instruct's config.json, as published (its embeddings are tied).
+QWEN25_05B_CONFIG = {
+    **QWEN25_7B_CONFIG, "hidden_size": 896, "intermediate_size": 4864, "max_window_layers": 21,
+    "num_attention_heads": 14, "num_hidden_layers": 24, "num_key_value_heads": 2, "sliding_window": 32768,
+    "tie_word_embeddings": True, "vocab_size": 151936,
+}
+
+
+def qwen7b_shaped_files(folder: Path, shards: int = 4, config: dict = QWEN25_7B_CONFIG) -> Path:
+    """A config-only model folder of ``config``'s shape (Qwen2.5-7B-Instruct's by default): its config.json,
+    a model.safetensors.index.json and ``shards`` header-only safetensors files (a few KiB each) whose
+    headers describe all of its parameters (7.6e9 at 7B)."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_text(json.dumps(QWEN25_7B_CONFIG, indent=2))
-    tensors = list(qwen7b_tensors().items())
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+    tensors = list(qwen7b_tensors(config).items())
     per_shard = -(-len(tensors) // shards)
     weight_map, total = {}, 0
     for k in range(shards):

@@ -178,9 +178,12 @@ def read_switch_rows(log: Path) -> list[dict]:
     return rows
 
 
-def run_capacity(base: EngineConfig, out: Path) -> list[dict]:
+def run_capacity(base: EngineConfig, out: Path, facts=None) -> list[dict]:
+    """Each shipped preset started on ``base``'s model, the planner's estimate (from ``facts``: the model
+    folder's by default, or the Hub's metadata before a download) beside vLLM's own block count."""
     runner = LoopRunner()
-    machine, facts, rows = this_machine(), read_model_facts(base.model), []
+    machine, rows = this_machine(), []
+    facts = facts or read_model_facts(base.model)
     try:
         for name in ORDER:
             config = preset_config(name, base)
@@ -208,15 +211,18 @@ def print_capacity(rows: list[dict]) -> None:
               f"{r['basis']} |")
 
 
-def check_recorded(base: EngineConfig, table: Path, gpu_total_mib: int, num_gpus: int) -> list[dict]:
+def check_recorded(base: EngineConfig, table: Path, gpu_total_mib: int, num_gpus: int, facts=None) -> list[dict]:
     """The planner's estimate against vLLM's block counts that an earlier run recorded (``presets table``'s
-    jsonl, from a GPU machine): each preset resolved for that machine, nothing started here."""
+    jsonl, or a ``presets capacity`` log's rows, from a GPU machine): each preset resolved for that machine,
+    nothing started here."""
     machine = Machine("cuda", num_gpus, gpu_total_mib << 20, gpu_total_mib << 20, 0)
-    facts, rows = read_model_facts(base.model), []
-    for line in table.read_text(encoding="utf-8").splitlines():
+    facts, rows = facts or read_model_facts(base.model), []
+    for line in table.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.startswith('{"preset"'):
+            continue  # a log's other lines
         recorded = json.loads(line)
         plan = plan_capacity(preset_config(recorded["preset"], base, machine), facts, machine)
-        real = recorded.get("num_kv_blocks")
+        real = recorded.get("num_kv_blocks", recorded.get("vllm"))
         rows.append(dict(preset=recorded["preset"], estimate=plan.num_blocks, vllm=real, budget_bytes=plan.budget_bytes,
                          kv_bytes_per_token=plan.kv_bytes_per_token, basis=plan.basis,
                          off=(plan.num_blocks - real) / real if real else None, message=""))
