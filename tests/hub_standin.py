@@ -86,6 +86,16 @@ def head_commit(folder: Path) -> str:
     return (folder / ".git" / ref).read_text().strip()
 
 
+def front_matter(readme: Path) -> dict:
+    """A model card's YAML front matter, its ``key: value`` lines (the Hub's ``cardData``)."""
+    text = readme.read_text(errors="replace") if readme.exists() else ""
+    if not text.startswith("---\n"):
+        return {}
+    block = text[4:].split("\n---", 1)[0]
+    return {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in block.splitlines() if ":" in line)
+            if v.strip()}
+
+
 def parse_range(value: str, total: int) -> tuple[int, int] | None:
     """``bytes=a-b`` / ``bytes=a-`` / ``bytes=-n`` -> (first, last) inclusive; None where unsatisfiable."""
     spec = value.strip().removeprefix("bytes=").split(",")[0].strip()
@@ -221,6 +231,8 @@ class StandIn(BaseHTTPRequestHandler):
             card["config"] = self._config_summary(folder)
         if "safetensors" in expand:
             card["safetensors"] = parameter_counts(folder)
+        if "cardData" in expand:
+            card["cardData"] = front_matter(folder / "README.md")
         return card
 
     @staticmethod

@@ -22,6 +22,7 @@ from workbench.hub.cache_files import bytes_on_disk
 from workbench.hub.files import RepoFile
 from workbench.hub.settings import hub_settings
 from workbench.paths import data_dir, write_text_atomically
+from workbench.presets.capacity import size_text
 
 WORKER_MODULE = "workbench.hub.download_worker"
 POLL_S = 0.25
@@ -77,8 +78,7 @@ class DownloadProgress:
         return left / self.rate_bytes_s if self.rate_bytes_s > 0 and left > 0 else None
 
     def text(self) -> str:
-        gib = 1 << 30
-        parts = [f"{self.done_bytes / gib:.2f} of {self.total_bytes / gib:.2f} GiB",
+        parts = [f"{size_text(self.done_bytes)} of {size_text(self.total_bytes)}",
                  f"{self.files_done}/{self.num_files} files"]
         if self.state == RUNNING and self.rate_bytes_s > 0:
             parts.append(f"{self.rate_bytes_s / (1 << 20):.1f} MiB/s")

@@ -94,6 +94,11 @@ def _suggestions(config, facts, machine, plan, fits, alternatives) -> list[str]:
     ideas = []
     if fits and plan.num_blocks * plan.block_size >= facts.max_position_embeddings:
         return ideas
+    quantized = [f"a quantized variant: {name}" for name in quantized_variants(facts.path, list(alternatives))[:3]]
+    if machine.on_cpu and facts.weights_bytes * HOST_HEADROOM > psutil.virtual_memory().available:
+        need = size_text(int(facts.weights_bytes * HOST_HEADROOM))
+        return quantized + [f"a machine with {need} of memory free for the CPU build, or GPUs that hold "
+                            f"{size_text(facts.weights_bytes)} of weights with room for the KV cache"]
     longest, _ = _fitting(plan, facts)
     if longest >= MIN_USEFUL_TOKENS and longest < facts.max_position_embeddings:
         ideas.append(f"max_model_len {longest:,} (the longest that fits) instead of the model's "
@@ -110,5 +115,4 @@ def _suggestions(config, facts, machine, plan, fits, alternatives) -> list[str]:
         if wider.num_blocks > plan.num_blocks:
             ideas.append(f"tensor_parallel_size {2 * tp}: {wider.num_blocks * wider.block_size:,} tokens of KV "
                          f"cache on {2 * tp} GPUs")
-    ideas += [f"a quantized variant: {name}" for name in quantized_variants(facts.path, list(alternatives))[:3]]
-    return ideas
+    return ideas + quantized

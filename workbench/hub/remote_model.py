@@ -11,6 +11,7 @@ from workbench.hub.errors import HubError, hub_error
 from workbench.hub.files import FileChoice, RepoFile, choose_files
 from workbench.hub.repo_id import check_repo_id
 from workbench.hub.settings import hub_api, hub_settings
+from workbench.presets.capacity import size_text
 from workbench.presets.model_facts import ModelFacts, facts_from_config
 
 SAFETENSORS_BYTES = {"F64": 8, "I64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2, "U16": 2,
@@ -40,9 +41,11 @@ class RemoteModel:
 
     def summary(self) -> str:
         params = f"{self.parameters / 1e9:.2f} B parameters" if self.parameters else "parameters unknown"
+        if self.parameters and self.parameters < 1e8:
+            params = f"{self.parameters / 1e6:.1f} M parameters"
         dtype = self.quantization or ", ".join(d for d, _ in self.dtypes[:2]) or self.facts.dtype
         return (f"{self.repo_id} @ {self.revision[:8]}: {', '.join(self.architectures) or 'no architecture'}, "
-                f"{params}, {dtype}; download {self.choice.total_bytes / (1 << 30):.2f} GiB "
+                f"{params}, {dtype}; download {size_text(self.choice.total_bytes)} "
                 f"({len(self.choice.files)} files)")
 
 

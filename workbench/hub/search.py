@@ -8,11 +8,18 @@ from dataclasses import dataclass
 from workbench.hub.errors import hub_error
 from workbench.hub.remote_model import SAFETENSORS_BYTES
 from workbench.hub.settings import hub_api, hub_settings
+from workbench.presets.capacity import size_text
 
 EXPAND = ["downloads", "likes", "gated", "safetensors", "config", "tags", "library_name", "pipeline_tag",
           "cardData"]
 QUANT_TAGS = {"awq": "AWQ", "gptq": "GPTQ", "fp8": "FP8", "compressed-tensors": "compressed-tensors",
               "bitsandbytes": "bitsandbytes", "gguf": "GGUF", "mlx": "MLX", "exl2": "EXL2"}
+
+
+def parameters_text(count: int | None) -> str:
+    if not count:
+        return "?"
+    return f"{count / 1e9:.1f} B" if count >= 1e8 else f"{count / 1e6:.1f} M"
 
 
 @dataclass(frozen=True)
@@ -29,9 +36,9 @@ class Listing:
     runs_here: bool | None  # vLLM's registry has the architecture (None: not known)
 
     def row(self) -> tuple[str, ...]:
-        params = f"{self.parameters / 1e9:.1f} B" if self.parameters else "?"
-        size = f"{self.weights_bytes / (1 << 30):.1f} GiB" if self.weights_bytes else "?"
-        return (self.repo_id, params, self.dtype or "?", size, self.license or "?", "gated" if self.gated else "",
+        params = parameters_text(self.parameters)
+        size = size_text(self.weights_bytes) if self.weights_bytes else "?"
+        return (self.repo_id, params, self.dtype or "?", size, self.license or "?", "gated" if self.gated else "open",
                 f"{self.downloads:,}", f"{self.likes:,}",
                 {True: "yes", False: "no", None: "?"}[self.runs_here])
 

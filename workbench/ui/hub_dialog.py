@@ -23,10 +23,10 @@ from workbench.hub.remote_model import RemoteModel, download_plan, look_up
 from workbench.hub.repo_id import HubInputError
 from workbench.hub.search import search_models
 from workbench.hub.settings import hub_settings, remember_token
+from workbench.presets.capacity import size_text
 
 SEARCH_COLUMNS = ("Model", "Params", "Dtype", "Weights", "Licence", "Access", "Downloads", "Likes", "vLLM runs it")
 CACHE_COLUMNS = ("Model", "Size", "Revision", "Last used", "State")
-GIB = 1 << 30
 
 
 def _table(object_name: str, headers: tuple[str, ...]) -> QTableWidget:
@@ -235,7 +235,7 @@ class GetModelDialog(QDialog):
         cached = is_downloaded(remote.repo_id, remote.revision, [f.name for f in remote.choice.files])
         self.use_button.setEnabled(cached)
         self._idle("Already downloaded: Use this model starts the engine on it." if cached else
-                   f"Download fetches {remote.choice.total_bytes / GIB:.2f} GiB into {hub_settings().cache_dir}.")
+                   f"Download fetches {size_text(remote.choice.total_bytes)} into {hub_settings().cache_dir}.")
 
     # ------------------------------------------------------------------ download
     def download(self, plan=None) -> None:
@@ -298,7 +298,7 @@ class GetModelDialog(QDialog):
 
     def _on_cached(self, models) -> None:
         self.cached_list = models
-        _fill(self.cached, [(m.repo_id, f"{m.size_bytes / GIB:.2f} GiB", m.revisions[0][:8] if m.revisions else "",
+        _fill(self.cached, [(m.repo_id, size_text(m.size_bytes), m.revisions[0][:8] if m.revisions else "",
                              time.strftime("%Y-%m-%d %H:%M", time.localtime(m.last_used_s)),
                              "part downloaded" if m.incomplete else "ready") for m in models])
 
@@ -317,7 +317,7 @@ class GetModelDialog(QDialog):
             return
         forget(repo)
         self._busy(f"Deleting {repo}…")
-        self._run(delete_model, repo, done=lambda freed: (self._idle(f"Deleted {repo}: {freed / GIB:.2f} GiB freed."),
+        self._run(delete_model, repo, done=lambda freed: (self._idle(f"Deleted {repo}: {size_text(freed)} freed."),
                                                             self.refresh_cached()))
 
     def _use(self, repo: str | None) -> None:
