@@ -338,3 +338,15 @@ def test_the_dialog_names_a_gated_repo_and_asks_for_the_token(qtbot, cache, monk
     kept = [p for p in (Path(os.environ["WORKBENCH_DATA_DIR"]), Path(os.environ["HF_HOME"])) if p.exists()]
     written = [f for folder in kept for f in folder.rglob("*") if f.is_file()]
     assert not any(TOKEN.encode() in f.read_bytes() for f in written), "the token is kept nowhere"
+
+
+def test_offline_mode_is_honoured_and_said(cache, monkeypatch):
+    from huggingface_hub import constants
+
+    from workbench.hub.settings import hub_settings
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    assert "Offline: HF_HUB_OFFLINE is set" in " · ".join(hub_settings().lines())
+    with pytest.raises(HubError, match="HF_HUB_OFFLINE is set, so nothing is asked of the Hub"):
+        look_up(TINY, supported=SUPPORTED)

@@ -65,6 +65,8 @@ def test_every_shipped_preset_starts_and_serves_a_chat(window, qtbot):
         else:
             assert num_blocks == pytest.approx(plan.num_blocks, rel=CAPACITY_TOLERANCE), name
         assert "vLLM allocated" in window.presets.capacity.text()
+        assert window.model.planned_kv_blocks[window.model.engine.start_id] == plan.num_blocks, \
+            "the estimate is kept with the engine run, beside vLLM's count"
         conversation = window.chat.new_conversation()
         assert conversation.sampling == resolved.sampling, "the preset seeds new conversations"
         window.chat.sampling.max_tokens.setValue(8)

@@ -126,13 +126,16 @@ def test_every_engine_run_is_kept_with_its_configuration_and_times(tmp_path):
     storage, model = started(tmp_path / "workbench.db")
     info = EngineInfo("demo", "0.32.0", "cpu", 2048, None, (1, 2))
     for event in (StateChanged(EngineState.STARTING, "starting", 1), EngineReady(info),
-                  StateChanged(EngineState.READY, "ready", 1), StateChanged(EngineState.STOPPED, "stopped", 1),
-                  StateChanged(EngineState.STARTING, "starting", 2)):
+                  StateChanged(EngineState.READY, "ready", 1)):
+        model.apply(event)
+    model.note_capacity_plan(1, 4096)  # the preset panel's estimate, once vLLM's count is in
+    for event in (StateChanged(EngineState.STOPPED, "stopped", 1), StateChanged(EngineState.STARTING, "starting", 2)):
         model.apply(event)
     assert storage.flush()
     rows = sqlite3.connect(tmp_path / "workbench.db").execute(
-        "SELECT start_id, config, info, started_s, ready_s, stopped_s FROM engine_runs ORDER BY started_s").fetchall()
-    assert [r[0] for r in rows] == [1, 2]
+        "SELECT start_id, config, info, started_s, ready_s, stopped_s, planned_kv_blocks FROM engine_runs "
+        "ORDER BY started_s").fetchall()
+    assert [r[0] for r in rows] == [1, 2] and [r[6] for r in rows] == [4096, None]
     assert '"model":"demo"' in rows[0][1] and '"vllm_version":"0.32.0"' in rows[0][2]
     assert rows[0][3] <= rows[0][4] <= rows[0][5] and rows[1][5] is None
     storage.close()
