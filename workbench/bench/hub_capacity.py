@@ -6,7 +6,7 @@ the file list, config.json, the safetensors headers), against vLLM's own block c
 - the H200 shapes, Qwen2.5-0.5B and Qwen2.5-7B: each shipped preset resolved for the H200 the earlier device
   runs used (143,771 MiB, vLLM 0.26.0), its estimate from the Hub's metadata of a config-only repo of
   that shape (the published config.json, header-only safetensors shards), beside the block count vLLM
-  allocated there (recorded under docs/results; nothing is started for these);
+  allocated there (recorded under docs/results/h200-hub-capacity; nothing is started for these here);
 - the demo model on this machine's CPU build: downloaded through Get a model's own path, then each
   shipped preset started for real, its estimate from the Hub's metadata beside vLLM's count (exact).
 
@@ -23,9 +23,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-RECORDED = {  # shape -> the earlier H200 run's vLLM block counts, one JSON row a preset
-    "qwen2.5-0.5b": ROOT / "docs/results/h200-presets-switches-capacity/capacity/presets-capacity-qwen2.5-0.5b.log",
-    "qwen2.5-7b": ROOT / "docs/results/h200-preset-table-7b/call1/preset-table-qwen2.5-7b/preset-table.jsonl",
+RECORDED = {  # shape -> vLLM's block counts on the H200 (2026-12-04, vLLM 0.26.0), one JSON row a preset, as
+    # `vllm-workbench bench --shape SHAPE presets capacity --out DIR` wrote them there
+    "qwen2.5-0.5b": ROOT / "docs/results/h200-hub-capacity/05b/capacity.jsonl",
+    "qwen2.5-7b": ROOT / "docs/results/h200-hub-capacity/7b/capacity.jsonl",
 }
 REPOS = {"qwen2.5-0.5b": "Qwen/Qwen2.5-0.5B-Instruct", "qwen2.5-7b": "Qwen/Qwen2.5-7B-Instruct"}
 DEMO_REPO = "workbench/demo"
