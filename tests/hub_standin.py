@@ -248,8 +248,6 @@ class StandIn(BaseHTTPRequestHandler):
         self._json({"error": "Invalid credentials in Authorization header"}, 401)
 
     def _model_info(self, repo: str, revision: str, query: dict) -> None:
-        if self._refused(repo):
-            return
         folder = self._folder(repo)
         status, headers, data, _ = self._upstream("GET", f"/api/models/{repo}/revision/{quote(revision, safe='')}")
         if status != 200 or folder is None:

@@ -158,6 +158,9 @@ def test_a_download_fetches_what_vllm_needs_checks_it_and_a_second_fetches_nothi
     assert {f.name for f in remote.choice.files} == set(hashes)
     assert all(hashes[f.name] == f.sha256 for f in remote.choice.files if f.sha256), "the Hub's SHA-256"
     assert resolve_model(DEMO) == progress.snapshot, "the command line's --model workbench/demo loads it"
+    from workbench.engine.model_source import list_models
+
+    assert ("workbench/demo", "hf-cache") in [(c.path, c.origin) for c in list_models()], "and the picker lists it"
     assert [m.repo_id for m in cached_models()] == [DEMO] and not cached_models()[0].incomplete
     gets = _weights_gets(hub, DEMO)
     again = Downloads().start(download_plan(look_up(DEMO, supported=SUPPORTED))).wait(60)

@@ -91,17 +91,16 @@ def h200_rows() -> list[dict]:
 
 
 def cpu_rows(out: Path) -> list[dict]:
-    from dataclasses import replace
-
-    from workbench.app import demo_engine_config
     from workbench.bench.preset_bench import run_capacity
+    from workbench.engine.spec import EngineConfig
     from workbench.hub.download import Downloads
     from workbench.hub.remote_model import download_plan, look_up
 
     remote = look_up(DEMO_REPO, supported=frozenset({"Qwen2ForCausalLM"}))
     done = Downloads().start(download_plan(remote)).wait(300)
     print(f"\ndemo: {remote.summary()}; downloaded: {done.state} {done.text()}")
-    base = replace(demo_engine_config(), model=done.snapshot)
+    base = EngineConfig(model=done.snapshot, max_model_len=2048, max_num_seqs=64, num_gpu_blocks_override=None,
+                        scheduling_policy="priority")  # the app's demo configuration (app.demo_engine_config)
     return [{"shape": "demo (CPU)", **row} for row in run_capacity(base, out / "cpu", facts=remote.facts)]
 
 

@@ -22,13 +22,17 @@ from workbench.hub.cache_files import bytes_on_disk
 from workbench.hub.files import RepoFile
 from workbench.hub.settings import hub_settings
 from workbench.paths import data_dir, write_text_atomically
-from workbench.presets.capacity import size_text
 
 WORKER_MODULE = "workbench.hub.download_worker"
 POLL_S = 0.25
 KILL_GRACE_S = 1.0
 SPACE_MARGIN = 256 << 20  # room left beside a download for the cache's own files (at most)
 RUNNING, DONE, FAILED, CANCELLED = "downloading", "done", "failed", "cancelled"
+
+
+def size_text(num_bytes: int) -> str:
+    """As the planner writes sizes (the application model imports this module: no planner here)."""
+    return f"{num_bytes / (1 << 30):.2f} GiB" if num_bytes >= 1 << 28 else f"{num_bytes / (1 << 20):.1f} MiB"
 
 
 class DiskSpaceError(OSError):
