@@ -245,10 +245,11 @@ def small_disk(tmp_path):
     mount.mkdir()
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True, text=True)
     if done.returncode != 0:
-        why = f"a full disk is simulated with a 4 MiB tmpfs, which needs mount (root): {done.stderr.strip()}"
-        if os.environ.get("CI") and os.geteuid() == 0:
+        why = f"a full disk is simulated with a 4 MiB tmpfs, which needs mount: {done.stderr.strip()}"
+        not_allowed = any(w in done.stderr.lower() for w in ("permission", "superuser", "not permitted", "denied"))
+        if os.environ.get("CI") and not not_allowed:
             pytest.fail(why)
-        pytest.skip(why)
+        pytest.skip(why)  # a container or user the kernel does not let mount: said, not hidden
     yield mount
     subprocess.run(["umount", "-l", str(mount)], check=False)
 
