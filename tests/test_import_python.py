@@ -190,3 +190,19 @@ def test_f_strings_tuples_and_getenv():
     assert result.model == "Qwen/Qwen2.5-1.5B"
     assert result.engine_tables == {"served_model_name": ["qwen", "q"]}
     assert set(said(result)) == {"max_num_seqs", "tokenizer"}, "int(...) is a call; !r is code"
+
+
+def test_engine_args_spread_into_llm_and_a_dict_of_settings_are_read():
+    # the shape of vLLM's examples/offline_inference scripts: EngineArgs(...) then LLM(**asdict(engine_args))
+    text = ('from dataclasses import asdict\nfrom vllm import LLM, EngineArgs\n'
+            'engine_args = EngineArgs(model="facebook/opt-125m", max_model_len=2 * 1024, enforce_eager=True)\n'
+            'llm = LLM(**asdict(engine_args), seed=0)\n'
+            'settings = {"model": "Qwen/Qwen2.5-0.5B", "gpu_memory_utilization": 0.5}\n'
+            'other = LLM(**settings)\n'
+            'unknown = LLM(**load_settings())\n')
+    first, second, third = import_text(text)
+    assert (first.name, first.model, first.engine) == ("llm", "facebook/opt-125m",
+                                                       {"max_model_len": 2048, "enforce_eager": True, "seed": 0})
+    assert (second.name, second.model, second.engine) == ("other", "Qwen/Qwen2.5-0.5B", {"gpu_memory_utilization": 0.5})
+    assert [m.text for m in third.messages] == ["**load_settings(): not read: write each engine argument as name=value in "
+                                                "the call"]

@@ -36,6 +36,7 @@ class Snippet:
     used: dict = field(default_factory=dict)  # id(call) -> the SamplingParams it runs with
     where: dict = field(default_factory=dict)  # id(call) -> (its line, the variable it is assigned to)
     name_notes: dict = field(default_factory=dict)  # name -> what was said reading its value
+    engine_args_of: dict = field(default_factory=dict)  # variable -> its EngineArgs(...) call
 
 
 def unindented(text: str) -> str:
@@ -113,6 +114,8 @@ def read_statement(snippet: Snippet, statement: ast.stmt) -> None:
             call = read_llm(snippet, node, target if whole else None)
             if whole:
                 snippet.llm_of[target] = call
+        elif called(node) == "EngineArgs" and whole:  # LLM(**asdict(engine_args)), as vLLM's examples do
+            snippet.engine_args_of[target] = node
         elif called(node) == "SamplingParams":
             snippet.samplings.append((node, dict(snippet.names)))
             if whole:
@@ -167,15 +170,40 @@ def read_llm(snippet: Snippet, node: ast.Call, target: str | None) -> ImportedCo
     call.env.update(snippet.env)
     snippet.where[id(call)] = (node.lineno, target)
     snippet.calls.append(call)
+    read_arguments(snippet, call, node)
+    return call
+
+
+def read_arguments(snippet: Snippet, call: ImportedCommand, node: ast.Call) -> None:
+    """An LLM(...) or EngineArgs(...) call's model and name=value arguments; ``**x`` read where ``x`` is an
+    EngineArgs(...) of the snippet (``asdict(x)``, ``vars(x)``) or a dict of values bound earlier."""
     if node.args:
         keyword(snippet, call, ast.keyword("model", node.args[0], lineno=node.args[0].lineno), written=False)
     for item in node.keywords:
-        if item.arg is None:  # LLM(**settings): the values are not in the text
+        if item.arg is not None:
+            keyword(snippet, call, item)
+            continue
+        source = unpacked(snippet, item.value)
+        if isinstance(source, ast.Call):
+            read_arguments(snippet, call, source)
+        elif isinstance(source, dict):
+            for name, value in source.items():
+                written = ast.parse(repr(value), mode="eval").body
+                keyword(snippet, call, ast.keyword(str(name), written, lineno=item.value.lineno))
+        else:  # LLM(**settings): the values are not in the text
             call.say(f"**{ast.unparse(item.value)}", VALUE, "not read: write each engine argument as "
                                                            "name=value in the call")
-        else:
-            keyword(snippet, call, item)
-    return call
+
+
+def unpacked(snippet: Snippet, node: ast.AST):
+    """What ``**node`` spreads: an EngineArgs(...) call of the snippet, a dict of values, or None."""
+    if isinstance(node, ast.Call) and called(node) in ("asdict", "vars") and len(node.args) == 1:
+        node = node.args[0]
+    name = ast.unparse(node)
+    if name in snippet.engine_args_of:
+        return snippet.engine_args_of[name]
+    value = snippet.names.get(name)
+    return value if isinstance(value, dict) and all(isinstance(k, str) for k in value) else None
 
 
 def keyword(snippet: Snippet, call: ImportedCommand, item: ast.keyword, written: bool = True) -> None:
