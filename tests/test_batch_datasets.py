@@ -259,10 +259,11 @@ def test_references_go_to_the_jsonl_and_csv_exports_not_to_vllm_s_output(tmp_pat
     assert "reference" not in (tmp_path / "out-openai.jsonl").read_text()
 
 
-def test_the_open_dialog_shows_the_file_the_detected_format_and_the_first_record(qapp, alpaca_tables):
+def test_the_open_dialog_shows_the_file_the_detected_format_and_the_first_record(qtbot, alpaca_tables):
     from workbench.ui.batch_settings import OpenPromptDialog
 
     dialog = OpenPromptDialog(str(ALPACA))
+    qtbot.addWidget(dialog)
     assert dialog.findChild(object, "batchContainer").text() == "a JSON array of records"
     assert dialog.chosen() == ("alpaca", None) and "(detected)" in dialog.format.currentText()
     assert dialog.preview.text().startswith("Asks: Describe a process of making crepes.")
@@ -270,6 +271,7 @@ def test_the_open_dialog_shows_the_file_the_detected_format_and_the_first_record
     dialog.format.setCurrentIndex(dialog.format.findData("sharegpt"))
     assert "choose that format" in dialog.preview.text()
     folder = OpenPromptDialog(str(alpaca_tables / "dict"), max_rows=2000)
+    qtbot.addWidget(folder)
     assert [folder.split_choice.itemText(i) for i in range(folder.split_choice.count())] == ["train", "test"]
     assert folder.max_rows() == 2000 and folder.chosen()[0] == "alpaca"
 

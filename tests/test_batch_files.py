@@ -190,12 +190,13 @@ def test_an_export_stopped_halfway_leaves_no_file(tmp_path):
     assert list(export_rows(results, out, "csv"))[-1] == 5000 and len(out.read_text().splitlines()) == 5001
 
 
-def test_the_open_dialog_guesses_the_format_and_offers_the_csv_columns(qapp, tmp_path):
+def test_the_open_dialog_guesses_the_format_and_offers_the_csv_columns(qtbot, tmp_path):
     from workbench.ui.batch_settings import OpenPromptDialog
 
     table = tmp_path / "questions.csv"
     table.write_text("id,question,answer\n1,hi,there\n")
     dialog = OpenPromptDialog(str(table))
+    qtbot.addWidget(dialog)
     assert dialog.chosen() == ("csv", "question"), "a column named like a prompt is chosen first"
     assert [dialog.column.itemText(i) for i in range(dialog.column.count())] == ["id", "question", "answer"]
     dialog.column.setCurrentText("answer")
@@ -203,4 +204,5 @@ def test_the_open_dialog_guesses_the_format_and_offers_the_csv_columns(qapp, tmp
     batch = tmp_path / "batch.jsonl"
     batch.write_text(GOOD_OPENAI + "\n")
     dialog = OpenPromptDialog(str(batch))
+    qtbot.addWidget(dialog)
     assert dialog.chosen() == ("openai", None) and not dialog.column.isEnabled()

@@ -320,7 +320,7 @@ def test_the_dialog_searches_sizes_up_downloads_and_uses_a_model(qtbot, cache, m
     assert "done" in dialog.status.text() and not dialog.cancel_button.isEnabled()
     dialog.use_button.click()
     assert used == [DEMO]
-    qtbot.waitUntil(lambda: dialog.cached.rowCount() == 1, timeout=30_000)
+    qtbot.waitUntil(lambda: dialog.cached.rowCount() == 1 and not dialog.workers, timeout=30_000)
 
 
 def test_the_dialog_names_a_gated_repo_and_asks_for_the_token(qtbot, cache, monkeypatch):
@@ -342,6 +342,7 @@ def test_the_dialog_names_a_gated_repo_and_asks_for_the_token(qtbot, cache, monk
     kept = [p for p in (Path(os.environ["WORKBENCH_DATA_DIR"]), Path(os.environ["HF_HOME"])) if p.exists()]
     written = [f for folder in kept for f in folder.rglob("*") if f.is_file()]
     assert not any(TOKEN.encode() in f.read_bytes() for f in written), "the token is kept nowhere"
+    qtbot.waitUntil(lambda: not dialog.workers, timeout=30_000)  # nothing of the dialog's left running
 
 
 def test_offline_mode_is_honoured_and_said(cache, monkeypatch):

@@ -43,7 +43,7 @@ class OpenPromptDialog(QDialog):
         for key, label in FORMATS.items():
             self.format.addItem(label + (" (detected)" if key == detected else ""), key)
         self.format.setCurrentIndex(list(FORMATS).index(detected))
-        self.split_choice = QComboBox(objectName="batchSplit")
+        self.split_choice = QComboBox(self, objectName="batchSplit", visible=False)  # a DatasetDict's splits
         try:
             self.split_choice.addItems(splits(path) if self.container == "dataset" else [])
         except TableError:
@@ -70,6 +70,7 @@ class OpenPromptDialog(QDialog):
         form.addRow("Format", self.format)
         if self.split_choice.count():
             form.addRow("Split", self.split_choice)
+            self.split_choice.show()
         form.addRow("Prompt column (CSV)", self.column)
         form.addRow("Rows", self.rows)
         form.addRow("First record", self.preview)
