@@ -60,7 +60,8 @@ def will_it_fit(config: EngineConfig, facts: ModelFacts, machine: Machine,
     plan = plan_capacity(target, facts, machine)
     longest, seqs = _fitting(plan, facts)
     need = min(MIN_USEFUL_TOKENS, facts.max_position_embeddings)
-    host_short = machine.on_cpu and facts.weights_bytes * HOST_HEADROOM > psutil.virtual_memory().available
+    free = psutil.virtual_memory().available if machine.on_cpu else 0
+    host_short = machine.on_cpu and facts.weights_bytes * HOST_HEADROOM > free
     fits = longest >= need and not host_short
     tp = int(config.option("tensor_parallel_size", 1) or 1)
     gpu = f"{machine.gpu_total_bytes / (1 << 30):.0f} GiB GPU"
@@ -75,7 +76,7 @@ def will_it_fit(config: EngineConfig, facts: ModelFacts, machine: Machine,
                     f"{seqs:,} sequence{'s' if seqs != 1 else ''} of it at once.")
     elif host_short:
         headline = (f"Does not fit: the weights ({size_text(facts.weights_bytes)}) need more than the "
-                    f"{size_text(psutil.virtual_memory().available)} of memory free now.")
+                    f"{size_text(free)} of memory free now.")
     elif plan.budget_bytes <= 0:
         headline = (f"Does not fit: the weights ({size_text(facts.weights_bytes)}) and vLLM's working memory "
                     f"take more than {plan.basis.split(' less ')[0]}.")
@@ -87,15 +88,15 @@ def will_it_fit(config: EngineConfig, facts: ModelFacts, machine: Machine,
              *plan.lines()[1:], f"Longest max_model_len that fits: {longest:,}",
              f"Sequences of that length at once: {seqs:,}")
     return FitAnswer(fits, plan, longest, seqs, headline, lines,
-                     tuple(_suggestions(config, facts, machine, plan, fits, alternatives)))
+                     tuple(_suggestions(config, facts, machine, plan, fits, alternatives, host_short)))
 
 
-def _suggestions(config, facts, machine, plan, fits, alternatives) -> list[str]:
+def _suggestions(config, facts, machine, plan, fits, alternatives, host_short) -> list[str]:
     ideas = []
     if fits and plan.num_blocks * plan.block_size >= facts.max_position_embeddings:
         return ideas
     quantized = [f"a quantized variant: {name}" for name in quantized_variants(facts.path, list(alternatives))[:3]]
-    if machine.on_cpu and facts.weights_bytes * HOST_HEADROOM > psutil.virtual_memory().available:
+    if host_short:
         need = size_text(int(facts.weights_bytes * HOST_HEADROOM))
         return quantized + [f"a machine with {need} of memory free for the CPU build, or GPUs that hold "
                             f"{size_text(facts.weights_bytes)} of weights with room for the KV cache"]
