@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
+from workbench.engine.images import ImageInput
 from workbench.engine.kv_snapshot import KVSnapshot
 from workbench.engine.metrics import RequestFigures
 from workbench.engine.sampling import SamplingSettings
@@ -24,6 +25,9 @@ class PromptTooLongError(ValueError):
 class Message:
     role: str  # "system", "user" or "assistant"
     content: str
+    # Images of the turn, with their bytes; rendered before the text, as vLLM places a string-content
+    # template's image placeholders. Empty for a text-only turn.
+    images: tuple[ImageInput, ...] = ()
 
 
 @dataclass(frozen=True)
