@@ -67,6 +67,16 @@ class WorkerMemory:
 
 
 @dataclass(frozen=True)
+class VisionInfo:
+    """What a vision-language engine takes: set on ``EngineInfo.vision``; None there for a text-only model."""
+
+    architecture: str  # vLLM's name for the model's class, "Idefics3ForConditionalGeneration"
+    max_images_per_prompt: int  # vLLM's limit_mm_per_prompt for images
+    max_pixels: int | None = None  # beyond it the model's processor shrinks an image (None: not known)
+    processor_note: str = ""  # how the processor sizes images, in a line: "longest edge 112 px, 20 tokens an image"
+
+
+@dataclass(frozen=True)
 class EngineInfo:
     """What the window shows about a running engine."""
 
@@ -81,6 +91,7 @@ class EngineInfo:
     # The engine arguments as vLLM resolved them (engine-argument name -> plain value), beside the
     # configuration asked for: budgets, block size and chunked prefill that vLLM chose. Read only.
     resolved: dict = field(default_factory=dict)
+    vision: VisionInfo | None = None  # None: a text-only model (images are refused, naming the fix)
 
 
 @dataclass(frozen=True)

@@ -92,3 +92,17 @@ def to_rgb(image: ImageInput):
     with Image.open(io.BytesIO(image.data)) as opened:
         opened.seek(0)
         return opened.convert("RGB")
+
+
+@dataclass(frozen=True)
+class ImageSpan:
+    """Where one image's tokens sit in a request's prompt, as vLLM's processor placed them."""
+
+    index: int  # the image's place among the request's images, from 0 (the order of ``ChatRequest`` messages)
+    offset: int  # first token of the image's placeholder range in the prompt
+    length: int  # tokens of that range (image tokens and the model's markers around them)
+    mm_hash: str = ""  # vLLM's hash of the image: the same picture has the same hash (prefix cache keys)
+
+    def blocks(self, block_size: int) -> range:
+        """Indexes into the request's block table of the blocks this image's tokens are in."""
+        return range(self.offset // block_size, (self.offset + self.length - 1) // block_size + 1)
