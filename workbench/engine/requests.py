@@ -21,6 +21,9 @@ class Owner:
     owner_id: str  # the conversation id, or the batch run id
     item_id: str  # the message id, or the row
     label: str  # what the heatmap's tooltip says: "Chat 2", "Batch row 17 (line 18)"
+    # The names of the request's images in the order they are sent (every image of the history, earliest
+    # first): ``ImageSpan.index`` points here, so the heatmap's hover can name an image.
+    image_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
