@@ -6,8 +6,9 @@ latest KV snapshot and the latest statistics, each as what changed since the one
 
 - A KV snapshot shares its chunks with the snapshot before (``kv_snapshot.CHUNK_BLOCKS`` blocks a
   chunk); :class:`SnapshotEncoder` sends the chunks and block tables that are new objects since the
-  last snapshot it sent, and :class:`SnapshotDecoder` rebuilds the snapshot sharing the others. The two
-  stay in step because every encoded update is sent and decoded, in order.
+  last snapshot it sent, and :class:`SnapshotDecoder` rebuilds the snapshot sharing the others. A
+  request's image spans go once, with its first table, and are kept with the table while it lasts. The
+  two stay in step because every encoded update is sent and decoded, in order.
 - The statistics' series is a ring of up to 7,200 points; :class:`StatsEncoder` sends the points new
   since the last series it sent (all of them after an engine change), :class:`StatsDecoder` keeps a
   ring of its own and publishes it.
@@ -19,11 +20,11 @@ import os
 from dataclasses import dataclass
 from multiprocessing.reduction import ForkingPickler
 from types import MappingProxyType
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from workbench.engine.kv_snapshot import ARRAY_NAMES, KVSnapshot
+from workbench.engine.kv_snapshot import ARRAY_NAMES, NO_IMAGE_SPANS, KVSnapshot
 from workbench.engine.ring_buffer import RingBuffer
 from workbench.engine.stats import CAPACITY, COLUMNS, StatsSeries, StatsTotals
 
@@ -41,7 +42,7 @@ def _reduce_mapping_proxy(mapping: MappingProxyType):
 # The messages' read-only mappings (a server's metrics, a flush's texts) cross the pipe as they are:
 # registered with the pickler that multiprocessing's connections use, not with pickle at large.
 ForkingPickler.register(MappingProxyType, _reduce_mapping_proxy)
-_SCALARS = tuple(f.name for f in dataclasses.fields(KVSnapshot) if f.name not in ("chunks", "tables"))
+_SCALARS = tuple(f.name for f in dataclasses.fields(KVSnapshot) if f.name not in ("chunks", "tables", "image_spans"))
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:
@@ -76,6 +77,9 @@ class SnapshotUpdate:
     chunks: dict  # chunk index -> one array per ARRAY_NAMES, for the chunks that changed
     tables: dict  # request id -> block ids, for the tables that are new or changed
     table_ids: tuple  # the request ids of the snapshot, in its order
+    # request id -> its images' spans, for the requests whose spans the decoder has not had yet (a
+    # request's spans do not change while its table is in the snapshots: sent once, kept with the table)
+    image_spans: dict = dataclasses.field(default_factory=dict)
 
     @property
     def num_bytes(self) -> int:
@@ -90,6 +94,7 @@ class SnapshotEncoder:
     def __init__(self):
         self._chunks: dict[str, tuple] = {name: () for name in ARRAY_NAMES}
         self._tables: dict[str, np.ndarray] = {}
+        self._spans: Mapping[str, tuple] = {}
 
     def encode(self, snapshot: KVSnapshot) -> SnapshotUpdate:
         new = snapshot.chunks
@@ -98,10 +103,12 @@ class SnapshotEncoder:
         changed = {i: tuple(new[name][i] for name in ARRAY_NAMES) for i in range(num_chunks)
                    if old is None or any(new[name][i] is not old[name][i] for name in ARRAY_NAMES)}
         tables = {rid: ids for rid, ids in snapshot.tables.items() if self._tables.get(rid) is not ids}
+        spans = {rid: s for rid, s in snapshot.image_spans.items() if self._spans.get(rid) != s}
         self._chunks = dict(new)
         self._tables = dict(snapshot.tables)
+        self._spans = snapshot.image_spans
         scalars = {name: getattr(snapshot, name) for name in _SCALARS}
-        return SnapshotUpdate(scalars, num_chunks, changed, tables, tuple(snapshot.tables))
+        return SnapshotUpdate(scalars, num_chunks, changed, tables, tuple(snapshot.tables), spans)
 
 
 class SnapshotDecoder:
@@ -110,6 +117,7 @@ class SnapshotDecoder:
     def __init__(self):
         self._chunks: dict[str, list] = {name: [] for name in ARRAY_NAMES}
         self._tables: dict[str, np.ndarray] = {}
+        self._spans: dict[str, tuple] = {}
 
     def decode(self, update: SnapshotUpdate) -> KVSnapshot:
         if len(self._chunks["states"]) != update.num_chunks:
@@ -124,8 +132,12 @@ class SnapshotDecoder:
                 ids = _readonly(ids)
             tables[rid] = ids if ids is not None else self._tables[rid]
         self._tables = tables
+        self._spans = {rid: update.image_spans.get(rid) or self._spans[rid] for rid in update.table_ids
+                       if rid in update.image_spans or rid in self._spans}
         chunks = {name: tuple(parts) for name, parts in self._chunks.items()}
-        return KVSnapshot(chunks=MappingProxyType(chunks), tables=MappingProxyType(dict(tables)), **update.scalars)
+        spans = MappingProxyType(dict(self._spans)) if self._spans else NO_IMAGE_SPANS
+        return KVSnapshot(chunks=MappingProxyType(chunks), tables=MappingProxyType(dict(tables)),
+                          image_spans=spans, **update.scalars)
 
 
 # ------------------------------------------------------------------ statistics

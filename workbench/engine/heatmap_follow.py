@@ -65,19 +65,22 @@ class FollowedRequests:
                 return int(table[-1])
         return None
 
-    def describe(self, snapshot: KVSnapshot | None) -> str:
-        """One line: what is followed and the state of its blocks ("following Chat 2: 37 blocks, 12 shared")."""
+    def describe(self, snapshot: KVSnapshot | None, image_block_ids: np.ndarray = _NO_IDS) -> str:
+        """One line: what is followed and the state of its blocks ("following Chat 2: 37 blocks, 12 shared,
+        3 with image tokens"; ``image_block_ids``: the blocks marked as holding image tokens, sorted)."""
         if not self.label:
             return "nothing to follow: no conversation selected"
         if snapshot is None or not len(self.block_ids):
             return f"following {self.label}: no blocks yet"
         ids = self.block_ids[self.block_ids < snapshot.num_blocks]
         counts = np.bincount(_states_of(snapshot, ids), minlength=NUM_BLOCK_STATES)
+        num_image = int(np.isin(ids, image_block_ids, assume_unique=True).sum()) if len(image_block_ids) else 0
+        images = f", {num_image:,} with image tokens" if num_image else ""
         if self.live:
-            return f"following {self.label}: {len(ids):,} blocks, {counts[BLOCK_STATE_SHARED]:,} shared"
+            return f"following {self.label}: {len(ids):,} blocks, {counts[BLOCK_STATE_SHARED]:,} shared{images}"
         reused = len(ids) - counts[BLOCK_STATE_CACHED] - counts[BLOCK_STATE_FREE]
         return (f"following {self.label} (finished): its {len(ids):,} blocks are now "
-                f"{counts[BLOCK_STATE_CACHED]:,} cached, {counts[BLOCK_STATE_FREE]:,} free, {reused:,} reused")
+                f"{counts[BLOCK_STATE_CACHED]:,} cached, {counts[BLOCK_STATE_FREE]:,} free, {reused:,} reused{images}")
 
 
 def _states_of(snapshot: KVSnapshot, block_ids: np.ndarray) -> np.ndarray:

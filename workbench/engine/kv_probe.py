@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 from workbench.engine.vllm_plugin.utility_call import request_utility
-from workbench.engine.kv_snapshot import KVPoolMirror, KVSnapshot, scan_matches
+from workbench.engine.kv_snapshot import NO_IMAGE_SPANS, KVPoolMirror, KVSnapshot, scan_matches
 
 
 class LocalKVProbe:
@@ -40,7 +40,8 @@ class LocalKVProbe:
                 id_map.pop(internal, None)
         problems = tuple(scan_matches(self.mirror, delta["scan"])) if checked else None
         return self.mirror.snapshot(id_map, (received - started) * 1e3, scan_problems=problems,
-                                    client_since=received, transport_ms=_transport_ms(future, delta))
+                                    client_since=received, transport_ms=_transport_ms(future, delta),
+                                    image_spans=getattr(self.session, "image_spans", NO_IMAGE_SPANS))
 
     def reset(self) -> None:
         """Forgets the pool: the next snapshot is a full resync."""

@@ -13,6 +13,8 @@ from typing import Mapping
 
 import numpy as np
 
+from workbench.engine.images import ImageSpan
+
 BLOCK_STATE_NULL = 0
 BLOCK_STATE_FREE = 1
 BLOCK_STATE_CACHED = 2  # ref_cnt == 0 with a hash: evictable, reusable by a prefix hit
@@ -35,6 +37,9 @@ def _readonly(array: np.ndarray) -> np.ndarray:
     return array
 
 
+NO_IMAGE_SPANS: Mapping[str, tuple[ImageSpan, ...]] = MappingProxyType({})
+
+
 @dataclass(frozen=True)
 class KVSnapshot:
     """The block pool at one moment, as the GUI and the benchmarks see it."""
@@ -54,6 +59,9 @@ class KVSnapshot:
     client_ms: float = 0.0  # the stepping thread's time to apply the delta and publish this snapshot
     transport_ms: float = 0.0  # the engine core's answer ready -> decoded in the client (see kv_probe)
     taken_at: float = field(default_factory=time.monotonic)
+    # Request id (a key of ``tables``) -> where each of its images' tokens sit in its prompt; only the
+    # requests that sent images. Their blocks are ``tables[request_id][span.blocks(block_size)]``.
+    image_spans: Mapping[str, tuple[ImageSpan, ...]] = field(default_factory=lambda: NO_IMAGE_SPANS)
 
     # Whole read-only arrays, one value per block, joined from the chunks on first use by the
     # thread that reads them (the GUI's), not by the one that steps the engine.
@@ -152,12 +160,15 @@ class KVPoolMirror:
 
     def snapshot(self, id_map: Mapping[str, str], round_trip_ms: float,
                  scan_problems: tuple[str, ...] | None = None, client_since: float | None = None,
-                 transport_ms: float = 0.0) -> KVSnapshot:
-        """An immutable copy; engine-internal request ids are translated with ``id_map``.
+                 transport_ms: float = 0.0,
+                 image_spans: Mapping[str, tuple[ImageSpan, ...]] = NO_IMAGE_SPANS) -> KVSnapshot:
+        """An immutable copy; engine-internal request ids are translated with ``id_map``; ``image_spans``
+        (by the caller's request id) are kept for the requests whose tables the snapshot holds.
 
         Only the chunks changed since the last snapshot are copied; the others, and the block tables
         (:meth:`apply` replaces a table, never writes into one), are shared with earlier snapshots."""
         tables = {id_map.get(r, r): ids for r, ids in self.tables.items()}
+        spans = {r: image_spans[r] for r in tables if r in image_spans} if image_spans else {}
         chunks = self._publish_chunks()
         return KVSnapshot(
             version=self.version,
@@ -174,6 +185,7 @@ class KVPoolMirror:
             scan_problems=scan_problems,
             client_ms=(time.perf_counter() - client_since) * 1e3 if client_since is not None else 0.0,
             transport_ms=transport_ms,
+            image_spans=MappingProxyType(spans) if spans else NO_IMAGE_SPANS,
         )
 
     def _publish_chunks(self) -> dict[str, tuple[np.ndarray, ...]]:

@@ -65,3 +65,9 @@ class RequestRegistry:
         record = self._records.get(request_id)
         return record.owner.label if record is not None else request_id
 
+    def image_names(self, request_id: str) -> tuple[str, ...]:
+        """The names of the request's images in the order sent (``ImageSpan.index`` points here); ()
+        for a request without images or no longer in the registry."""
+        record = self._records.get(request_id)
+        return record.owner.image_names if record is not None else ()
+

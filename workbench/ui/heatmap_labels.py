@@ -7,7 +7,8 @@ from PySide6.QtGui import QColor, QPainter, QPalette
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 from workbench.engine.heatmap_image import STATE_COLOURS
-from workbench.engine.kv_snapshot import BLOCK_STATE_NAMES
+from workbench.engine.image_blocks import IMAGE_MARK_COLOUR
+from workbench.engine.kv_snapshot import BLOCK_STATE_FREE, BLOCK_STATE_NAMES
 
 
 class ElidedLines(QWidget):
@@ -63,15 +64,19 @@ def legend_label() -> QLabel:
     label.setWordWrap(True)
     label.setToolTip("Block states (vLLM's BlockPool): null is the null block; free has no data; cached holds "
                      "a prefix no request uses (evictable); in use has ref_cnt 1, shared more. No block: "
-                     "the grid's cells past the pool's end. A brighter shade: changed since the frame before.")
+                     "the grid's cells past the pool's end. Hatched: the block holds an image's tokens. A brighter "
+                     "shade: changed since the frame before.")
     return label
 
 
 def legend_text(no_block: QColor, frame: QColor) -> str:
-    """A swatch and name for each state and for no block, then that bright means changed. Each
-    swatch is a ■ on a ``frame`` coloured box, so that light ones (free, no block) show on a light window."""
+    """A swatch and name for each state and for no block, the image tokens' hatch, then that bright means
+    changed. Each swatch is a ■ on a ``frame`` coloured box, so that light ones (free, no block) show on a
+    light window; the hatch's ▨ is drawn on the free state's colour, as it is seen over the pool."""
     colours = [QColor(*rgb) for rgb in STATE_COLOURS] + [no_block]
     names = list(BLOCK_STATE_NAMES) + ["no block"]
     entries = [f"<span style='background-color:{frame.name()};color:{colour.name()}'>&#9632;</span>&nbsp;"
                f"{name.replace(' ', '&nbsp;')}" for name, colour in zip(names, colours)]
-    return " &nbsp; ".join(entries + ["(bright:&nbsp;changed)"])
+    hatch, under = QColor(*IMAGE_MARK_COLOUR).name(), QColor(*STATE_COLOURS[BLOCK_STATE_FREE]).name()
+    image = f"<span style='background-color:{under};color:{hatch}'>&#9640;</span>&nbsp;image&nbsp;tokens"
+    return " &nbsp; ".join(entries + [image, "(bright:&nbsp;changed)"])

@@ -26,6 +26,7 @@ from workbench.engine.heatmap_image import (
     NO_BLOCK, NO_BLOCK_TEXT, block_cells, cell_blocks, colour_table, describe_blocks, grid_shape,
     heatmap_image, summary_details, summary_text,
 )
+from workbench.engine.image_blocks import IMAGE_MARK_COLOUR, ImageBlocks, hatch_lines
 from workbench.engine.kv_snapshot import KVSnapshot
 from workbench.ui.heatmap_labels import ElidedLines, legend_label, legend_text
 
@@ -84,10 +85,13 @@ class _PoolPlot(pg.PlotWidget):
 class KVHeatmapView(QWidget):
     """Shows the latest snapshot it is given; knows nothing of vLLM."""
 
-    def __init__(self, owner_name=lambda request_id: request_id):
+    def __init__(self, owner_name=lambda request_id: request_id, image_names=lambda request_id: ()):
+        """``owner_name``: a request's owner as the hover names it; ``image_names``: its images' names, in
+        the order sent (``ImageSpan.index`` points into them)."""
         super().__init__()
         self.setObjectName("kvHeatmap")
         self.owner_name = owner_name
+        self.image_names = image_names
         self.snapshot: KVSnapshot | None = None
         self._shown_version = 0
         self._since = 0  # the version the shown frame's highlights are counted from
@@ -95,6 +99,7 @@ class KVHeatmapView(QWidget):
         self.last_update_ms = 0.0  # the GUI thread's time to turn the latest snapshot into the image
         self.grid = (1, 1, 1)
         self.followed = FollowedRequests()
+        self.image_blocks = ImageBlocks()
         self._mode = "fit"  # what the view's range shows: "fit", "follow" or "user"
         self.summary = ElidedLines(2, "No engine yet.", objectName="kvSummary")
         self.follow_status = ElidedLines(1, "", objectName="kvFollowStatus")
@@ -103,7 +108,10 @@ class KVHeatmapView(QWidget):
         self.image.hoverEvent = self._on_image_hover
         self.outline = pg.ScatterPlotItem(pxMode=False, symbol="s", size=1.0, brush=None,
                                           pen=pg.mkPen(OUTLINE_COLOUR, width=2, cosmetic=True))
+        hatch_pen = pg.mkPen(QColor(*IMAGE_MARK_COLOUR), width=1, cosmetic=True)
+        self.image_marks = pg.PlotCurveItem(connect="pairs", pen=hatch_pen)  # the image tokens' blocks, hatched
         self.plot.addItem(self.image)
+        self.plot.addItem(self.image_marks, ignoreBounds=True)
         self.plot.addItem(self.outline)
         self.plot.getViewBox().sigResized.connect(self._on_view_resized)
         self.plot.getViewBox().sigRangeChangedManually.connect(self._on_range_changed_manually)
@@ -157,7 +165,12 @@ class KVHeatmapView(QWidget):
         new_pool = self.snapshot is None or snapshot.num_blocks != self.snapshot.num_blocks
         since = self._shown_version if not new_pool else snapshot.version
         self.snapshot = snapshot
+        if new_pool:
+            self.image_blocks.clear()
+        marks_changed, grid = self.image_blocks.update(snapshot), self.grid
         self._draw(snapshot, since)
+        if marks_changed and grid == self.grid:  # a new grid has drawn them already
+            self._draw_image_marks()
         self._shown_version, self._since = snapshot.version, since
         self.num_frames_drawn += 1
         self.summary.setText(summary_text(snapshot))
@@ -174,6 +187,7 @@ class KVHeatmapView(QWidget):
             self.grid = grid
             self._show_range()
             self._draw_outline()
+            self._draw_image_marks()
 
     def _view_px(self) -> tuple[float, float]:
         size = self.plot.getViewBox().size()
@@ -195,6 +209,8 @@ class KVHeatmapView(QWidget):
         self.snapshot = None
         self.image.clear()
         self.outline.clear()
+        self.image_blocks.clear()
+        self.image_marks.setData([], [])
         self.summary.setText(message)
         self.summary.setToolTip("")
 
@@ -249,7 +265,7 @@ class KVHeatmapView(QWidget):
         where the newest one is out of view (or ``rezoom``), the range."""
         if self._mode != "follow":
             return
-        text = self.followed.describe(self.snapshot)
+        text = self.followed.describe(self.snapshot, self.image_blocks.block_ids)
         if text != self.follow_status.text():
             self.follow_status.setText(text)
             self.follow_status.setToolTip(text)  # the whole line, where a narrow view cuts it
@@ -265,6 +281,11 @@ class KVHeatmapView(QWidget):
             return
         rows, columns = block_cells(self.grid, self.followed.block_ids)
         self.outline.setData(x=columns + 0.5, y=rows + 0.5)
+
+    def _draw_image_marks(self) -> None:
+        """The hatch over the cells holding image tokens: drawn when those blocks or the grid change."""
+        x, y = hatch_lines(self.grid, self.image_blocks.block_ids)
+        self.image_marks.setData(x, y, connect="pairs")
 
     def _newest_in_view(self) -> bool:
         """Whether the newest followed block's cell is in view, drawn at a legible size."""
@@ -285,7 +306,11 @@ class KVHeatmapView(QWidget):
         if self.snapshot is None or not (0 <= row < rows and 0 <= column < columns):
             return ""
         blocks = cell_blocks(self.grid, self.snapshot.num_blocks, row, column)
-        return describe_blocks(self.snapshot, blocks, self.owner_name) if len(blocks) else NO_BLOCK_TEXT
+        if not len(blocks):
+            return NO_BLOCK_TEXT
+        text = describe_blocks(self.snapshot, blocks, self.owner_name)
+        images = self.image_blocks.describe(self.snapshot, blocks, self.owner_name, self.image_names)
+        return f"{text}\n{images}" if images else text
 
     def _on_image_hover(self, event) -> None:
         if event.isExit() or self.snapshot is None:

@@ -54,7 +54,7 @@ class MainWindow(QMainWindow):
         self.commands = EngineCommands(model, engine.host.post)  # the one owner of engine commands
         self.chat = ChatPane(model, self.commands)
         self.batch = BatchPane(model)  # the chat's engine runs the batch too, through self.commands
-        self.heatmap = KVHeatmapView(owner_name=model.owner_label)
+        self.heatmap = KVHeatmapView(owner_name=model.owner_label, image_names=model.requests.image_names)
         time_origin = time.monotonic()  # one time axis for every plot: seconds since the window opened
         self.plots = StatsPlotsView(time_origin)
         self.memory = MemoryPanel(time_origin)

@@ -1,0 +1,177 @@
+"""Which KV blocks hold an image's tokens, for the heatmap's marks and hover. No Qt.
+
+A request's images sit where :class:`~workbench.engine.images.ImageSpan` says in its prompt; the blocks
+holding them are its block table at ``span.blocks(block_size)``. :class:`ImageBlocks` works them out once
+per snapshot, and only for the requests that sent images (a table is a snapshot's shared array: one that
+did not change is not looked at again), so a pool of 640,000 blocks costs what its few image requests cost.
+
+When a request finishes its table leaves the snapshot, but its blocks stay in the prefix cache, where a
+later request with the same image can reuse them: those are still marked while they are cached and have
+not changed since the table was last seen (a block that is evicted and filled again changes).
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from workbench.engine.heatmap_image import block_cells
+from workbench.engine.images import ImageSpan
+from workbench.engine.kv_snapshot import BLOCK_STATE_CACHED, CHUNK_BLOCKS, KVSnapshot
+
+IMAGE_MARK_COLOUR = (20, 20, 20)  # the hatch over blocks holding image tokens: dark on every state's colour
+MAX_FINISHED = 512  # finished requests whose cached image blocks are still marked; older ones are let go
+_NO_IDS = np.zeros(0, np.int64)
+
+
+@dataclass(frozen=True)
+class _RequestImages:
+    """One request's image blocks: ``block_ids[i]`` holds tokens of ``spans[span_of[i]]``."""
+
+    table: np.ndarray  # the block table they were read from (the snapshot's own array)
+    spans: tuple[ImageSpan, ...]
+    block_ids: np.ndarray
+    span_of: np.ndarray
+    gone_at: int = 0  # the snapshot version from which its table was no longer seen (0: live)
+
+
+def _request_images(table: np.ndarray, spans: tuple[ImageSpan, ...], block_size: int) -> _RequestImages:
+    ids, span_of = [], []
+    for number, span in enumerate(spans):
+        indexes = span.blocks(block_size)
+        blocks = table[indexes.start:min(indexes.stop, len(table))]  # a table still filling may be shorter
+        ids.append(np.asarray(blocks, np.int64))
+        span_of.append(np.full(len(blocks), number, np.int64))
+    return _RequestImages(table, spans, np.concatenate(ids) if ids else _NO_IDS,
+                          np.concatenate(span_of) if span_of else _NO_IDS)
+
+
+def _gather(snapshot: KVSnapshot, name: str, block_ids: np.ndarray) -> np.ndarray:
+    """One array's values at ``block_ids``, read from the chunks that hold them (the whole array is
+    never joined for a few blocks)."""
+    values = np.zeros(len(block_ids), snapshot.chunks[name][0].dtype if snapshot.chunks[name] else np.int32)
+    chunk_of = block_ids // CHUNK_BLOCKS
+    for chunk in np.unique(chunk_of):
+        where = chunk_of == chunk
+        values[where] = snapshot.chunks[name][int(chunk)][block_ids[where] - int(chunk) * CHUNK_BLOCKS]
+    return values
+
+
+class ImageBlocks:
+    """The image blocks of the latest snapshot: :attr:`block_ids` to mark, :meth:`describe` to hover."""
+
+    def __init__(self, max_finished: int = MAX_FINISHED):
+        self.max_finished = max_finished
+        self.block_size = 0
+        self._live: dict[str, _RequestImages] = {}
+        self._finished: OrderedDict[str, _RequestImages] = OrderedDict()  # oldest first
+        self.block_ids = _NO_IDS  # every marked block id, sorted, once each
+
+    def clear(self) -> None:
+        self.__init__(self.max_finished)
+
+    def update(self, snapshot: KVSnapshot) -> bool:
+        """Takes the image requests' blocks from ``snapshot``; True where the marked blocks changed."""
+        if snapshot.block_size != self.block_size:
+            self.clear()
+            self.block_size = snapshot.block_size
+        live = {}
+        for request_id, spans in snapshot.image_spans.items():
+            table = snapshot.tables.get(request_id)
+            if table is None:
+                continue
+            known = self._live.get(request_id)
+            live[request_id] = known if known is not None and known.table is table and known.spans is spans \
+                else _request_images(table, spans, snapshot.block_size)
+            self._finished.pop(request_id, None)  # preempted, then scheduled again
+        for request_id, gone in self._live.items():
+            if request_id not in live:
+                self._finished[request_id] = _RequestImages(gone.table, gone.spans, gone.block_ids, gone.span_of,
+                                                            gone_at=snapshot.version)
+        self._live = live
+        self._keep_cached(snapshot)
+        marked = [r.block_ids for r in (*live.values(), *self._finished.values()) if len(r.block_ids)]
+        block_ids = np.unique(np.concatenate(marked)) if marked else _NO_IDS
+        changed = not np.array_equal(block_ids, self.block_ids)
+        self.block_ids = block_ids
+        return changed
+
+    def _keep_cached(self, snapshot: KVSnapshot) -> None:
+        """A finished request keeps the blocks still cached and unchanged since its table was seen (read
+        for all finished requests at once: one gather, not one a request)."""
+        while len(self._finished) > self.max_finished:
+            self._finished.popitem(last=False)
+        if not self._finished:
+            return
+        finished = list(self._finished.items())
+        ids = np.concatenate([gone.block_ids for _, gone in finished])
+        gone_at = np.concatenate([np.full(len(gone.block_ids), gone.gone_at) for _, gone in finished])
+        in_pool = ids < snapshot.num_blocks
+        keep = np.zeros(len(ids), np.bool_)
+        keep[in_pool] = ((_gather(snapshot, "states", ids[in_pool]) == BLOCK_STATE_CACHED)
+                         & (_gather(snapshot, "changed_at", ids[in_pool]) <= gone_at[in_pool]))
+        ends = np.cumsum([len(gone.block_ids) for _, gone in finished])[:-1]
+        for (request_id, gone), kept in zip(finished, np.split(keep, ends)):
+            if not kept.any():
+                del self._finished[request_id]
+            elif not kept.all():
+                self._finished[request_id] = _RequestImages(gone.table, gone.spans, gone.block_ids[kept],
+                                                            gone.span_of[kept], gone.gone_at)
+
+    def images_at(self, block_id: int) -> list[tuple[str, ImageSpan, bool]]:
+        """(request id, span, still running) of each image whose tokens ``block_id`` holds."""
+        found = []
+        for live, requests in ((True, self._live), (False, self._finished)):
+            for request_id, images in requests.items():
+                for index in np.flatnonzero(images.block_ids == block_id):
+                    found.append((request_id, images.spans[int(images.span_of[index])], live))
+        return found
+
+    def describe(self, snapshot: KVSnapshot, blocks: range, owner_name: Callable[[str], str],
+                 image_names: Callable[[str], tuple[str, ...]]) -> str:
+        """The hover's lines about image tokens in ``blocks`` ("" where they hold none): for one block,
+        each image ("Chat 3 · cat.png, tokens 12–31 of the prompt, shared with Chat 2"); for a binned
+        cell, how many of its blocks hold image tokens and whose."""
+        if not len(self.block_ids) or not len(blocks):
+            return ""
+        if len(blocks) > 1:
+            return self._describe_binned(blocks, owner_name)
+        block_id = blocks[0]
+        owners = {owner_name(r) for r in snapshot.owners_of(block_id)}
+        lines = []
+        for request_id, span, live in self.images_at(block_id):
+            label = owner_name(request_id)
+            names = image_names(request_id)
+            name = names[span.index] if span.index < len(names) else f"image {span.index + 1}"
+            line = f"{label} · {name}, tokens {span.offset}–{span.offset + span.length - 1} of the prompt"
+            others = sorted(owners - {label})
+            if others:
+                line += f", shared with {', '.join(others)}"
+            elif not live:
+                line += " (finished; cached for a request with the same image)"
+            if line not in lines:
+                lines.append(line)
+        return "image tokens:\n" + "\n".join(lines) if lines else ""
+
+    def _describe_binned(self, blocks: range, owner_name: Callable[[str], str]) -> str:
+        inside = self.block_ids[(self.block_ids >= blocks.start) & (self.block_ids < blocks.stop)]
+        if not len(inside):
+            return ""
+        labels = sorted({owner_name(request_id) for block_id in inside.tolist()
+                         for request_id, _, _ in self.images_at(block_id)})
+        return f"image tokens in {len(inside)} of its blocks: {', '.join(labels)}"
+
+
+def hatch_lines(grid: tuple[int, int, int], block_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The marks' hatch as line segments (x, y pairs, for a path drawn with ``connect="pairs"``): three
+    rising diagonals across each cell of the grid ``grid_shape`` gave that holds one of ``block_ids``."""
+    rows, columns = block_cells(grid, block_ids)
+    row, column = rows.astype(np.float64), columns.astype(np.float64)
+    # per cell: (0, ½)→(½, 0), (0, 1)→(1, 0), (½, 1)→(1, ½), in cell units from its top-left corner
+    x0, y0 = np.array([0.0, 0.0, 0.5]), np.array([0.5, 1.0, 1.0])
+    x1, y1 = np.array([0.5, 1.0, 1.0]), np.array([0.0, 0.0, 0.5])
+    x = np.stack([column[:, None] + x0, column[:, None] + x1], axis=-1).ravel()
+    y = np.stack([row[:, None] + y0, row[:, None] + y1], axis=-1).ravel()
+    return x, y
