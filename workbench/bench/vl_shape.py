@@ -45,6 +45,7 @@ def write_vl_shape(folder: Path | None = None, max_pixels: int = MAX_PIXELS) -> 
         vision_start_token_id=ids("<|vision_start|>"), vision_end_token_id=ids("<|vision_end|>"),
         vision_token_id=ids("<|vision_pad|>"),
     )
+    config.architectures = ["Qwen2_5_VLForConditionalGeneration"]  # else vLLM takes it for a pooling model
     config.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     build_image_processor(recipe).save_pretrained(folder)
