@@ -21,7 +21,7 @@ LATENCY_EDGES_S = np.geomspace(1e-4, 1e3, 241)
 
 COLUMNS = ("t", "generation_tokens_per_s", "prompt_tokens_per_s", "num_running", "num_waiting",
            "kv_usage_pct", "token_occupancy_pct", "prefix_hit_pct", "preemptions",
-           "ttft_ms_p50", "ttft_ms_p99", "itl_ms_p50", "itl_ms_p99")
+           "ttft_ms_p50", "ttft_ms_p99", "itl_ms_p50", "itl_ms_p99", "mm_cache_hit_pct")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +42,11 @@ class StepStats:
     # observations (its bucket's upper bound and the observations in it); empty means one each.
     ttft_counts: tuple[int, ...] = ()
     itl_counts: tuple[int, ...] = ()
+    # vLLM's multimodal processor cache (images looked up by their hash, and found), where the engine
+    # reports it: an engine without images' cache (a text-only model, an older vLLM) leaves it False.
+    mm_cache_reported: bool = False
+    mm_queries: int = 0
+    mm_hits: int = 0
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,9 @@ class StatsTotals:
     num_ttft: int = 0
     num_itl: int = 0
     steps: int = 0
+    mm_queries: int = 0
+    mm_hits: int = 0
+    mm_cache_reports: int = 0  # steps that reported the multimodal cache: none, and no plot of it is shown
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,11 @@ class _LatencyWindow:
         return float(LATENCY_EDGES_S[min(index, len(LATENCY_EDGES_S) - 1)] * 1e3)
 
 
+def _percent(hits: int, queries: int) -> float:
+    """A bin's hit rate in percent; NaN where nothing was looked up (no point drawn, not a 0 %)."""
+    return hits / queries * 100 if queries else float("nan")
+
+
 class StatsRecorder:
     """Lives on the thread that steps the engine: :meth:`add` per step, :meth:`tick` in the loop."""
 
@@ -118,7 +131,7 @@ class StatsRecorder:
 
     def _new_bin(self) -> None:
         self._bin = dict.fromkeys(("prompt_tokens", "generation_tokens", "preemptions", "prefix_queries",
-                                   "prefix_hits"), 0)
+                                   "prefix_hits", "mm_queries", "mm_hits"), 0)
         self._ttfts: list[float] = []
         self._itls: list[float] = []
         self._ttfts_weighted: list = []  # (values, counts) of a server's histograms
@@ -135,6 +148,7 @@ class StatsRecorder:
             bin_sums[name] += value
             totals[name] += value
         totals["steps"] += 1
+        totals["mm_cache_reports"] += step.mm_cache_reported
         if step.ttft_counts or step.itl_counts:
             self._add_weighted(step)
         else:
@@ -177,12 +191,12 @@ class StatsRecorder:
     def _row(self, now: float, elapsed: float) -> tuple[float, ...]:
         sums, last = self._bin, self._last
         running, waiting, usage = self._peak or (last.num_running, last.num_waiting, last.kv_usage)
-        queries = sums["prefix_queries"]
         return (now, sums["generation_tokens"] / elapsed, sums["prompt_tokens"] / elapsed,
                 running, waiting, usage * 100, self._occupancy * 100,
-                sums["prefix_hits"] / queries * 100 if queries else float("nan"), sums["preemptions"],
+                _percent(sums["prefix_hits"], sums["prefix_queries"]), sums["preemptions"],
                 self._ttft.percentile_ms(50), self._ttft.percentile_ms(99),
-                self._itl.percentile_ms(50), self._itl.percentile_ms(99))
+                self._itl.percentile_ms(50), self._itl.percentile_ms(99),
+                _percent(sums["mm_hits"], sums["mm_queries"]))
 
     def publish(self) -> StatsSeries:
         return StatsSeries(self.ring.publish(), StatsTotals(**self.totals))

@@ -25,6 +25,8 @@ COUNTERS = {
     "preemptions": ("vllm:num_preemptions",),
     "prefix_queries": ("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries"),
     "prefix_hits": ("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits"),
+    "mm_queries": ("vllm:mm_cache_queries",),  # images looked up in the multimodal processor cache
+    "mm_hits": ("vllm:mm_cache_hits",),
 }
 GAUGES = {
     "num_running": ("vllm:num_requests_running",),
@@ -182,4 +184,7 @@ def step_between(before: ServerMetrics, after: ServerMetrics) -> StepStats:
                      kv_usage=gauges.get("kv_usage", math.nan), prefix_queries=inc["prefix_queries"],
                      prefix_hits=inc["prefix_hits"], prompt_tokens=inc["prompt_tokens"],
                      generation_tokens=inc["generation_tokens"], preemptions=inc["preemptions"],
-                     ttfts_s=ttfts, itls_s=itls, ttft_counts=ttft_counts, itl_counts=itl_counts)
+                     ttfts_s=ttfts, itls_s=itls, ttft_counts=ttft_counts, itl_counts=itl_counts,
+                     # every server exports the counters; one that has looked up no image has no cache to show
+                     mm_cache_reported=new.counter("mm_queries") > 0, mm_queries=inc["mm_queries"],
+                     mm_hits=inc["mm_hits"])

@@ -61,6 +61,18 @@ class PlotGrid:
     def rows(self) -> int:
         return math.ceil(len(self.plots) / max(self.columns, 1))
 
+    def set_plots(self, plots: list[pg.PlotItem]) -> None:
+        """Lays out ``plots`` instead (a plot shown once the engine reports its figures, or hidden again)."""
+        layout = self.graphics.ci
+        for plot in self.plots:
+            if plot in layout.items:
+                layout.removeItem(plot)
+        self.plots = plots
+        for plot in plots:
+            plot.getViewBox().setMinimumHeight(MIN_VIEW_HEIGHT_PX)
+        self.columns = 0
+        self.fit(self.graphics.width())
+
     def pin(self, columns: int | None) -> None:
         """Always ``columns`` columns (a picture for the report); None: as many as the width holds."""
         self.pinned = columns

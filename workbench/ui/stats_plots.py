@@ -1,5 +1,6 @@
 """Live plots of vLLM's own statistics: tokens/s, requests, KV usage beside token occupancy,
-prefix-cache hit rate, preemptions, and TTFT and inter-token latency p50/p99.
+prefix-cache hit rate and, where the engine reports it (a multimodal model's), the multimodal cache's,
+preemptions, and TTFT and inter-token latency p50/p99.
 
 The figures come from the engine layer's published :class:`~workbench.engine.stats.StatsSeries`
 (vLLM's stat logger, binned in ring buffers); this widget only draws them, at most as often as the
@@ -12,6 +13,7 @@ marks the moment ("engine died: SIGKILL"), and the next engine's points go on on
 """
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout
 from superqt import QElidingLabel
@@ -33,10 +35,20 @@ PLOTS = {
     "kv": ("KV cache", "%", (("kv_usage_pct", "vLLM usage (blocks)", "#ba68c8"),
                              ("token_occupancy_pct", "tokens stored", "#fff176"))),
     "prefix": ("Prefix-cache hit rate", "%", (("prefix_hit_pct", "hits / queried tokens", "#4db6ac"),)),
+    "mm_cache": ("Multimodal cache hit rate", "%", (("mm_cache_hit_pct", "hits / images looked up", "#f06292"),)),
     "preemptions": ("Preemptions", "per 0.25 s", (("preemptions", "preempted", "#ef5350"),)),
     "latency": ("Latency, last 10 s", "ms", (("ttft_ms_p50", "TTFT p50", "#90caf9"), ("ttft_ms_p99", "TTFT p99", "#1e88e5"),
                                             ("itl_ms_p50", "ITL p50", "#ffcc80"), ("itl_ms_p99", "ITL p99", "#fb8c00"))),
 }
+# Plots shown only once the engine reports their figures: an engine that does not has no empty plot.
+OPTIONAL_PLOTS = ("mm_cache",)
+PERCENT_PLOTS = ("kv", "prefix", "mm_cache")  # their height is fixed at 100
+
+
+def reports_mm_cache(stats: StatsSeries) -> bool:
+    """Whether the engine reported its multimodal cache (a stored series: whether it holds a point of it)."""
+    column = stats.series.columns.get("mm_cache_hit_pct")
+    return stats.totals.mm_cache_reports > 0 or (column is not None and bool(np.isfinite(column).any()))
 
 
 class StatsPlotsView(LivePlotsWidget):
@@ -44,14 +56,15 @@ class StatsPlotsView(LivePlotsWidget):
 
     def __init__(self, time_origin: float):
         super().__init__("statsPlots", time_origin)
-        self.plots: dict[str, pg.PlotItem] = {}
+        self.all_plots: dict[str, pg.PlotItem] = {}  # every plot, :data:`PLOTS`' order
         self.curves: dict[str, pg.PlotDataItem] = {}
         self.kept: dict[str, KeptCurve] = {}  # column -> the points of engines that ended
         self._build_plots()
+        self.plots = self._shown_plots(())  # the plots laid out and drawn
         self.grid = PlotGrid(self.graphics, list(self.plots.values()))
         self.grid.fit(self.width())
-        self.marks = EngineMarks(list(self.plots.values()))
-        self.view = FollowView(list(self.plots.values()), {2: 100.0, 3: 100.0})
+        self.marks = EngineMarks(list(self.all_plots.values()))
+        self.view = FollowView(list(self.all_plots.values()), {list(PLOTS).index(n): 100.0 for n in PERCENT_PLOTS})
         self._x = None
         self._shown = dict.fromkeys(PLOTS, -1)  # plot name -> the series version it shows
         self._next = 0  # the plot whose turn it is
@@ -83,7 +96,16 @@ class StatsPlotsView(LivePlotsWidget):
             else:
                 plot.setXLink(first)
             add_export_actions(self, plot, name)
-            self.plots[name] = plot
+            self.all_plots[name] = plot
+
+    def _shown_plots(self, optional: tuple[str, ...]) -> dict[str, pg.PlotItem]:
+        return {name: plot for name, plot in self.all_plots.items() if name not in OPTIONAL_PLOTS or name in optional}
+
+    def _show_optional(self, stats: StatsSeries) -> None:
+        """Lays out the optional plots whose figures ``stats`` reports (once shown, a plot stays)."""
+        if "mm_cache" not in self.plots and reports_mm_cache(stats):
+            self.plots = self._shown_plots(("mm_cache",))
+            self.grid.set_plots(list(self.plots.values()))
 
     def resizeEvent(self, event) -> None:
         """As many columns as the new width holds (laid out again only when that number changes)."""
@@ -103,9 +125,10 @@ class StatsPlotsView(LivePlotsWidget):
         not six (about 6 ms at once on the CPU build, the GIL held all the while)."""
         if not len(stats.series) or self.pause.paused or self._ended_before(stats):
             return False
+        self._show_optional(stats)
         names = list(PLOTS)
         due = [names[(self._next + offset) % len(names)] for offset in range(len(names))]
-        name = next((name for name in due if self._shown[name] != stats.version), None)
+        name = next((name for name in due if name in self.plots and self._shown[name] != stats.version), None)
         if name is None:
             return False
         index = names.index(name)
@@ -124,7 +147,7 @@ class StatsPlotsView(LivePlotsWidget):
             totals = stats.totals
             self._set_totals(f"since start: {totals.generation_tokens:,} generated, {totals.prompt_tokens:,} "
                              f"prompt tokens, {totals.preemptions:,} preemptions")
-        self.pause.shown_version = min(self._shown.values())  # the oldest series a plot shows
+        self.pause.shown_version = min(self._shown[name] for name in self.plots)  # the oldest series a plot shows
         self.num_draws += 1
         return True
 
@@ -161,6 +184,9 @@ class StatsPlotsView(LivePlotsWidget):
         for kept in self.kept.values():
             kept.clear()
         self.marks.clear()
+        if len(self.plots) != len(self._shown_plots(())):
+            self.plots = self._shown_plots(())
+            self.grid.set_plots(list(self.plots.values()))
         self.draw_all_again()
         self.totals.setText("No engine running.")
 

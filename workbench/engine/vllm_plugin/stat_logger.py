@@ -6,8 +6,12 @@ range (``mm_cache_stats``, ``engine_idx``), so they are taken as they come. Read
 ``SchedulerStats`` (``num_running_reqs``, ``num_waiting_reqs``, ``num_skipped_waiting_reqs`` where
 present, ``kv_cache_usage``, ``prefix_cache_stats.queries`` / ``.hits``) and of ``IterationStats``
 (``num_prompt_tokens``, ``num_generation_tokens``, ``num_preempted_reqs``,
-``time_to_first_tokens_iter``, ``inter_token_latencies_iter``): the same figures vLLM's own
-Prometheus logger counts. Switching off takes the logger out of ``LLMEngine.logger_manager.stat_loggers``,
+``time_to_first_tokens_iter``, ``inter_token_latencies_iter``) and of ``MultiModalCacheStats``
+(``queries``, ``hits``: images looked up in the multimodal processor cache, and found; vLLM passes it
+only for an engine that has that cache, None otherwise): the same figures vLLM's own Prometheus logger
+counts (``vllm:mm_cache_queries`` / ``vllm:mm_cache_hits``). The encoder cache has no figure of its own in
+these versions (``SchedulerStats.iteration_details`` counts encoder inputs, and only when iteration
+details are logged), so none is read. Switching off takes the logger out of ``LLMEngine.logger_manager.stat_loggers``,
 so that stepping runs as vLLM ships it.
 """
 from __future__ import annotations
@@ -17,9 +21,9 @@ from typing import Callable
 from workbench.engine.stats import StepStats
 
 
-def step_stats(scheduler_stats, iteration_stats) -> StepStats:
-    """One step's figures in plain numbers; either argument may be None (vLLM passes None for the
-    iteration of a step that produced no output)."""
+def step_stats(scheduler_stats, iteration_stats, mm_cache_stats=None) -> StepStats:
+    """One step's figures in plain numbers; any argument may be None (vLLM passes None for the
+    iteration of a step that produced no output, and for the multimodal cache of an engine without one)."""
     running = waiting = queries = hits = 0
     usage = 0.0
     if scheduler_stats is not None:
@@ -28,12 +32,14 @@ def step_stats(scheduler_stats, iteration_stats) -> StepStats:
         usage = scheduler_stats.kv_cache_usage
         prefix = scheduler_stats.prefix_cache_stats
         queries, hits = prefix.queries, prefix.hits
+    mm = {} if mm_cache_stats is None else {"mm_cache_reported": True, "mm_queries": mm_cache_stats.queries,
+                                            "mm_hits": mm_cache_stats.hits}
     if iteration_stats is None:
-        return StepStats(running, waiting, usage, queries, hits, 0, 0, 0)
+        return StepStats(running, waiting, usage, queries, hits, 0, 0, 0, **mm)
     return StepStats(running, waiting, usage, queries, hits, iteration_stats.num_prompt_tokens,
                      iteration_stats.num_generation_tokens, iteration_stats.num_preempted_reqs,
                      tuple(iteration_stats.time_to_first_tokens_iter),
-                     tuple(iteration_stats.inter_token_latencies_iter))
+                     tuple(iteration_stats.inter_token_latencies_iter), **mm)
 
 
 def make_stat_logger_factory(deliver: Callable[[StepStats], None]):
@@ -46,7 +52,7 @@ def make_stat_logger_factory(deliver: Callable[[StepStats], None]):
             self.engine_index = engine_index
 
         def record(self, scheduler_stats, iteration_stats, *args, **kwargs):
-            deliver(step_stats(scheduler_stats, iteration_stats))
+            deliver(step_stats(scheduler_stats, iteration_stats, _mm_cache_stats(args, kwargs)))
 
         def log_engine_initialized(self):
             pass
@@ -57,6 +63,14 @@ def make_stat_logger_factory(deliver: Callable[[StepStats], None]):
 
     factory.made = None
     return factory
+
+
+def _mm_cache_stats(args: tuple, kwargs: dict):
+    """The multimodal cache's stats among ``record``'s trailing arguments: by name where vLLM names it,
+    else the first positional one that has queries and hits (not ``engine_idx``)."""
+    if "mm_cache_stats" in kwargs:
+        return kwargs["mm_cache_stats"]
+    return next((arg for arg in args if hasattr(arg, "queries") and hasattr(arg, "hits")), None)
 
 
 class StatLoggerSwitch:
