@@ -108,7 +108,7 @@ class KVHeatmapView(QWidget):
         self.image.hoverEvent = self._on_image_hover
         self.outline = pg.ScatterPlotItem(pxMode=False, symbol="s", size=1.0, brush=None,
                                           pen=pg.mkPen(OUTLINE_COLOUR, width=2, cosmetic=True))
-        hatch_pen = pg.mkPen(QColor(*IMAGE_MARK_COLOUR), width=1, cosmetic=True)
+        hatch_pen = pg.mkPen(QColor(*IMAGE_MARK_COLOUR), width=1.5, cosmetic=True)
         self.image_marks = pg.PlotCurveItem(connect="pairs", pen=hatch_pen)  # the image tokens' blocks, hatched
         self.plot.addItem(self.image)
         self.plot.addItem(self.image_marks, ignoreBounds=True)
