@@ -19,7 +19,6 @@ from workbench.engine.backend import Message
 
 DATA = Path(__file__).parent / "data" / "datasets"
 ALPACA = DATA / "alpaca_en_demo-first20.json"
-NOT_YET = "images are not supported yet"
 
 
 def _read(path, fmt=None, **kwargs):
@@ -94,11 +93,15 @@ def test_text_parts_written_with_value_as_llama_factory_writes_them():
                                     "you today?")
 
 
-def test_records_with_images_are_refused_with_the_not_yet_message_and_the_rest_kept(tmp_path):
+def test_records_whose_images_are_missing_are_named_and_the_rest_kept(tmp_path):
+    """mllm_demo.json without its mllm_demo_data folder, and ms-swift's image_url sample whose data: URL is
+    a placeholder: each record names its image and the fix (tests/test_batch_images.py reads them whole)."""
     prompts, problems = _read(DATA / "mllm_demo.json")
-    assert not prompts and len(problems) == 6 and all(NOT_YET in p.reason for p in problems)
+    assert not prompts and len(problems) == 6
+    assert all(p.reason.startswith("image 1 (mllm_demo_data/") and "no file at" in p.reason for p in problems)
     prompts, problems = _read(DATA / "swift-image-url.jsonl")
-    assert not prompts and "message 1 has image parts" in problems[0].reason and NOT_YET in problems[0].reason
+    assert not prompts and "image 1 (data:image/png;base64,… (16 characters)): the data: URL says base64 but its " \
+        "data is not base64" in problems[0].reason
     mixed = tmp_path / "mixed.jsonl"
     mixed.write_text("\n".join([(DATA / "swift-image-url.jsonl").read_text().strip(),
                                 json.dumps({"prompt": "still here"})]) + "\n")

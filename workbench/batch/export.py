@@ -1,6 +1,7 @@
 """Writing a batch's results: JSONL, CSV, and the OpenAI batch output that ``vllm run-batch`` writes.
-A dataset record's own answer (``reference``) goes beside the generated text in JSONL and CSV; the OpenAI
-output stays exactly vLLM's.
+A dataset record's own answer (``reference``) goes beside the generated text in JSONL and CSV, and so do a
+row's images, by reference (the source as the record gave it, the turn, name, format, size and SHA-256; a
+``data:`` URL's image as its copy in the data folder); the OpenAI output stays exactly vLLM's.
 
 Each writer is a generator that yields the number of rows written so far (every ``EXPORT_CHUNK``
 rows), so a window can show a progress bar and stay responsive. The file appears under its name
@@ -23,12 +24,13 @@ from pathlib import Path
 from typing import Iterator
 
 from workbench.batch.formats import CHAT_URL, BatchPrompt
+from workbench.batch.record_images import BatchImage
 from workbench.batch.results import COUNT_COLUMNS, DONE, TIME_COLUMNS, BatchResults
 
 EXPORT_FORMATS = {"jsonl": "JSONL (.jsonl)", "csv": "CSV (.csv)", "openai": "OpenAI batch output (.jsonl)"}
 EXPORT_CHUNK = 1000
-CSV_COLUMNS = ("line", "custom_id", "status", "finish_reason", *COUNT_COLUMNS, *TIME_COLUMNS, "prompt", "text",
-               "reference", "error")
+CSV_COLUMNS = ("line", "custom_id", "status", "finish_reason", *COUNT_COLUMNS, *TIME_COLUMNS, "prompt", "images",
+               "text", "reference", "error")
 
 
 def random_uuid() -> str:
@@ -44,6 +46,8 @@ def row_record(results: BatchResults, row: int) -> dict:
         record["messages"] = [{"role": m.role, "content": m.content} for m in prompt.messages]
     else:
         record["prompt"] = prompt.prompt
+    if prompt.images:
+        record["images"] = [image_record(image) for image in prompt.images]
     record["finish_reason"] = results.finish_reason(row) or None
     for name in (*COUNT_COLUMNS, *TIME_COLUMNS):
         record[name] = results.value(name, row)
@@ -51,6 +55,17 @@ def row_record(results: BatchResults, row: int) -> dict:
     if prompt.reference is not None:  # the dataset's own answer, to compare the generated one with
         record["reference"] = prompt.reference
     record["error"] = results.errors.get(row)
+    return record
+
+
+def image_record(image: BatchImage) -> dict:
+    """One image of a row as the exports keep it: where it came from and what it was, not its bytes."""
+    record = {"source": image.source, "turn": image.turn, "name": image.name}
+    if image.ref is not None:
+        ref = image.ref
+        record.update(mime=ref.mime, width=ref.width, height=ref.height, num_bytes=ref.num_bytes, sha256=ref.sha256)
+    if image.location and image.location != image.source:
+        record["path"] = image.location  # the file read (a relative path resolved, a data: URL's copy)
     return record
 
 
@@ -97,6 +112,9 @@ def _write_csv(results: BatchResults, stream) -> Iterator[int]:
         if prompt is None:
             prompt = results.prompts[row].preview()
         record["prompt"] = prompt
+        if "images" in record:
+            record["images"] = json.dumps([image["path"] if "path" in image else image["source"]
+                                           for image in record["images"]], ensure_ascii=False)
         writer.writerow(["" if record.get(name) is None else record[name] for name in CSV_COLUMNS])
         if (row + 1) % EXPORT_CHUNK == 0:
             yield row + 1

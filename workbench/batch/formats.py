@@ -7,6 +7,9 @@ ms-swift's query/response; ``openai``: the OpenAI batch input that ``vllm run-ba
 name; ``text``: one prompt per line). The container is the file's: JSON lines, one JSON array, Parquet,
 Arrow, or a ``datasets`` folder saved with ``save_to_disk`` (:func:`detect_container`), each read as a
 stream. Blank lines are skipped, as ``vllm run-batch`` skips them.
+
+A record's images are checked as it is read (:class:`~workbench.batch.image_check.ImageChecker`), relative
+paths read from the file's folder; a CSV's image column is found by its name (``IMAGE_COLUMN_NAMES``).
 """
 from __future__ import annotations
 
@@ -16,19 +19,22 @@ from pathlib import Path
 from typing import Iterator
 
 from workbench.batch.csv_rows import csv_rows
+from workbench.batch.image_check import ImageChecker
 from workbench.batch.json_array import JsonArrayReader, Record
 from workbench.batch.prompt_file import Line, LineProblem, LineReader, first_line
 from workbench.batch.records import (  # noqa: F401 (BatchPrompt, LineError and parse_messages are this module's API)
     RECORD_FORMATS, BatchPrompt, LineError, guess_record_format, parse_messages, prompt_text, record_prompt,
-    record_sampling,
+    record_sampling, with_images,
 )
 from workbench.batch.table_files import TableError, TableReader, table_kind
+from workbench.engine.backend import Message
 
 FORMATS = {**RECORD_FORMATS, "openai": "OpenAI batch JSONL (vllm run-batch)", "csv": "CSV: a prompt column",
            "text": "Plain text: a prompt per line"}
 CONTAINERS = {"lines": "JSON lines (JSONL)", "array": "a JSON array of records", "parquet": "Parquet",
               "arrow": "Arrow", "dataset": "a datasets folder (save_to_disk)", "csv": "CSV", "text": "text"}
 CHAT_URL, COMPLETIONS_URL = "/v1/chat/completions", "/v1/completions"
+IMAGE_COLUMN_NAMES = ("image", "images", "image_path", "image_url")  # a CSV's column of image paths or URLs
 
 
 def detect_container(path: str | Path) -> str:
@@ -119,14 +125,16 @@ def parse_prompts(source, fmt: str, column: str | None = None,
     if fmt not in FORMATS:
         raise ValueError(f"unknown prompt-file format {fmt!r}; choose one of {', '.join(FORMATS)}")
     reader = source if hasattr(source, "bytes_read") else open_reader(source, fmt, split)
+    unit = "row" if isinstance(reader, TableReader) else "line"
+    checker = ImageChecker(images_folder(reader.path), unit)
     if fmt == "csv":
-        yield from _csv_prompts(reader, column or "prompt")
+        yield from _csv_prompts(reader, column or "prompt", checker)
         return
     if fmt == "text":
         yield from _text_prompts(reader)
         return
-    unit = "row" if isinstance(reader, TableReader) else "line"
-    build = _OpenAIBatchParser().prompt if fmt == "openai" else (lambda n, r: record_prompt(fmt, n, r))
+    build = (_OpenAIBatchParser(checker).prompt if fmt == "openai"
+             else (lambda n, r: record_prompt(fmt, n, r, checker)))
     for item in _json_lines(reader) if isinstance(reader, LineReader) else reader:
         if isinstance(item, LineProblem):
             yield item
@@ -135,6 +143,12 @@ def parse_prompts(source, fmt: str, column: str | None = None,
             yield build(item.number, item.value)
         except LineError as exc:
             yield LineProblem(item.number, str(exc), unit=unit)
+
+
+def images_folder(path: Path) -> Path:
+    """Where a file's relative image paths are read from: its folder (a datasets folder itself)."""
+    path = Path(path).resolve()
+    return path if path.is_dir() else path.parent
 
 
 # ------------------------------------------------------------------ plain text and JSON lines
@@ -171,8 +185,9 @@ def _json_object(text: str) -> dict:
 class _OpenAIBatchParser:
     """Lines of ``vllm run-batch``'s input; remembers the custom_ids seen, which must not repeat."""
 
-    def __init__(self):
+    def __init__(self, checker: ImageChecker):
         self.seen: dict[str, int] = {}  # custom_id -> the line that used it first
+        self.checker = checker
 
     def prompt(self, line_no: int, record) -> BatchPrompt:
         if not isinstance(record, dict):
@@ -197,16 +212,17 @@ class _OpenAIBatchParser:
         self.seen[custom_id] = line_no
         return prompt
 
-    @staticmethod
-    def _body_prompt(line_no: int, custom_id: str, url: str, body: dict) -> BatchPrompt:
+    def _body_prompt(self, line_no: int, custom_id: str, url: str, body: dict) -> BatchPrompt:
         if body.get("stream"):
             raise LineError("\"stream\": true is not supported in a batch (vLLM refuses it too)")
         sampling = tuple(record_sampling(body, "body."))
         if url == CHAT_URL:
             if "messages" not in body:
                 raise LineError("missing field: body.messages")
-            return BatchPrompt(line_no, messages=parse_messages(body["messages"]), custom_id=custom_id, url=url,
-                               sampling=sampling)
+            parts: list = []
+            messages, images = with_images(line_no, parse_messages(body["messages"], parts), parts, [], self.checker)
+            return BatchPrompt(line_no, messages=messages, custom_id=custom_id, url=url, sampling=sampling,
+                               images=images)
         if "prompt" not in body:
             raise LineError("missing field: body.prompt")
         return BatchPrompt(line_no, prompt=prompt_text(body["prompt"]), custom_id=custom_id, url=url,
@@ -214,9 +230,9 @@ class _OpenAIBatchParser:
 
 
 # ------------------------------------------------------------------ CSV
-def _csv_prompts(lines: LineReader, column: str) -> Iterator[BatchPrompt | LineProblem]:
+def _csv_prompts(lines: LineReader, column: str, checker: ImageChecker) -> Iterator[BatchPrompt | LineProblem]:
     """The CSV's rows under its header; a row's number is the line it starts on."""
-    index = None
+    index = image_index = None
     for item in csv_rows(lines, _delimiter(lines.path)):
         if isinstance(item, LineProblem):
             yield item
@@ -228,14 +244,28 @@ def _csv_prompts(lines: LineReader, column: str) -> Iterator[BatchPrompt | LineP
                                            f"{', '.join(map(repr, row)) or 'none'})", fatal=True)
                 return
             index = row.index(column)
+            image_index = next((row.index(name) for name in IMAGE_COLUMN_NAMES if name in row and name != column),
+                               None)
         elif any(cell.strip() for cell in row):
-            yield _csv_prompt(row, index, column, line_no)
+            yield _csv_prompt(row, index, column, line_no, image_index, checker)
 
 
-def _csv_prompt(row: list[str], index: int, column: str, line_no: int) -> BatchPrompt | LineProblem:
+def _csv_prompt(row: list[str], index: int, column: str, line_no: int, image_index: int | None,
+                checker: ImageChecker) -> BatchPrompt | LineProblem:
     if index >= len(row):
         return LineProblem(line_no, f"the row has {len(row)} field{'s' if len(row) != 1 else ''}; the "
                                     f"{column!r} column is field {index + 1}")
     if not row[index].strip():
         return LineProblem(line_no, f"the {column!r} field is empty")
-    return BatchPrompt(line_no, prompt=row[index])
+    cell = row[image_index].strip() if image_index is not None and image_index < len(row) else ""
+    if not cell:
+        return BatchPrompt(line_no, prompt=row[index])
+    try:
+        sources = json.loads(cell) if cell.startswith("[") else [cell]
+        if not isinstance(sources, list) or not all(isinstance(s, str) and s.strip() for s in sources):
+            raise LineError("the image field must be a path or URL, or a JSON list of them")
+        (message,), images = with_images(line_no, (Message("user", row[index]),), [], sources, checker)
+    except (LineError, ValueError) as exc:
+        return LineProblem(line_no, str(exc) if isinstance(exc, LineError) else
+                           f"the image field is not a JSON list ({exc}): write one path, or [\"a.png\", \"b.png\"]")
+    return BatchPrompt(line_no, prompt=message.content, images=images)

@@ -6,6 +6,7 @@ pauses at the first one until :meth:`PromptLoader.decide` says skip or stop (the
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from workbench.batch.formats import BatchPrompt, open_reader, parse_prompts
@@ -14,6 +15,7 @@ from workbench.batch.table_files import TableReader
 from workbench.batch.results import BatchResults
 
 ON_PROBLEM = ("skip", "stop", "ask")
+CHUNK_S = 0.05  # a chunk's reading time at most (past one record): image checks make records slow to read
 
 
 class PromptLoader:
@@ -40,10 +42,12 @@ class PromptLoader:
         """How much of the file has been read, 0 to 1."""
         return 1.0 if self.done or not self._reader.size else min(1.0, self._reader.bytes_read / self._reader.size)
 
-    def read(self, max_items: int = 5000) -> bool:
-        """Reads up to ``max_items`` lines; True while there is more to read (and no decision awaited)."""
+    def read(self, max_items: int = 5000, max_s: float = CHUNK_S) -> bool:
+        """Reads up to ``max_items`` lines, or for ``max_s`` seconds (each record's images are read and
+        checked); True while there is more to read (and no decision awaited)."""
         if self.awaiting is not None:
             return False
+        deadline = time.monotonic() + max_s
         for _ in range(max_items):
             item = next(self._items, None)
             if item is None:
@@ -57,6 +61,8 @@ class PromptLoader:
                     return False
             elif not self._problem(item):
                 return False
+            if time.monotonic() > deadline:
+                break
         return not self.done
 
     def read_all(self) -> BatchResults:

@@ -9,6 +9,10 @@ evaluation tools write:
 - ``swift``: ms-swift's query/response format, ``query``, ``response``, ``history`` (``[[q, r], ...]``),
   ``system``.
 
+In each, a record may carry images: content parts, or an ``images`` column with ``<image>`` markers in the
+text (:mod:`workbench.batch.record_images` reads where they are; :mod:`workbench.batch.image_check` checks
+each as the file is read, keeping a reference).
+
 A record that ends with the answer (the last assistant turn, ``output``, ``response``) is asked without it,
 and the answer kept as the row's ``reference``, beside the generated one. A record's own sampling fields
 (``max_tokens``, ``temperature``, ...) apply to its request, and a bad one is reported, never ignored.
@@ -19,8 +23,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
+from workbench.batch.image_check import ImageChecker
+from workbench.batch.record_images import (
+    IMAGE_PART_TYPES, OTHER_MEDIA_PART_TYPES, PART_MARK, BatchImage, ImageFormError, column_images, part_image,
+    place_images,
+)
 from workbench.engine.backend import Message
+from workbench.engine.images import ImageProblem
 
 RECORD_FORMATS = {
     "jsonl": "Prompt or messages (OpenAI chat, ms-swift messages)",
@@ -34,8 +45,6 @@ SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistan
 TOOL_TURNS = ("function_call", "observation", "tool", "tool_call", "tool_response", "function")
 SAMPLING_FIELDS = {"max_tokens": int, "max_completion_tokens": int, "max_new_tokens": int, "temperature": float,
                    "top_p": float, "top_k": int, "seed": int}
-IMAGE_KEYS = ("images", "image", "videos", "audios")
-NOT_YET_IMAGES = "images are not supported yet: the batch pane sends text only (leave the record's images out)"
 
 
 class LineError(ValueError):
@@ -53,6 +62,7 @@ class BatchPrompt:
     url: str | None = None  # OpenAI batch input only
     sampling: tuple[tuple[str, float | int], ...] = ()  # the record's own settings, over the run's
     reference: str | None = None  # the record's own answer, kept beside the generated one
+    images: tuple[BatchImage, ...] = ()  # by reference: each read when the row is sent, before its turn's text
 
     def preview(self) -> str:
         if self.prompt is not None:
@@ -78,34 +88,58 @@ def guess_record_format(record) -> str:
     return "jsonl"
 
 
-def record_prompt(fmt: str, number: int, record) -> BatchPrompt:
-    """The prompt of one record in format ``fmt``; LineError says what is wrong with it."""
+def record_prompt(fmt: str, number: int, record, checker: ImageChecker | None = None) -> BatchPrompt:
+    """The prompt of one record in format ``fmt``; LineError says what is wrong with it (an image that
+    cannot be used too). ``checker`` checks its images (relative paths from the working folder without one)."""
     if not isinstance(record, dict):
         raise LineError(f"expected a JSON object {{...}}, got a JSON {type(record).__name__}")
-    for key in IMAGE_KEYS:
-        if record.get(key):
-            raise LineError(f"the record has {key!r}: {NOT_YET_IMAGES}")
-    messages, reference = _READERS[fmt](record)
+    column = _image_form(column_images, record)
+    parts: list = []
+    messages, reference = _READERS[fmt](record, parts)
     custom_id = _optional_text(record, "custom_id") if fmt == "jsonl" else None
     sampling = tuple(record_sampling(record))
+    common = {"custom_id": custom_id, "sampling": sampling, "reference": reference}
     if isinstance(messages, str):
-        return BatchPrompt(number, prompt=messages, custom_id=custom_id, sampling=sampling, reference=reference)
-    return BatchPrompt(number, messages=messages, custom_id=custom_id, sampling=sampling, reference=reference)
+        if not column:
+            return BatchPrompt(number, prompt=messages, **common)
+        (message,), images = with_images(number, (Message("user", messages),), [], column, checker)
+        return BatchPrompt(number, prompt=message.content, images=images, **common)
+    messages, images = with_images(number, messages, parts, column, checker)
+    return BatchPrompt(number, messages=messages, images=images, **common)
+
+
+def with_images(number: int, messages: tuple[Message, ...], parts: list, column: list,
+                checker: ImageChecker | None) -> tuple[tuple[Message, ...], tuple[BatchImage, ...]]:
+    """The messages without their image marks, and their images checked (see :func:`place_images`)."""
+    messages, placed = _image_form(place_images, messages, parts, column)
+    if not placed:
+        return messages, ()
+    try:
+        return messages, (checker or ImageChecker(Path.cwd())).check_all(placed, number)
+    except ImageProblem as exc:
+        raise LineError(str(exc)) from None
+
+
+def _image_form(read, *args):
+    try:
+        return read(*args)
+    except ImageFormError as exc:
+        raise LineError(str(exc)) from None
 
 
 # ------------------------------------------------------------------ each format
-def _prompt_or_messages(record: dict):
+def _prompt_or_messages(record: dict, parts: list):
     if "prompt" in record and "messages" in record:
         raise LineError("has both \"prompt\" and \"messages\": give one of them")
     if "messages" in record:
-        return answer_split(parse_messages(record["messages"]))
+        return answer_split(parse_messages(record["messages"], parts))
     if "prompt" not in record:
         raise LineError(f"missing field: \"prompt\" or \"messages\"{_other_format(record, 'jsonl')}")
     reference = next((_text(record, k) for k in ("completion", "response", "output") if k in record), None)
     return prompt_text(record["prompt"]), reference
 
 
-def _alpaca(record: dict):
+def _alpaca(record: dict, _parts: list):
     instruction = _text(record, "instruction", required="alpaca")
     given = _text(record, "input") or ""
     query = f"{instruction}\n{given}" if instruction and given else instruction or given
@@ -115,16 +149,16 @@ def _alpaca(record: dict):
     return (*_system(record), *turns), _text(record, "output")
 
 
-def _query_response(record: dict):
+def _query_response(record: dict, _parts: list):
     query = _text(record, "query", required="swift")
     if not query.strip():
         raise LineError("\"query\" is empty")
     return (*_system(record), *_history(record), Message("user", query)), _text(record, "response")
 
 
-def _sharegpt(record: dict):
+def _sharegpt(record: dict, parts: list):
     if "conversation" in record and "conversations" not in record:
-        return answer_split((*_system(record), *_pairs(record["conversation"])))
+        return answer_split((*_system(record), *_pairs(record["conversation"], parts)))
     turns = record.get("conversations")
     if not isinstance(turns, list) or not turns:
         raise LineError("\"conversations\" must be a non-empty list of {\"from\": ..., \"value\": ...}"
@@ -141,11 +175,11 @@ def _sharegpt(record: dict):
             raise LineError(f"turn {number} is from {json.dumps(speaker)}; ShareGPT's speakers are human, gpt and "
                             "system")
         value = turn.get("value", turn.get("content"))
-        messages.append(Message(SHAREGPT_ROLES[speaker], _content_text(value, number)))
+        messages.append(Message(SHAREGPT_ROLES[speaker], _content_text(value, number, parts)))
     return answer_split(tuple(messages))
 
 
-def _pairs(value) -> list[Message]:
+def _pairs(value, parts: list) -> list[Message]:
     """ms-swift's ``conversation``: ``[{"human": q, "assistant": r}, ...]`` (the last answer may be missing)."""
     if not isinstance(value, list) or not value:
         raise LineError("\"conversation\" must be a non-empty list of {\"human\": ..., \"assistant\": ...}")
@@ -155,7 +189,7 @@ def _pairs(value) -> list[Message]:
             raise LineError(f"turn {number} of \"conversation\" needs \"human\": text")
         messages.append(Message("user", pair["human"]))
         if pair.get("assistant") is not None:
-            messages.append(Message("assistant", _content_text(pair["assistant"], number)))
+            messages.append(Message("assistant", _content_text(pair["assistant"], number, parts)))
     return messages
 
 
@@ -172,8 +206,10 @@ def answer_split(messages: tuple[Message, ...]) -> tuple[tuple[Message, ...], st
     return messages, None
 
 
-def parse_messages(value) -> tuple[Message, ...]:
-    """Chat messages as OpenAI writes them; text content only (a string, or parts of type text)."""
+def parse_messages(value, parts: list | None = None) -> tuple[Message, ...]:
+    """Chat messages as OpenAI writes them: a string, or parts of type text and image. Each image part's
+    source is appended to ``parts`` and leaves a ``PART_MARK`` in its text (:func:`place_images` places
+    them); without ``parts``, an image part is refused."""
     if not isinstance(value, list) or not value:
         raise LineError("\"messages\" must be a non-empty list of {\"role\": ..., \"content\": ...}")
     messages = []
@@ -185,20 +221,32 @@ def parse_messages(value) -> tuple[Message, ...]:
             raise LineError(f"message {number} is a {role} message: tool calls are not supported in a batch")
         if role not in ROLES:
             raise LineError(f"message {number} has role {json.dumps(role)}; the roles are {', '.join(ROLES)}")
-        messages.append(Message(role, _content_text(item.get("content"), number)))
+        messages.append(Message(role, _content_text(item.get("content"), number, parts)))
     return tuple(messages)
 
 
-def _content_text(content, number: int) -> str:
+def _content_text(content, number: int, parts: list | None = None) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list) and all(isinstance(p, dict) for p in content):
         kinds = {p.get("type") for p in content}
-        if kinds & {"image_url", "image", "input_image", "video", "video_url", "audio_url", "input_audio"}:
-            raise LineError(f"message {number} has image parts: {NOT_YET_IMAGES}")
-        if kinds <= {"text"}:
-            return "".join(str(p.get("text", p.get("value", ""))) for p in content)
-    raise LineError(f"message {number} has no text content (a string, or parts of type \"text\")")
+        other = sorted(kinds & set(OTHER_MEDIA_PART_TYPES))
+        if other:
+            raise LineError(f"message {number} has {other[0]} parts: the batch sends text and images only "
+                            "(leave them out, or run the record from the chat)")
+        if kinds & set(IMAGE_PART_TYPES) and parts is None:
+            raise LineError(f"message {number} has image parts where only text is read")
+        if kinds <= {"text", *IMAGE_PART_TYPES}:
+            return "".join(_part_text(part, number, parts) for part in content)
+    raise LineError(f"message {number} has no text content (a string, or parts of type \"text\" or "
+                    "\"image_url\")")
+
+
+def _part_text(part: dict, number: int, parts: list | None) -> str:
+    if part.get("type") == "text":
+        return str(part.get("text", part.get("value", "")))
+    parts.append(_image_form(part_image, part, number))
+    return PART_MARK
 
 
 def prompt_text(value) -> str:

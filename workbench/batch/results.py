@@ -13,7 +13,8 @@ from workbench.engine.metrics import RequestFigures
 
 QUEUED, RUNNING, DONE, ERROR, CANCELLED = range(5)
 STATUS_NAMES = ("queued", "running", "done", "error", "cancelled")
-COUNT_COLUMNS = ("prompt_tokens", "output_tokens", "cached_prompt_tokens")
+COUNT_COLUMNS = ("prompt_tokens", "output_tokens", "cached_prompt_tokens", "image_tokens")
+FIGURE_NAMES = {"image_tokens": "num_image_tokens"}  # a column whose figure (RequestFigures) is named otherwise
 TIME_COLUMNS = ("queue_s", "ttft_s", "itl_s", "e2e_s")
 
 
@@ -30,6 +31,7 @@ class BatchResults:
         self.finish_reason_names: list[str] = [""]  # code 0: none yet
         self.unit = "line"  # what a prompt's line_no counts: "row" for a table file (Parquet, Arrow)
         self.num_references = 0  # rows whose record holds its own answer (a dataset's output, response)
+        self.num_image_rows = 0  # rows with images
         self._arrays: dict[str, np.ndarray] = {}
         self._allocate(capacity)
         self.version = 0  # bumped on every change: readers redraw when it moved
@@ -65,6 +67,7 @@ class BatchResults:
         self.prompts.append(prompt)
         self.texts.append("")
         self.num_references += prompt.reference is not None
+        self.num_image_rows += bool(prompt.images)
         self.num_rows += 1
         self.version += 1
         return row
@@ -84,7 +87,8 @@ class BatchResults:
         arrays["finish_reason"][row] = self._finish_code(finish_reason or "")
         if figures is not None:
             for name in COUNT_COLUMNS:
-                arrays[name][row] = getattr(figures, name)
+                value = getattr(figures, FIGURE_NAMES.get(name, name), None)
+                arrays[name][row] = -1 if value is None else value
             for name in TIME_COLUMNS:
                 value = getattr(figures, name)
                 arrays[name][row] = np.nan if value is None else value

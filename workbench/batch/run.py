@@ -6,6 +6,10 @@ a free place and goes ahead of waiting batch work. Pause stops sending (requests
 finish); cancel aborts the requests in the engine and keeps every finished result. No Qt: the
 window and the headless benchmark drive the same run; the engine loop's messages reach it through
 the application model, on one thread.
+
+A row with images has them read when it is sent, off that thread (:class:`RowImageReader`): it counts as in
+the engine meanwhile, and goes once :meth:`BatchRun.poll` (the window's timer) or the next event finds its
+images read; a row whose images cannot be read fails with the reason.
 """
 from __future__ import annotations
 
@@ -17,7 +21,9 @@ from typing import Callable, Protocol
 from workbench.batch.eta import CompletionRate
 from workbench.batch.formats import BatchPrompt
 from workbench.batch.results import CANCELLED, DONE, ERROR, QUEUED, RUNNING, BatchResults
+from workbench.batch.row_images import RowImageReader
 from workbench.engine.backend import ChatRequest, Message, StreamEvent
+from workbench.engine.images import ImageInput, ImageProblem
 from workbench.engine.requests import Owner, RequestRegistry
 from workbench.engine.sampling import SamplingSettings
 
@@ -85,6 +91,7 @@ class BatchRun:
         self._next_row = 0
         self._retry: deque[int] = deque()  # rows taken back from an engine that went away
         self._in_flight: dict[str, int] = {}  # request id -> row
+        self._images = RowImageReader()  # rows whose images are being read before they are sent
         self._num_finished = self._num_failed = self._num_cancelled = self._num_output_tokens = 0
         self._elapsed_s, self._resumed_at = 0.0, 0.0
         self._rate = CompletionRate(settings.max_in_flight)
@@ -133,12 +140,13 @@ class BatchRun:
         self.state = "cancelled"
         for request_id in list(self._in_flight):
             self.engine.abort(request_id)  # each comes back finished, "aborted"
-        for row in [*self._retry, *range(self._next_row, self.results.num_rows)]:
+        for row in [*self._images.drop_all(), *self._retry, *range(self._next_row, self.results.num_rows)]:
             self.results.finish(row, CANCELLED, None, None)
             self._num_finished += 1
             self._num_cancelled += 1
         self._retry.clear()
         self._next_row = self.results.num_rows
+        self._images.close()
 
     def _set_running(self) -> None:
         self.state, self.message, self._resumed_at = "running", "", self.clock()
@@ -148,13 +156,19 @@ class BatchRun:
     # ------------------------------------------------------------------ sending
     def top_up(self) -> None:
         """Sends rows until the bound is reached, the rows run out or the run is not running."""
+        self._send_read_rows()
         bound = max(1, self.settings.max_in_flight)
-        while self.state == "running" and len(self._in_flight) < bound:
+        while self.state == "running" and len(self._in_flight) + self._images.num_reading < bound:
             row = self._take_row()
             if row is None:
                 break
             self._send(row)
         self._check_finished()
+
+    def poll(self) -> None:
+        """Sends the rows whose images have been read since (the window calls this on its timer)."""
+        if self._images.has_ready():
+            self.top_up()
 
     def _take_row(self) -> int | None:
         if self._retry:
@@ -164,13 +178,31 @@ class BatchRun:
             return self._next_row - 1
         return None
 
-    def _send(self, row: int) -> None:
+    def _send(self, row: int, images: tuple[ImageInput, ...] = ()) -> None:
         prompt = self.results.prompts[row]
+        self.results.set_status(row, RUNNING)
+        if prompt.images and not images:
+            self._images.start(row, prompt.images)  # sent from _send_read_rows once read
+            return
         request_id = f"{self.run_id}-{row}"
         self._in_flight[request_id] = row
-        self.owners.add(request_id, Owner("batch", self.run_id, str(row), self.row_label(row)))
-        self.results.set_status(row, RUNNING)
-        self.engine.submit(self.request_for(prompt, request_id))
+        names = tuple(image.name for image in prompt.images)
+        self.owners.add(request_id, Owner("batch", self.run_id, str(row), self.row_label(row), names))
+        self.engine.submit(self.request_for(prompt, request_id, images))
+
+    def _send_read_rows(self) -> None:
+        """Rows whose images have been read: sent, failed with the reason, or back in the queue (paused)."""
+        for row, images in self._images.take_ready():
+            if isinstance(images, ImageProblem):
+                self._num_finished += 1
+                self._num_failed += 1
+                self._rate.row_finished(self.running_s())
+                self.results.finish(row, ERROR, "error", None, str(images))
+            elif self.state == "running":
+                self._send(row, images)
+            else:  # paused meanwhile: read again when resumed
+                self.results.set_status(row, QUEUED)
+                self._retry.append(row)
 
     def row_label(self, row: int) -> str:
         """What the heatmap calls the row's request: "Batch row 17 (line 18)"."""
@@ -181,18 +213,21 @@ class BatchRun:
         run_id, _, row = request_id.rpartition("-")
         return int(row) if run_id == self.run_id and row.isdigit() and int(row) < self.results.num_rows else None
 
-    def request_for(self, prompt: BatchPrompt, request_id: str) -> ChatRequest:
-        """The engine request for one prompt: the run's sampling with the line's own settings over it."""
+    def request_for(self, prompt: BatchPrompt, request_id: str, images: tuple[ImageInput, ...] = ()) -> ChatRequest:
+        """The engine request for one prompt: the run's sampling with the line's own settings over it;
+        ``images``: the prompt's images read, each attached to its turn (a plain prompt's to its message,
+        which then goes through the chat template, as images need)."""
         settings = self.settings
         sampling = replace(settings.sampling, **dict(prompt.sampling)) if prompt.sampling else settings.sampling
         if prompt.messages is not None:
-            return ChatRequest(request_id, prompt.messages, sampling, chat_template=settings.chat_template,
-                               priority=BATCH_PRIORITY)
-        if prompt.url is not None or not settings.prompts_as_chat:  # a completion: the text as it is
+            return ChatRequest(request_id, with_turn_images(prompt, prompt.messages, images), sampling,
+                               chat_template=settings.chat_template, priority=BATCH_PRIORITY)
+        if not images and (prompt.url is not None or not settings.prompts_as_chat):  # a completion: text as is
             return ChatRequest(request_id, (), sampling, prompt=prompt.prompt, priority=BATCH_PRIORITY)
         system = (Message("system", settings.system_prompt),) if settings.system_prompt.strip() else ()
-        return ChatRequest(request_id, (*system, Message("user", prompt.prompt)), sampling,
-                           chat_template=settings.chat_template, priority=BATCH_PRIORITY)
+        (user,) = with_turn_images(prompt, (Message("user", prompt.prompt),), images)
+        return ChatRequest(request_id, (*system, user), sampling, chat_template=settings.chat_template,
+                           priority=BATCH_PRIORITY)
 
     # ------------------------------------------------------------------ what the engine reports
     def owns(self, request_id: str) -> bool:
@@ -246,9 +281,10 @@ class BatchRun:
 
     def _check_finished(self) -> None:
         rows_left = bool(self._retry) or self._next_row < self.results.num_rows
-        if self.state == "running" and not self._in_flight and not rows_left:
+        if self.state == "running" and not self._in_flight and not self._images.num_reading and not rows_left:
             self._elapsed_s += self.clock() - self._resumed_at
             self.state = "finished"
+            self._images.close()
 
     # ------------------------------------------------------------------ progress
     def running_s(self) -> float:
@@ -260,5 +296,17 @@ class BatchRun:
         rows_left = self.results.num_rows - self._num_finished
         eta = self._rate.eta_s(elapsed, rows_left) if self.state in ("running", "paused") else 0.0
         return BatchProgress(self.state, self.results.num_rows, self._num_finished, self._num_failed,
-                             len(self._in_flight), self._num_output_tokens, elapsed, self.message,
-                             self._num_cancelled, eta)
+                             len(self._in_flight) + self._images.num_reading, self._num_output_tokens, elapsed,
+                             self.message, self._num_cancelled, eta)
+
+
+def with_turn_images(prompt: BatchPrompt, messages: tuple[Message, ...],
+                     images: tuple[ImageInput, ...]) -> tuple[Message, ...]:
+    """``messages`` with each of ``images`` (read from ``prompt.images``, in order) on its turn."""
+    if not images:
+        return messages
+    turns: dict[int, list[ImageInput]] = {}
+    for image, read in zip(prompt.images, images):
+        turns.setdefault(image.turn, []).append(read)
+    return tuple(replace(message, images=tuple(turns[turn])) if turn in turns else message
+                 for turn, message in enumerate(messages))

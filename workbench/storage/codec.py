@@ -5,8 +5,10 @@ import json
 from dataclasses import asdict, fields
 
 from workbench.batch.formats import BatchPrompt
+from workbench.batch.record_images import BatchImage
 from workbench.batch.run import RunSettings
 from workbench.engine.backend import Message
+from workbench.engine.images import ImageRef
 from workbench.engine.metrics import RequestFigures
 from workbench.engine.sampling import SamplingSettings
 
@@ -33,9 +35,17 @@ def sampling_from_json(text: str | None) -> SamplingSettings | None:
 def prompt_from_json(text: str) -> BatchPrompt:
     data = _known(BatchPrompt, json.loads(text))
     if data.get("messages") is not None:
-        data["messages"] = tuple(Message(**m) for m in data["messages"])
+        data["messages"] = tuple(Message(m["role"], m["content"]) for m in data["messages"])  # images: data["images"]
     data["sampling"] = tuple(tuple(pair) for pair in data.get("sampling", ()))
+    data["images"] = tuple(batch_image_from_dict(image) for image in data.get("images", ()))
     return BatchPrompt(**data)
+
+
+def batch_image_from_dict(data: dict) -> BatchImage:
+    data = _known(BatchImage, data)
+    ref = data.get("ref")
+    data["ref"] = None if ref is None else ImageRef(**_known(ImageRef, ref))
+    return BatchImage(**data)
 
 
 def run_settings_from_json(text: str) -> RunSettings:

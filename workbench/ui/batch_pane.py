@@ -28,7 +28,9 @@ from workbench.batch.run import BatchRun, default_max_in_flight
 from workbench.model.app_model import AppModel
 from workbench.ui.batch_runs import PENDING, RunsPicker, file_name, leave_question, progress_text, run_title
 from workbench.ui.batch_settings import OpenPromptDialog, RunSettingsForm
-from workbench.ui.batch_table import REFERENCE_COLUMN, BatchTableModel, results_view, status_choices
+from workbench.ui.batch_table import (
+    IMAGE_COLUMNS, REFERENCE_COLUMN, BatchTableModel, detail_text, results_view, status_choices,
+)
 from workbench.ui.chat_pane import ask_to_confirm
 from workbench.ui.scrolling import scrolling
 
@@ -337,6 +339,8 @@ class BatchPane(QWidget):
         self.run = run
         self.table_model.set_results(results)
         self.table.setColumnHidden(REFERENCE_COLUMN, results.num_references == 0)
+        for column in IMAGE_COLUMNS:
+            self.table.setColumnHidden(column, results.num_image_rows == 0)
         self.detail.clear()
         self.progress.setValue(0)
         self.progress_label.setText("")
@@ -430,6 +434,8 @@ class BatchPane(QWidget):
 
     # -------------------------------------------------------------- keeping up
     def _on_timer_timeout(self) -> None:
+        for run in self.model.batch_runs.values():
+            run.poll()  # rows whose images have been read go to the engine
         self.table_model.refresh()
         self._sync_finish_filter()
         if self.run is not None:
@@ -453,14 +459,7 @@ class BatchPane(QWidget):
         if not current.isValid():
             return
         results, row = self.table_model.results, self.table_model.results_row(current.row())
-        prompt = results.prompts[row]
-        heading = f"{results.unit.capitalize()} {prompt.line_no}" + (f" · {prompt.custom_id}" if prompt.custom_id else "")
-        error = results.errors.get(row)
-        self.detail.setPlainText(f"{heading} · {results.status_name(row)}\n\nPrompt:\n{prompt.preview()}\n\n"
-                                 f"Output:\n{results.texts[row]}"
-                                 + (f"\n\nReference (the record's own answer):\n{prompt.reference}"
-                                    if prompt.reference is not None else "")
-                                 + (f"\n\nError:\n{error}" if error else ""))
+        self.detail.setPlainText(detail_text(results, row))
 
     def _on_model_engine_changed(self, status) -> None:
         if status.ready and not self._in_flight_set:

@@ -10,16 +10,18 @@ import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
+from workbench.batch.record_images import BatchImage
 from workbench.batch.results import COUNT_COLUMNS, DONE, STATUS_NAMES, BatchResults
 
 ELIDE_CHARS = 120
 # (key, header): keys are the results' columns, or "line", "prompt", "text"
-COLUMNS = (("line_no", "Line"), ("status", "Status"), ("prompt", "Prompt"), ("prompt_tokens", "Prompt tok"),
-           ("output_tokens", "Output tok"), ("cached_prompt_tokens", "Cached tok"), ("queue_s", "Queue ms"),
-           ("ttft_s", "TTFT ms"), ("itl_s", "ITL ms"), ("e2e_s", "E2E s"), ("finish_reason", "Finish"),
-           ("text", "Output"), ("reference", "Reference"))
+COLUMNS = (("line_no", "Line"), ("status", "Status"), ("prompt", "Prompt"), ("images", "Images"),
+           ("prompt_tokens", "Prompt tok"), ("image_tokens", "Image tok"), ("output_tokens", "Output tok"),
+           ("cached_prompt_tokens", "Cached tok"), ("queue_s", "Queue ms"), ("ttft_s", "TTFT ms"), ("itl_s", "ITL ms"),
+           ("e2e_s", "E2E s"), ("finish_reason", "Finish"), ("text", "Output"), ("reference", "Reference"))
 TEXT_COLUMNS = ("prompt", "text", "reference")
 REFERENCE_COLUMN = len(COLUMNS) - 1  # shown only where the file's records hold their own answers
+IMAGE_COLUMNS = (3, 5)  # "Images" and "Image tok": shown only where the file has rows with images
 MS_COLUMNS = ("queue_s", "ttft_s", "itl_s")
 
 
@@ -59,7 +61,9 @@ class BatchTableModel(QAbstractTableModel):
             return self.display(row, key)
         if role == Qt.ToolTipRole and key in TEXT_COLUMNS:
             return self.full_text(row, key)[:2000]
-        if role == Qt.TextAlignmentRole and key not in (*TEXT_COLUMNS, "status", "finish_reason"):
+        if role == Qt.ToolTipRole and key == "images":
+            return "\n".join(image_line(image) for image in self.results.prompts[row].images[:20]) or None
+        if role == Qt.TextAlignmentRole and key not in (*TEXT_COLUMNS, "images", "status", "finish_reason"):
             return int(Qt.AlignRight | Qt.AlignVCenter)
         return None
 
@@ -71,6 +75,8 @@ class BatchTableModel(QAbstractTableModel):
             return results.status_name(row)
         if key == "finish_reason":
             return results.finish_reason(row)
+        if key == "images":
+            return images_cell(results.prompts[row].images)
         if key in TEXT_COLUMNS:
             return elide(self.full_text(row, key))
         value = results.value(key, row)
@@ -124,6 +130,8 @@ class BatchTableModel(QAbstractTableModel):
             return names[results.column(key)[rows]].astype(str)
         if key in TEXT_COLUMNS:
             return np.array([self.full_text(int(r), key) for r in rows], dtype=object).astype(str)
+        if key == "images":
+            return np.array([len(results.prompts[int(r)].images) for r in rows], dtype=np.int64)
         return results.column(key)[rows]
 
     def _relayout(self) -> None:
@@ -182,9 +190,38 @@ def results_view(model: BatchTableModel) -> QTableView:
     table.setWordWrap(False)
     header = table.horizontalHeader()
     header.setStretchLastSection(True)
-    for column, width in enumerate((48, 64, 170, 74, 78, 74, 70, 66, 56, 56, 54, 260)):
+    for column, width in enumerate((48, 64, 170, 110, 74, 70, 78, 74, 70, 66, 56, 56, 54, 260)):
         header.resizeSection(column, width)
     return table
+
+
+def images_cell(images: tuple[BatchImage, ...]) -> str:
+    """A row's images in a cell: how many, and the first one's name ("2 · cat.png, …")."""
+    if not images:
+        return ""
+    return f"{len(images)} · {images[0].name}" + (", …" if len(images) > 1 else "")
+
+
+def image_line(image: BatchImage) -> str:
+    """One image in a tooltip or the detail: "cat.png (640 × 480 JPEG) from photos/cat.png"."""
+    what = image.ref.describe() if image.ref is not None else f"{image.name} (fetched when the row is sent)"
+    return what if image.source in (image.name, "") else f"{what} from {image.source}"
+
+
+def detail_text(results: BatchResults, row: int) -> str:
+    """A row whole, for the detail below the table: its prompt, images, output, reference and error."""
+    prompt = results.prompts[row]
+    heading = f"{results.unit.capitalize()} {prompt.line_no}" + (f" · {prompt.custom_id}" if prompt.custom_id else "")
+    text = f"{heading} · {results.status_name(row)}\n\nPrompt:\n{prompt.preview()}"
+    if prompt.images:
+        tokens = results.value("image_tokens", row)
+        text += (f"\n\nImages ({len(prompt.images)}" + (f", {tokens:,} image tokens" if tokens else "") + "):"
+                 + "".join(f"\n  {n}. {image_line(image)}" for n, image in enumerate(prompt.images, 1)))
+    text += f"\n\nOutput:\n{results.texts[row]}"
+    if prompt.reference is not None:
+        text += f"\n\nReference (the record's own answer):\n{prompt.reference}"
+    error = results.errors.get(row)
+    return text + (f"\n\nError:\n{error}" if error else "")
 
 
 def status_choices() -> list[tuple[str, int | None]]:
