@@ -200,14 +200,15 @@ def _print_snapshot_path(path: dict, elapsed_s: float) -> None:
 
 
 def cmd_heatmap(args) -> int:
-    from workbench.bench.heatmap_cost import frame_cost
+    from workbench.bench.heatmap_cost import frame_cost, image_marks_cost
 
-    print("\n| blocks | blocks per cell | image | frame ms p50 / p99 |")
-    print("|---|---|---|---|")
+    print("\n| blocks | blocks per cell | image | frame ms p50 / p99 | image marks ms p50 / p99 (blocks marked) |")
+    print("|---|---|---|---|---|")
     for blocks in args.blocks:
-        r = frame_cost(blocks, args.frames)
+        r, marks = frame_cost(blocks, args.frames), image_marks_cost(blocks, args.frames)
         print(f"| {r['blocks']:,} | {r['per_cell']} | {r['rows']} × {r['columns']} | "
-              f"{r['ms_p50']:.3f} / {r['ms_p99']:.3f} |")
+              f"{r['ms_p50']:.3f} / {r['ms_p99']:.3f} | {marks['marks_ms_p50']:.3f} / {marks['marks_ms_p99']:.3f} "
+              f"({marks['num_marked']:,}) |")
     return 0
 
 

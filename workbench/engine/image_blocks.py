@@ -67,51 +67,64 @@ class ImageBlocks:
         self.block_size = 0
         self._live: dict[str, _RequestImages] = {}
         self._finished: OrderedDict[str, _RequestImages] = OrderedDict()  # oldest first
+        self._finished_joined: tuple[np.ndarray, np.ndarray] | None = None  # their block ids and gone_at, joined
         self.block_ids = _NO_IDS  # every marked block id, sorted, once each
 
     def clear(self) -> None:
         self.__init__(self.max_finished)
 
     def update(self, snapshot: KVSnapshot) -> bool:
-        """Takes the image requests' blocks from ``snapshot``; True where the marked blocks changed."""
+        """Takes the image requests' blocks from ``snapshot``; True where the marked blocks changed. A
+        snapshot where no image request came, went or grew costs a look-up a request and one gather."""
         if snapshot.block_size != self.block_size:
             self.clear()
             self.block_size = snapshot.block_size
-        live = {}
+        live, changed = {}, False
         for request_id, spans in snapshot.image_spans.items():
             table = snapshot.tables.get(request_id)
             if table is None:
                 continue
             known = self._live.get(request_id)
-            live[request_id] = known if known is not None and known.table is table and known.spans is spans \
-                else _request_images(table, spans, snapshot.block_size)
-            self._finished.pop(request_id, None)  # preempted, then scheduled again
+            if known is None or known.table is not table or known.spans is not spans:
+                known, changed = _request_images(table, spans, snapshot.block_size), True
+                if self._finished.pop(request_id, None) is not None:  # preempted, then scheduled again
+                    self._finished_joined = None
+            live[request_id] = known
         for request_id, gone in self._live.items():
             if request_id not in live:
                 self._finished[request_id] = _RequestImages(gone.table, gone.spans, gone.block_ids, gone.span_of,
                                                             gone_at=snapshot.version)
+                changed, self._finished_joined = True, None
         self._live = live
-        self._keep_cached(snapshot)
+        if not (self._keep_cached(snapshot) or changed):
+            return False
         marked = [r.block_ids for r in (*live.values(), *self._finished.values()) if len(r.block_ids)]
         block_ids = np.unique(np.concatenate(marked)) if marked else _NO_IDS
         changed = not np.array_equal(block_ids, self.block_ids)
         self.block_ids = block_ids
         return changed
 
-    def _keep_cached(self, snapshot: KVSnapshot) -> None:
+    def _keep_cached(self, snapshot: KVSnapshot) -> bool:
         """A finished request keeps the blocks still cached and unchanged since its table was seen (read
-        for all finished requests at once: one gather, not one a request)."""
+        for all finished requests at once: one gather, not one a request); True where one lost any."""
+        changed = False
         while len(self._finished) > self.max_finished:
             self._finished.popitem(last=False)
+            changed, self._finished_joined = True, None
         if not self._finished:
-            return
-        finished = list(self._finished.items())
-        ids = np.concatenate([gone.block_ids for _, gone in finished])
-        gone_at = np.concatenate([np.full(len(gone.block_ids), gone.gone_at) for _, gone in finished])
+            return changed
+        if self._finished_joined is None:
+            self._finished_joined = (np.concatenate([gone.block_ids for gone in self._finished.values()]),
+                                     np.concatenate([np.full(len(gone.block_ids), gone.gone_at)
+                                                     for gone in self._finished.values()]))
+        ids, gone_at = self._finished_joined
         in_pool = ids < snapshot.num_blocks
         keep = np.zeros(len(ids), np.bool_)
         keep[in_pool] = ((_gather(snapshot, "states", ids[in_pool]) == BLOCK_STATE_CACHED)
                          & (_gather(snapshot, "changed_at", ids[in_pool]) <= gone_at[in_pool]))
+        if keep.all():
+            return changed
+        finished = list(self._finished.items())
         ends = np.cumsum([len(gone.block_ids) for _, gone in finished])[:-1]
         for (request_id, gone), kept in zip(finished, np.split(keep, ends)):
             if not kept.any():
@@ -119,6 +132,8 @@ class ImageBlocks:
             elif not kept.all():
                 self._finished[request_id] = _RequestImages(gone.table, gone.spans, gone.block_ids[kept],
                                                             gone.span_of[kept], gone.gone_at)
+        self._finished_joined = None
+        return True
 
     def images_at(self, block_id: int) -> list[tuple[str, ImageSpan, bool]]:
         """(request id, span, still running) of each image whose tokens ``block_id`` holds."""
