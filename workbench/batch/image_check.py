@@ -3,10 +3,10 @@ its line before the run, and the rest run.
 
 Only references are kept (:class:`~workbench.batch.record_images.BatchImage`: the source and its
 :class:`~workbench.engine.images.ImageRef`): the bytes are read again when the row is sent, so a file of
-100,000 image rows holds no image in memory. A file that many rows use is read once (by its path, size and
-modification time). An image given inside the record (a ``data:`` URL, a table's image bytes) is copied
-into the data folder's image store, which the row then points at. An http(s) URL is not fetched here: it is
-fetched when its row is sent, and the row fails with the reason if it cannot be.
+100,000 image rows holds no image in memory. A file that many rows name is read once. An image given
+inside the record (a ``data:`` URL, a table's image bytes) is copied into the data folder's image store,
+which the row then points at. An http(s) URL is not fetched here: it is fetched when its row is sent, and
+the row fails with the reason if it cannot be.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class ImageChecker:
 
     def __init__(self, base_dir: str | Path, unit: str = "line", store: Path | None = None):
         self.base_dir, self.unit, self.store = Path(base_dir), unit, store
-        self._seen: dict[tuple[str, int, int], ImageRef] = {}  # (path, mtime_ns, size) -> its reference
+        self._seen: dict[str, tuple[ImageRef, str]] = {}  # a path as written -> its reference, the file
 
     def check_all(self, placed, line_no: int) -> tuple[BatchImage, ...]:
         """Each (turn, source) of a record as a checked image; ImageProblem names the image that is not."""
@@ -52,18 +52,16 @@ class ImageChecker:
         return self._local(source, turn)
 
     def _local(self, source: str, turn: int) -> BatchImage:
-        """A path or file:// URL: read and checked once for all the rows that use the same file."""
-        path = source_path(source, self.base_dir)
-        key = _file_key(path)
-        ref = self._seen.get(key) if key is not None else None
-        if ref is None:
+        """A path or file:// URL: read and checked once for all the rows of the file that name it."""
+        seen = self._seen.get(source)
+        if seen is None:
+            path = source_path(source, self.base_dir)
             try:
                 ref = image_from_source(source, self.base_dir, path.name).ref
             except ImageProblem as exc:  # check_all names the image: its own name is not repeated
                 raise ImageProblem(str(exc).removeprefix(f"{path.name}: ")) from None
-            if key is not None:
-                self._seen[key] = ref
-        return BatchImage(source, turn, ref, str(path))
+            seen = self._seen[source] = (ref, str(path))
+        return BatchImage(source, turn, *seen)
 
     def _kept(self, image, source: str, turn: int) -> BatchImage:
         """An image given inside the record: a copy in the data folder, which the row reads when sent."""
@@ -73,14 +71,6 @@ class ImageChecker:
             raise ImageProblem(f"{image.ref.name} could not be copied into the data folder "
                                f"({exc.strerror or exc}): free some space there, then open the file again.") from None
         return BatchImage(source, turn, image.ref, str(path))
-
-
-def _file_key(path: Path) -> tuple[str, int, int] | None:
-    try:
-        info = path.stat()
-    except OSError:
-        return None  # image_from_source names what is wrong
-    return str(path), info.st_mtime_ns, info.st_size
 
 
 def _shown(source) -> str:
