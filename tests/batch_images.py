@@ -4,6 +4,10 @@ from __future__ import annotations
 import base64
 import io
 import json
+import threading
+from contextlib import contextmanager
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from PIL import Image
@@ -49,3 +53,23 @@ def image_line(custom_id: str, question: str, *urls: str, **body) -> str:
     content = [*(image_part(u) for u in urls), {"type": "text", "text": question}]
     body = {"model": "demo-vl", "messages": [{"role": "user", "content": content}], **body}
     return json.dumps({"custom_id": custom_id, "method": "POST", "url": "/v1/chat/completions", "body": body})
+
+
+@contextmanager
+def serving(folder: Path):
+    """A real http.server on loopback serving ``folder``: yields its base URL and the paths asked for."""
+    requested: list[str] = []
+
+    class Handler(SimpleHTTPRequestHandler):
+        def log_message(self, *_args) -> None:
+            requested.append(self.path)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(folder)))
+    thread = threading.Thread(target=server.serve_forever, name="test-image-server", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", requested
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)

@@ -27,6 +27,16 @@ def open_and_wait(pane, qtbot, path, fmt, column=None):
     return pane.loader
 
 
+def skip_malformed(pane, qtbot, first: str) -> list[str]:
+    """Answers the question the first malformed line (``first``: "Line 2") asks with Skip, waits for the
+    reading to end, and returns the problems listed."""
+    assert pane.problem_box is not None and first in pane.problem_box.text()
+    skip = next(b for b in pane.problem_box.buttons() if b.text().startswith("Skip"))
+    qtbot.mouseClick(skip, Qt.LeftButton)
+    qtbot.waitUntil(lambda: pane.loading is None and pane.loader.done, timeout=HANG_TIMEOUT_MS)
+    return [pane.problems.item(i).text() for i in range(pane.problems.count())]
+
+
 def run_and_wait(pane, qtbot, max_tokens=8, max_in_flight=None, wait=True, ignore_eos=True):
     pane.settings.sampling.max_tokens.setValue(max_tokens)
     pane.settings.sampling.ignore_eos.setChecked(ignore_eos)  # a raw completion may otherwise end at once
@@ -115,11 +125,7 @@ def test_malformed_lines_are_listed_and_the_valid_lines_run(window, qtbot, tmp_p
              openai_line("d", "embed me", url="/v1/embeddings"), openai_line("e", "What is prefix caching?")]
     path.write_text("\n".join(lines) + "\n")
     open_and_wait(pane, qtbot, path, "openai")
-    assert pane.problem_box is not None and "Line 2" in pane.problem_box.text()
-    skip = next(b for b in pane.problem_box.buttons() if b.text().startswith("Skip"))
-    qtbot.mouseClick(skip, Qt.LeftButton)
-    qtbot.waitUntil(lambda: pane.loading is None and pane.loader.done, timeout=HANG_TIMEOUT_MS)
-    listed = [pane.problems.item(i).text() for i in range(pane.problems.count())]
+    listed = skip_malformed(pane, qtbot, "Line 2")
     assert [text.split(":")[0] for text in listed] == ["line 2", "line 4", "line 5"], listed
     assert "repeats line 1" in listed[1] and "/v1/embeddings" in listed[2]
     results = run_and_wait(pane, qtbot).results

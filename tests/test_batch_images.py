@@ -8,15 +8,12 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-import threading
 import tracemalloc
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from batch_images import data_url, image_bytes, image_line, image_part, truncated_image, write_image
+from batch_images import data_url, image_bytes, image_line, image_part, serving, truncated_image, write_image
 from workbench.batch.export import export_rows
 from workbench.batch.formats import detect_format, parse_prompts
 from workbench.batch.loader import PromptLoader
@@ -47,21 +44,11 @@ def _write_lines(path: Path, lines) -> Path:
 
 @pytest.fixture
 def image_server(tmp_path):
-    """A real http.server on loopback serving ``tmp_path / "served"``; yields its base URL."""
+    """A real http.server on loopback serving ``tmp_path / "served"``."""
     folder = tmp_path / "served"
     folder.mkdir()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_QuietHandler, directory=str(folder)))
-    thread = threading.Thread(target=server.serve_forever, name="test-image-server", daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", folder
-    server.shutdown()
-    server.server_close()
-    thread.join(10)
-
-
-class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, *_args) -> None:
-        pass
+    with serving(folder) as (base_url, requested):
+        yield base_url, folder
 
 
 # ------------------------------------------------------------------ each form

@@ -32,23 +32,40 @@ def main(folder: str) -> int:
     save_small(dialog, str(docs / "batch-alpaca-open.png"))
     print("saved batch-alpaca-open.png |", dialog.preview.text().splitlines()[0])
     dialog.close()
+    window.batch.settings.sampling.max_tokens.setValue(48)
+    shoot_run(window, str(SAMPLE), dialog.chosen(), 5, docs / "batch-alpaca.png", scroll_right=True)
+    window.close()
+    return 0
+
+
+def shoot_run(window, path: str, chosen: tuple[str, str | None], row: int, out: Path,
+              scroll_right: bool = False) -> None:
+    """Opens ``path`` in the window's batch pane (``chosen``: format and column; malformed lines skipped),
+    runs it to the end, selects ``row`` and saves the window, the batch pane wide, to ``out``."""
+    from workbench.bench.gui.screenshot import process_events_until, save_small
+
     pane = window.batch
     window.panes.setCurrentWidget(pane)
-    pane.settings.sampling.max_tokens.setValue(48)
-    assert pane.open_file(str(SAMPLE), *dialog.chosen())
-    process_events_until(lambda: pane.loading is None and pane.loader.done, TIMEOUT_S)
+    assert pane.open_file(path, *chosen)
+
+    def read() -> bool:
+        return pane.loading is None and (pane.loader.done or pane.problem_box is not None)
+
+    process_events_until(read, TIMEOUT_S)
+    while pane.problem_box is not None:  # skip malformed lines: each stays listed above the table
+        next(b for b in pane.problem_box.buttons() if b.text().startswith("Skip")).click()
+        process_events_until(read, TIMEOUT_S)
     run = pane.start_run()
     process_events_until(lambda: run.state == "finished", TIMEOUT_S)
     window.resize(1800, 1000)
     window.regions.setSizes([1300, 500])  # the batch pane wide: the outputs beside the references
-    pane.table.selectRow(5)
+    pane.table.selectRow(row)
     process_events_until(lambda: False, 0.5)
-    pane.table.horizontalScrollBar().setValue(pane.table.horizontalScrollBar().maximum())
-    process_events_until(lambda: False, 0.3)
-    save_small(window, str(docs / "batch-alpaca.png"), max_bytes=300_000)
-    print("saved batch-alpaca.png |", pane.file_label.text(), "|", pane.progress_label.text())
-    window.close()
-    return 0
+    if scroll_right:
+        pane.table.horizontalScrollBar().setValue(pane.table.horizontalScrollBar().maximum())
+        process_events_until(lambda: False, 0.3)
+    save_small(window, str(out), max_bytes=300_000)
+    print(f"saved {out.name} |", pane.file_label.text(), "|", pane.progress_label.text())
 
 
 if __name__ == "__main__":
