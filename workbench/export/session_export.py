@@ -1,5 +1,6 @@
 """A session as a folder and a zip of it: session.json, requests.csv, timeseries.csv, each plot as PNG
-and SVG, the heatmap as PNG, and report.html. Runs on any thread (the window runs it off the GUI thread and
+and SVG, the heatmap as PNG, report.html, and the chat questions' images in ``images/`` (listed in
+session.json with the request that sent them). Runs on any thread (the window runs it off the GUI thread and
 shows its progress); the pictures come in as bytes that the window rendered.
 """
 from __future__ import annotations
@@ -8,15 +9,16 @@ import json
 import math
 import shutil
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
+from workbench.export.conversation import copy_images, image_file
 from workbench.export.report import build_report
 from workbench.export.tables import write_requests_csv, write_timeseries_csv
 from workbench.sessions.compare import run_figures
-from workbench.sessions.stored import open_read_only, requests, session, session_series, engine_runs
+from workbench.sessions.stored import engine_runs, open_read_only, question_images, requests, session, session_series
 from workbench.storage.series import MEMORY, load_series
 
 FILES = ("session.json", "requests.csv", "timeseries.csv", "report.html")
@@ -100,10 +102,13 @@ def _write(db_path, session_id: str, folder: Path, pictures: Pictures) -> Iterat
                    for run in runs]
         series = session_series(connection, runs)
         memory = session_series(connection, runs, MEMORY)
+        images = question_images(connection, [run.run_key for run in runs])
     finally:
         connection.close()
     counts = {run.run_key: sum(1 for r in found if r.run_key == run.run_key) for run in runs}
-    (folder / "session.json").write_text(json.dumps(session_document(summary, runs, figures, counts), indent=2))
+    document = session_document(summary, runs, figures, counts)
+    document["images"] = _copy_session_images(images, folder, Path(db_path).parent / "images")
+    (folder / "session.json").write_text(json.dumps(document, indent=2))
     total = max(1, len(found))
     for done in write_requests_csv(folder / "requests.csv", found, runs):
         yield ExportProgress(0.1 + 0.6 * done / total, f"requests.csv: {done:,} of {len(found):,}")
@@ -121,9 +126,18 @@ def _write(db_path, session_id: str, folder: Path, pictures: Pictures) -> Iterat
                                         encoding="utf-8")
 
 
+def _copy_session_images(images, folder: Path, images_dir: Path) -> list[dict]:
+    """The chat questions' images copied into ``images/`` (one file per content); their entries for
+    session.json, each naming its file (``missing`` where the data folder no longer holds it)."""
+    missing = set(copy_images([ref for _, _, ref in images], folder / "images", images_dir))
+    return [{"request_id": request_id, "conversation": title, "file": image_file(ref, "images"),
+             "missing": ref in missing, **asdict(ref)} for request_id, title, ref in images]
+
+
 def _zip(folder: Path, target: Path) -> None:
     partial = target.with_name(target.name + ".part")
     with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(folder.iterdir()):
-            archive.write(path, f"{folder.name}/{path.name}")
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                archive.write(path, f"{folder.name}/{path.relative_to(folder).as_posix()}")
     partial.replace(target)

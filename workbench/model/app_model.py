@@ -8,20 +8,23 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 from functools import singledispatchmethod
+from pathlib import Path
 
 from psygnal import Signal
 
 from workbench.batch.results import BatchResults
 from workbench.batch.run import BatchRun, RunEngine, RunSettings
+from workbench.engine import image_store
 from workbench.engine.backend import ChatRequest, SamplingSettings
 from workbench.engine.events import (
     EngineLogOpened, EngineReady, EngineState, RequestFailed, RequestFinished, RequestsTaken, StartProgressed,
     StateChanged, TextFlushed,
 )
+from workbench.engine.images import ImageInput, ImageRef
 from workbench.engine.requests import Owner, RequestRegistry
 from workbench.engine.spec import EngineConfig
 from workbench.hub.download import Downloads
-from workbench.model.conversations import OPEN_STATUSES, ChatMessage, Conversation
+from workbench.model.conversations import OPEN_STATUSES, ChatMessage, Conversation, keep_images
 from workbench.model.engine_status import EngineStatus
 from workbench.model.server_status import ServerStatus
 from workbench.remote.events import ServerMetricsRead, ServerStateChanged
@@ -69,6 +72,7 @@ class AppModel:
         self.server = ServerStatus()  # the server attached to, if any
         self.downloads = Downloads()  # models being fetched from the Hub (Model > Get a model…)
         self.planned_kv_blocks: dict[int, int] = {}  # start id -> the capacity planner's estimate
+        self.images_dir: Path | None = None  # where attached images are kept (None: the data folder's store)
 
     # ------------------------------------------------------------------ configuration
 
@@ -196,27 +200,37 @@ class AppModel:
         self._batch_numbers = itertools.count(highest + 1)
 
     def ask(self, conversation_id: str, text: str, sampling: SamplingSettings,
-            system_prompt: str | None = None, waiting: bool = False) -> ChatRequest | None:
-        """Adds the user's message and a streaming reply (``waiting``: a reply that waits for the engine
-        until :meth:`replies_sent`); None while a reply is still open."""
+            system_prompt: str | None = None, waiting: bool = False,
+            images: tuple[ImageInput, ...] = ()) -> ChatRequest | None:
+        """Adds the user's message, with ``images`` (checked by ``read_image``) kept in the image store,
+        and a streaming reply (``waiting``: a reply that waits for the engine until :meth:`replies_sent`);
+        None while a reply is still open, or when the reply failed at once (an earlier turn's image gone
+        from the store: the reply says which). Raises :class:`ImageProblem` when an image cannot be kept
+        (nothing is added then)."""
         conversation = self.conversations[conversation_id]
         if conversation.streaming_message() is not None:
             return None
+        refs = keep_images(images, self.images_dir)
         self._keep_system_prompt(conversation, system_prompt)
         first = not conversation.messages
-        request, reply = conversation.ask(text, conversation.system_prompt, sampling, _status(waiting))
+        request, reply = conversation.ask(text, conversation.system_prompt, sampling, _status(waiting), refs,
+                                          self._load_image)
         if first and conversation.retitle_from(text):
             self.conversation_changed.emit(conversation_id)
         return self._register(conversation, request, reply)
 
     def regenerate(self, conversation_id: str, sampling: SamplingSettings,
                    system_prompt: str | None = None, waiting: bool = False) -> ChatRequest | None:
+        """Asks the last question again, its images and the history's with it."""
         conversation = self.conversations[conversation_id]
         if conversation.streaming_message() is not None:
             return None
         self._keep_system_prompt(conversation, system_prompt)
-        asked = conversation.regenerate(conversation.system_prompt, sampling, _status(waiting))
+        asked = conversation.regenerate(conversation.system_prompt, sampling, _status(waiting), self._load_image)
         return self._register(conversation, *asked) if asked is not None else None
+
+    def _load_image(self, ref: ImageRef) -> ImageInput:
+        return image_store.load(ref, self.images_dir)
 
     def replies_sent(self, request_ids: tuple[str, ...]) -> None:
         """Waiting replies whose questions have now gone to the engine: they stream from here on."""
@@ -237,7 +251,11 @@ class AppModel:
         if system_prompt is not None:
             self.set_system_prompt(conversation.conversation_id, system_prompt)
 
-    def _register(self, conversation: Conversation, request: ChatRequest, reply: ChatMessage) -> ChatRequest:
+    def _register(self, conversation: Conversation, request: ChatRequest | None,
+                  reply: ChatMessage) -> ChatRequest | None:
+        if request is None:  # failed before it could be sent: shown, never registered
+            self.messages_changed.emit(conversation.conversation_id)
+            return None
         owner = Owner("chat", conversation.conversation_id, reply.message_id, conversation.title)
         self.requests.add(request.request_id, owner)
         self._replies[request.request_id] = (conversation.conversation_id, reply.message_id)

@@ -13,6 +13,7 @@ from typing import Callable
 from workbench.engine.backend import ChatRequest, SamplingSettings
 from workbench.engine.commands import Abort, StartEngine, StopEngine, Submit, SubmitAll
 from workbench.engine.events import EngineState
+from workbench.engine.images import ImageInput
 from workbench.engine.spec import EngineConfig
 from workbench.model.app_model import AppModel
 from workbench.model.engine_status import EngineStatus
@@ -52,11 +53,13 @@ class EngineCommands:
 
     # -------------------------------------------------------------- chat
     def ask(self, conversation_id: str, text: str, sampling: SamplingSettings,
-            system_prompt: str | None = None) -> ChatRequest | None:
-        """The user's question: sent now, or kept until the engine can take it. None while the
-        conversation's last reply is still open."""
+            system_prompt: str | None = None, images: tuple[ImageInput, ...] = ()) -> ChatRequest | None:
+        """The user's question, with its ``images``: sent now, or kept until the engine can take it (the
+        images with it). None while the conversation's last reply is still open, or when the reply failed
+        before it could be sent (see ``AppModel.ask``)."""
         accepting = self.accepting()
-        request = self.model.ask(conversation_id, text, sampling, system_prompt, waiting=not accepting)
+        request = self.model.ask(conversation_id, text, sampling, system_prompt, waiting=not accepting,
+                                 images=images)
         return self._send_or_keep(request, accepting)
 
     def regenerate(self, conversation_id: str, sampling: SamplingSettings,

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from workbench.batch.results import STATUS_NAMES
+from workbench.engine.images import ImageRef
 from workbench.storage.database import connect
 from workbench.storage.series import STATS, load_series
 
@@ -157,6 +158,20 @@ def _batch_request(run_id, row, prompt_json, status, finish_reason, output, figu
     text = prompt.get("prompt") or "\n".join(m.get("content", "") for m in prompt.get("messages") or ())
     return RequestRecord("batch", run_id, run_id, str(prompt.get("line_no", row + 1)), prompt.get("custom_id") or "",
                          run_key, STATUS_NAMES[status], finish_reason, finished_s, _figures(figures), text, output)
+
+
+def question_images(connection: sqlite3.Connection, run_keys: list[str]) -> list[tuple[str, str, ImageRef]]:
+    """The images of the questions that the engine runs ``run_keys`` answered: (reply's request id,
+    conversation title, image), in the order asked."""
+    if not run_keys:
+        return []
+    marks = ",".join("?" * len(run_keys))
+    return [(request_id, title, ImageRef(*ref)) for request_id, title, *ref in connection.execute(
+        "SELECT m.request_id, c.title, i.sha256, i.name, i.mime, i.width, i.height, i.num_bytes "
+        "FROM messages m JOIN conversations c USING (conversation_id) "
+        "JOIN messages q ON q.conversation_id = m.conversation_id AND q.position = m.position - 1 "
+        f"JOIN message_images i ON i.message_id = q.message_id WHERE m.role = 'assistant' AND m.run_key IN ({marks}) "
+        "ORDER BY m.updated_s, i.position", run_keys)]
 
 
 def session_series(connection: sqlite3.Connection, runs: list[EngineRunRecord],

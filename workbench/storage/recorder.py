@@ -26,7 +26,7 @@ from workbench.storage.records import (
 def message_record(conversation_id: str, position: int, message: ChatMessage, run_key: str = "") -> MessageSaved:
     return MessageSaved(conversation_id, message.message_id, position, message.role, message.text, message.status,
                         message.error, message.request_id, message.sampling, message.system_prompt, message.figures,
-                        run_key if message.role == "assistant" else "")
+                        run_key if message.role == "assistant" else "", message.images)
 
 
 class ModelRecorder:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from workbench.batch.formats import BatchPrompt
 from workbench.batch.run import RunSettings
 from workbench.engine.backend import EngineInfo
+from workbench.engine.images import ImageRef
 from workbench.engine.metrics import RequestFigures
 from workbench.engine.sampling import SamplingSettings
 from workbench.engine.spec import EngineConfig
@@ -40,6 +41,7 @@ class MessageSaved:
     system_prompt: str
     figures: RequestFigures | None
     run_key: str = ""  # the engine run open when it was written ("": keep the stored one)
+    images: tuple[ImageRef, ...] = ()  # a user message's images, in order (written once: they never change)
 
 
 @dataclass(frozen=True)

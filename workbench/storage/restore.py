@@ -7,6 +7,7 @@ import sqlite3
 
 from workbench.batch.results import CANCELLED, DONE, ERROR, BatchResults
 from workbench.batch.run import BatchRun
+from workbench.engine.images import ImageRef
 from workbench.engine.requests import RequestRegistry
 from workbench.model.conversations import ChatMessage, Conversation
 from workbench.storage.codec import figures_from_json, prompt_from_json, run_settings_from_json, sampling_from_json
@@ -27,6 +28,7 @@ def load_conversations(connection: sqlite3.Connection) -> list[Conversation]:
                                                       title_source=title_source)
         if sampling is not None:
             conversations[conversation_id].sampling = sampling_from_json(sampling)
+    images = message_images(connection)
     rows = connection.execute(
         "SELECT conversation_id, message_id, role, text, status, error, request_id, sampling, system_prompt, "
         "figures FROM messages ORDER BY conversation_id, position")
@@ -38,8 +40,21 @@ def load_conversations(connection: sqlite3.Connection) -> list[Conversation]:
             status, error = "stopped", NEVER_SENT
         conversations[conversation_id].messages.append(ChatMessage(
             role, text, status, error, figures_from_json(figures), request_id, message_id,
-            sampling_from_json(sampling), system_prompt or ""))
+            sampling_from_json(sampling), system_prompt or "", images.get(message_id, ())))
     return list(conversations.values())
+
+
+def message_images(connection: sqlite3.Connection, message_ids=None) -> dict[str, tuple[ImageRef, ...]]:
+    """Each message's images, in order, by message id (of ``message_ids`` only, where given)."""
+    query = "SELECT message_id, sha256, name, mime, width, height, num_bytes FROM message_images"
+    args: tuple = ()
+    if message_ids is not None:
+        args = tuple(message_ids)
+        query += f" WHERE message_id IN ({','.join('?' * len(args))})"
+    found: dict[str, list[ImageRef]] = {}
+    for message_id, *ref in connection.execute(query + " ORDER BY message_id, position", args):
+        found.setdefault(message_id, []).append(ImageRef(*ref))
+    return {message_id: tuple(refs) for message_id, refs in found.items()}
 
 
 def highest_chat_number(connection: sqlite3.Connection) -> int:

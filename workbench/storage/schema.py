@@ -115,8 +115,24 @@ VERSION_3 = (
 # (in ``info``), so a run's record says how close the estimate came.
 VERSION_4 = ("ALTER TABLE engine_runs ADD COLUMN planned_kv_blocks INTEGER",)
 
+# Version 5: the images of each user message, by reference: the content's SHA-256 names the data folder's
+# copy (``engine/image_store.py`` says why the bytes stay out of the database), beside what the chat shows
+# of it. A message's images never change once asked, so a row is written once; they go with their message.
+VERSION_5 = (
+    """CREATE TABLE message_images (
+        message_id TEXT NOT NULL REFERENCES messages ON DELETE CASCADE,
+        position INTEGER NOT NULL,         -- the image's place among the message's, from 0
+        sha256 TEXT NOT NULL,              -- of the file's bytes: images/<sha256><suffix> in the data folder
+        name TEXT NOT NULL,                -- the name the user knows it by
+        mime TEXT NOT NULL,
+        width INTEGER NOT NULL,
+        height INTEGER NOT NULL,
+        num_bytes INTEGER NOT NULL,
+        PRIMARY KEY (message_id, position))""",
+)
+
 # Each entry takes the database from its index to its index + 1.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (VERSION_1, VERSION_2, VERSION_3, VERSION_4)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (VERSION_1, VERSION_2, VERSION_3, VERSION_4, VERSION_5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

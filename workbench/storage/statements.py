@@ -42,6 +42,11 @@ def _(record: MessageSaved, connection) -> None:
         (record.message_id, record.conversation_id, record.position, record.role, record.text, record.status,
          record.error, record.request_id, to_json(record.sampling), record.system_prompt,
          to_json(record.figures), time.time(), record.run_key or None))
+    if record.images:
+        connection.executemany(
+            "INSERT OR IGNORE INTO message_images VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            ((record.message_id, position, ref.sha256, ref.name, ref.mime, ref.width, ref.height, ref.num_bytes)
+             for position, ref in enumerate(record.images)))
 
 
 @write_record.register

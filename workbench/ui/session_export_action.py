@@ -9,7 +9,7 @@ from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog, QWidget
 from superqt.utils import create_worker
 
-from workbench.export.conversation import conversation_json, conversation_markdown
+from workbench.export.conversation import export_conversation
 from workbench.engine.kv_snapshot import KVSnapshot
 from workbench.export.session_export import Pictures, export_session
 from workbench.sessions.stored import engine_runs, open_read_only, session, session_series
@@ -188,16 +188,20 @@ def ask_and_export_conversation(window) -> Path | None:
     if not chosen:
         return None
     try:
-        return write_conversation(conversation, Path(chosen))
+        path = write_conversation(conversation, Path(chosen), window.model.images_dir, window)
     except OSError as error:  # the conversation itself stays as it is in the window and the database
         reason = error.strerror or str(error)
         QMessageBox.warning(window, "Export conversation", f"{chosen} could not be written ({reason}). Choose a "
                             "folder you can write to, with free space, and export again.")
         return None
+    return path
 
 
-def write_conversation(conversation, path: Path) -> Path:
-    """JSON for a .json name, Markdown otherwise."""
-    text = conversation_json(conversation) if path.suffix.lower() == ".json" else conversation_markdown(conversation)
-    path.write_text(text, encoding="utf-8")
+def write_conversation(conversation, path: Path, images_dir: Path | None = None, parent: QWidget | None = None) -> Path:
+    """JSON for a .json name, Markdown otherwise, its images copied beside it; images that could not be
+    copied are named to the user (with ``parent``) and left out."""
+    missing = export_conversation(conversation, path, images_dir)
+    if missing and parent is not None:
+        QMessageBox.warning(parent, "Export conversation", f"{path} was written without these images:\n"
+                            + "\n".join(missing))
     return path
