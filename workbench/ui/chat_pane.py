@@ -1,17 +1,24 @@
-"""The chat pane: conversations, streaming Markdown replies, Stop / Regenerate, and each conversation's
-settings in a drawer beside the transcript (a one-line summary of them always shown)."""
+"""The chat pane: conversations, streaming Markdown replies, Stop / Regenerate, images attached to a
+question (Attach image…, dropped or pasted), and each conversation's settings in a drawer beside the
+transcript (a one-line summary of them always shown)."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QHBoxLayout, QListWidget, QListWidgetItem, QMessageBox, QPlainTextEdit, QPushButton, QStackedWidget, QVBoxLayout,
+    QHBoxLayout, QListWidget, QListWidgetItem, QMessageBox, QPushButton, QStackedWidget, QVBoxLayout,
     QWidget,
 )
+
+from workbench.engine.images import ImageProblem
 
 from workbench.model.app_model import AppModel
 from workbench.model.conversations import Conversation
 from workbench.model.engine_commands import EngineCommands, waiting_note
+from workbench.model.engine_status import EngineStatus
+from workbench.ui.image_attachments import (
+    ATTACH_TIP, TEXT_ONLY, AttachmentStrip, ChatInput, choose_image_files, images_refusal, text_only,
+)
 from workbench.ui.sampling_panel import SamplingPanel
 from workbench.ui.settings_drawer import TOGGLE_SHORTCUT, DrawerSplitter, SettingsDrawer, SummaryBar
 # the transcript's parts, where the tests and benchmarks have always found them
@@ -20,8 +27,6 @@ from workbench.ui.transcript_view import (  # noqa: F401
 )
 
 LIST_PX = 120  # the conversation list's width at first (it folds away to 0 when its handle is dragged)
-
-
 def ask_to_confirm(parent: QWidget, title: str, text: str) -> bool:
     """Yes or no, the safe answer (No) the default."""
     answer = QMessageBox.question(parent, title, text, QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
@@ -42,6 +47,7 @@ class ChatPane(QWidget):
         self.sampling.edited.connect(self._on_sampling_edited)
         self._showing_settings = False  # the panel is being set from the model: not an edit
         self.confirm = ask_to_confirm  # (parent, title, text) -> bool; deleting asks through it
+        self.choose_images = choose_image_files  # (parent) -> paths; Attach image… asks through it
         self._build()
         model.conversation_added.connect(self._on_model_conversation_added)
         model.messages_changed.connect(self._on_model_messages_changed)
@@ -52,6 +58,7 @@ class ChatPane(QWidget):
         model.conversation_selected.connect(self._on_model_conversation_selected)
         model.engine_changed.connect(self._on_model_waiting_changed)
         model.waiting_changed.connect(self._on_model_waiting_changed)
+        model.engine_changed.connect(self._on_model_engine_changed)
         for conversation_id in model.conversations:
             self._on_model_conversation_added(conversation_id)
         if not model.conversations:
@@ -85,9 +92,14 @@ class ChatPane(QWidget):
         left = self._build_list_column()
 
         self.stack = QStackedWidget(objectName="chatTranscript")
-        self.input = QPlainTextEdit(objectName="chatInput")
-        self.input.setPlaceholderText("Type a message… (Ctrl+Enter sends)")
-        self.input.setMaximumHeight(90)
+        self.input = ChatInput(objectName="chatInput")
+        self.input.setPlaceholderText("Type a message… (Ctrl+Enter sends; drop or paste images to attach them)")
+        self.input.setMaximumHeight(120)
+        self.attachments = AttachmentStrip()
+        self.input.images_given.connect(self.attachments.add_sources)
+        self.attach_button = QPushButton("Attach image…", objectName="attachImageButton")
+        self.attach_button.clicked.connect(self.attach_images)
+        self.setAcceptDrops(True)
         self.send_button = QPushButton("Send", objectName="sendButton")
         self.stop_button = QPushButton("Stop", objectName="stopButton")
         self.regenerate_button = QPushButton("Regenerate", objectName="regenerateButton")
@@ -96,7 +108,7 @@ class ChatPane(QWidget):
         self.regenerate_button.clicked.connect(self.regenerate)
         self.send_button.setShortcut("Ctrl+Return")
         buttons = QVBoxLayout()
-        for b in (self.send_button, self.stop_button, self.regenerate_button):
+        for b in (self.send_button, self.stop_button, self.regenerate_button, self.attach_button):
             buttons.addWidget(b)
         input_row = QHBoxLayout()
         input_row.addWidget(self.input, 1)
@@ -109,6 +121,7 @@ class ChatPane(QWidget):
         center_layout.setContentsMargins(0, 0, 0, 0)
         center_layout.addWidget(self.summary_bar)
         center_layout.addWidget(self.stack, 1)
+        center_layout.addWidget(self.attachments)
         center_layout.addLayout(input_row)
 
         self.drawer = SettingsDrawer(self.sampling)
@@ -126,6 +139,7 @@ class ChatPane(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.splitter)
         self._update_buttons()
+        self._on_model_engine_changed(self.model.engine)
 
     # -------------------------------------------------------------- the settings drawer
     def drawer_open(self) -> bool:
@@ -173,7 +187,7 @@ class ChatPane(QWidget):
 
     def _on_model_conversation_added(self, conversation_id: str) -> None:
         conversation = self.model.conversations[conversation_id]
-        view = TranscriptView(conversation, self._waiting_note)
+        view = TranscriptView(conversation, self._waiting_note, self.model.images_dir)
         self.transcripts[conversation_id] = view
         self.order.append(conversation_id)
         self.stack.addWidget(view)
@@ -273,14 +287,40 @@ class ChatPane(QWidget):
     # -------------------------------------------------------------- actions
     @Slot()
     def send(self) -> None:
-        text = self.input.toPlainText().strip()
-        if not text:
+        """Asks the question with its images; one that cannot go now stays in the input, text and images,
+        with the reason beside it."""
+        text, images = self.input.toPlainText().strip(), self.attachments.images()
+        if not text and not images:
             return
-        request = self.commands.ask(self.current.conversation_id, text, self.sampling.settings(),
-                                    self.sampling.system_prompt())
-        if request is not None:
+        refusal = images_refusal(self.model.engine, self.current, images, self.attachments.reading)
+        if refusal:
+            self.attachments.show_problem(refusal)
+            return
+        conversation = self.current
+        num_messages = len(conversation.messages)
+        try:
+            self.commands.ask(conversation.conversation_id, text, self.sampling.settings(),
+                              self.sampling.system_prompt(), images)
+        except ImageProblem as problem:  # an image that could not be kept in the data folder
+            self.attachments.show_problem(str(problem))
+            return
+        if len(conversation.messages) > num_messages:  # asked (its reply may have failed at once, saying why)
             self.input.clear()
+            self.attachments.clear()
             self._update_buttons()
+
+    @Slot()
+    def attach_images(self) -> None:
+        """Attach image…: the chosen files are read and checked off the GUI thread."""
+        self.attachments.add_sources(self.choose_images(self))
+
+    def dragEnterEvent(self, event) -> None:
+        if event.mimeData().hasUrls() or event.mimeData().hasImage():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        self.input.insertFromMimeData(event.mimeData())  # images to the attachments, text to the input
+        event.acceptProposedAction()
 
     @Slot()
     def regenerate(self) -> None:
@@ -305,6 +345,14 @@ class ChatPane(QWidget):
     def _on_model_messages_changed(self, conversation_id: str) -> None:
         self.transcripts[conversation_id].sync_soon()
         self._update_buttons()
+
+    def _on_model_engine_changed(self, status: EngineStatus) -> None:
+        """Attach image… is offered where the engine can take images (or is not running yet)."""
+        refused = text_only(status)
+        self.attach_button.setEnabled(not refused)
+        self.attach_button.setToolTip(TEXT_ONLY if refused else ATTACH_TIP)
+        vision = status.info.vision if status.info is not None else None
+        self.attachments.set_max_pixels(vision.max_pixels if vision is not None else None)
 
     def _waiting_note(self) -> str:
         model = self.model

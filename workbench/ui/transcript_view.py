@@ -3,12 +3,14 @@ the view following the end unless the user has scrolled up."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import Qt, QTimer, Slot
-from PySide6.QtWidgets import QFrame, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from workbench.model.conversations import OPEN_STATUSES, ChatMessage, Conversation
+from workbench.ui.image_thumbs import ImageThumb, thumbnail_of
 from workbench.ui.render_pacer import RenderPacer
 
 
@@ -26,6 +28,9 @@ def figures_text(turn: ChatMessage, waiting: str = "") -> str:
             parts.append(f"{f.decode_tokens_per_s:.1f} tok/s")
         parts.append(f"{f.output_tokens} output tok")
         parts.append(f"prompt {f.prompt_tokens} tok")
+        num_image_tokens = getattr(f, "num_image_tokens", 0)  # figures stored before images had none
+        if num_image_tokens:
+            parts.append(f"{num_image_tokens} image tok")
         if f.cached_prompt_tokens is None:
             parts.append("cached: not available")
         else:
@@ -42,7 +47,7 @@ def figures_text(turn: ChatMessage, waiting: str = "") -> str:
 class MessageView(QFrame):
     """One turn; only the streaming one is re-rendered as text arrives."""
 
-    def __init__(self, turn: ChatMessage, waiting_note: Callable[[], str] = str):
+    def __init__(self, turn: ChatMessage, waiting_note: Callable[[], str] = str, images_dir: Path | None = None):
         super().__init__()
         self.turn = turn
         self.waiting_note = waiting_note
@@ -59,7 +64,16 @@ class MessageView(QFrame):
         self.stats.setObjectName("messageStats")
         self.stats.setStyleSheet("color: #666; font-size: 11px;")
         self.stats.setWordWrap(True)
-        for widget in (header, self.body, self.stats):
+        layout.addWidget(header)
+        self.thumbs = [ImageThumb(ref, thumbnail_of(ref, images_dir)) for ref in turn.images]
+        if self.thumbs:  # a question's images, above its text (the order they are sent in)
+            row = QHBoxLayout()
+            row.setContentsMargins(0, 0, 0, 0)
+            for thumb in self.thumbs:
+                row.addWidget(thumb)
+            row.addStretch(1)
+            layout.addLayout(row)
+        for widget in (self.body, self.stats):
             layout.addWidget(widget)
         self.render()
 
@@ -83,10 +97,12 @@ class TranscriptView(QScrollArea):
     """A conversation's messages. It follows the end as a reply grows, unless the user has scrolled
     up: then a "New text below" button brings them back down."""
 
-    def __init__(self, conversation: Conversation, waiting_note: Callable[[], str] = str):
+    def __init__(self, conversation: Conversation, waiting_note: Callable[[], str] = str,
+                 images_dir: Path | None = None):
         super().__init__()
         self.conversation = conversation
         self.waiting_note = waiting_note
+        self.images_dir = images_dir  # where the messages' images are kept (None: the data folder's store)
         self.setWidgetResizable(True)
         inner = QWidget()
         self.column = QVBoxLayout(inner)
@@ -137,7 +153,7 @@ class TranscriptView(QScrollArea):
             self.views.pop(key).deleteLater()
         for message in self.conversation.messages:
             if message.message_id not in self.views:
-                view = MessageView(message, self.waiting_note)
+                view = MessageView(message, self.waiting_note, self.images_dir)
                 self.views[message.message_id] = view
                 self.column.insertWidget(self.column.count() - 1, view)
         self.scroll_to_end()  # a question just asked, or a conversation opened: its end is what matters

@@ -1,0 +1,146 @@
+"""Attaching images in the chat pane, without an engine: the pane on a model. Files are read off the GUI
+thread; a bad one is named beside the input with its fix, the text and the other images kept."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+from chat_images import image_file, not_an_image, truncated_file
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QColor, QDropEvent, QImage, QTextCursor
+from PySide6.QtWidgets import QApplication
+
+from workbench.engine.backend import EngineInfo, VisionInfo
+from workbench.engine.commands import SubmitAll
+from workbench.engine.events import EngineReady, EngineState, StateChanged
+from workbench.engine.spec import EngineConfig
+from workbench.model.app_model import AppModel
+from workbench.model.engine_commands import EngineCommands
+from workbench.ui import image_attachments
+from workbench.ui.chat_pane import ChatPane
+from workbench.ui.image_attachments import TEXT_ONLY
+
+TEXT_INFO = EngineInfo("/models/demo", "0.32.0", "cpu", 2048, None, (123,))
+VISION = VisionInfo("Idefics3ForConditionalGeneration", 4, max_pixels=2000)
+VISION_INFO = EngineInfo("/models/demo-vl", "0.32.0", "cpu", 2048, None, (123,), vision=VISION)
+
+
+@pytest.fixture
+def pane(qtbot, tmp_path):
+    model = AppModel(EngineConfig(model="demo"), "Be brief.")
+    model.images_dir = tmp_path / "store"
+    model.apply(StateChanged(EngineState.READY, "Engine ready", 0))
+    posted: list = []
+    pane = ChatPane(model, EngineCommands(model, posted.append))
+    pane.posted = posted
+    qtbot.addWidget(pane)
+    pane.resize(900, 600)
+    pane.show()
+    qtbot.waitExposed(pane)
+    return pane
+
+
+def attach(pane, qtbot, paths) -> None:
+    pane.choose_images = lambda parent: [str(p) for p in paths]
+    with qtbot.waitSignal(pane.attachments.read_done, timeout=10_000):
+        pane.attach_button.click()
+
+
+def names(pane) -> list[str]:
+    return [image.ref.name for image in pane.attachments.images()]
+
+
+def test_two_images_attached_show_as_thumbnails_and_go_with_the_question(pane, qtbot, tmp_path, monkeypatch):
+    read_on = []
+    original = image_attachments.read_one
+    monkeypatch.setattr(image_attachments, "read_one",
+                        lambda *a: (read_on.append(threading.current_thread()), original(*a))[1])
+    attach(pane, qtbot, [image_file(tmp_path, "cat.png"), image_file(tmp_path, "dog.webp", colour=(0, 90, 0))])
+    assert names(pane) == ["cat.png", "dog.webp"] and pane.attachments.scroll.isVisible()
+    assert read_on and threading.main_thread() not in read_on  # read and checked off the GUI thread
+    pane.input.setPlainText("What animals are these?")
+    pane.send()
+    (command,) = pane.posted
+    assert isinstance(command, SubmitAll)
+    assert [i.ref.name for i in command.requests[0].messages[-1].images] == ["cat.png", "dog.webp"]
+    assert pane.input.toPlainText() == "" and pane.attachments.images() == ()
+    question = pane.current.messages[0]
+    view = pane.transcripts[pane.current.conversation_id].view_of(question.message_id)
+    assert [thumb.toolTip() for thumb in view.thumbs] == ["cat.png · 64 × 48 PNG · 1 KB",
+                                                           "dog.webp · 64 × 48 WEBP · 1 KB"]
+    assert all(thumb.pixmap() is not None and not thumb.pixmap().isNull() for thumb in view.thumbs)
+
+
+def test_a_pending_image_can_be_removed(pane, qtbot, tmp_path):
+    attach(pane, qtbot, [image_file(tmp_path, "a.png"), image_file(tmp_path, "b.gif"), image_file(tmp_path, "c.jpg")])
+    pending = pane.attachments._pending[1]
+    pending.remove_button.click()
+    assert names(pane) == ["a.png", "c.jpg"]
+
+
+def test_bad_files_are_named_and_nothing_else_is_lost(pane, qtbot, tmp_path):
+    pane.input.setPlainText("Compare the pictures")
+    attach(pane, qtbot, [image_file(tmp_path, "good.png"), not_an_image(tmp_path), truncated_file(tmp_path),
+                         tmp_path / "gone.jpg"])
+    problem = pane.attachments.problem
+    assert problem.isVisible()
+    lines = problem.text().splitlines()
+    assert lines[0].startswith("notes.png is not an image") and "Attach the picture itself" in lines[0]
+    assert lines[1].startswith("cut.png is damaged or truncated") and "Save or download it again" in lines[1]
+    assert lines[2].startswith("gone.jpg: no file at") and "Check the path" in lines[2]
+    assert names(pane) == ["good.png"] and pane.input.toPlainText() == "Compare the pictures"
+
+
+def test_images_dropped_or_pasted_on_the_input_are_attached(pane, qtbot, tmp_path):
+    pane.input.setPlainText("typed")
+    dropped = QMimeData()
+    dropped.setUrls([QUrl.fromLocalFile(str(image_file(tmp_path, "dropped.png")))])
+    with qtbot.waitSignal(pane.attachments.read_done, timeout=10_000):
+        pane.input.insertFromMimeData(dropped)  # what a drop on the input and a paste of copied files do
+    picture = QImage(40, 30, QImage.Format_RGB32)
+    picture.fill(QColor("orange"))
+    QApplication.clipboard().setImage(picture)
+    with qtbot.waitSignal(pane.attachments.read_done, timeout=10_000):
+        pane.input.paste()
+    on_pane = QMimeData()
+    on_pane.setUrls([QUrl.fromLocalFile(str(image_file(tmp_path, "on the pane.jpg")))])
+    drop = QDropEvent(QPointF(20, 20), Qt.CopyAction, on_pane, Qt.LeftButton, Qt.NoModifier)
+    with qtbot.waitSignal(pane.attachments.read_done, timeout=10_000):
+        pane.dropEvent(drop)
+    assert names(pane) == ["dropped.png", "pasted image 1.png", "on the pane.jpg"]
+    assert pane.attachments.images()[1].ref.width == 40 and pane.input.toPlainText() == "typed"
+    text_only = QMimeData()
+    text_only.setText(" and more")
+    pane.input.moveCursor(QTextCursor.End)
+    pane.input.insertFromMimeData(text_only)  # text is still text
+    assert pane.input.toPlainText() == "typed and more"
+
+
+def test_a_text_only_engine_disables_attach_and_keeps_a_question_with_images(pane, qtbot, tmp_path):
+    attach(pane, qtbot, [image_file(tmp_path, "kept.png")])
+    pane.model.apply(EngineReady(TEXT_INFO))
+    assert not pane.attach_button.isEnabled() and pane.attach_button.toolTip() == TEXT_ONLY
+    pane.input.setPlainText("What is in it?")
+    pane.send()
+    assert pane.posted == [] and pane.current.messages == []
+    assert pane.input.toPlainText() == "What is in it?" and names(pane) == ["kept.png"]
+    assert TEXT_ONLY in pane.attachments.problem.text() and pane.attachments.problem.isVisible()
+    pane.model.apply(EngineReady(VISION_INFO))
+    assert pane.attach_button.isEnabled()
+
+
+def test_an_image_beyond_the_processors_pixels_says_it_is_resized(pane, qtbot, tmp_path):
+    pane.model.apply(EngineReady(VISION_INFO))
+    attach(pane, qtbot, [image_file(tmp_path, "big.png", size=(80, 60)), image_file(tmp_path, "small.png", (40, 30))])
+    big, small = pane.attachments._pending
+    assert big.note.isVisible() and "resizes it to at most 2,000 pixels" in big.note.text()
+    assert not small.note.isVisible()
+
+
+def test_more_images_than_the_engine_takes_stay_in_the_input(pane, qtbot, tmp_path):
+    pane.model.apply(EngineReady(VISION_INFO))
+    attach(pane, qtbot, [image_file(tmp_path, f"{n}.png") for n in range(5)])
+    pane.input.setPlainText("all of them")
+    pane.send()
+    assert pane.posted == [] and len(names(pane)) == 5
+    assert "takes at most 4 a prompt" in pane.attachments.problem.text()

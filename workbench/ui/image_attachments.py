@@ -1,0 +1,277 @@
+"""The images a question will carry, before it is sent: read and checked off the GUI thread, shown as
+removable thumbnails above the chat's input, a bad one named beside the input with its fix.
+
+Images come from the Attach image… dialog, from files or images dropped on the input or the pane, and
+from the clipboard (an image, or copied image files). Nothing the user gave is dropped silently: an
+image that cannot be used is named with the cause, and the text and the other images stay.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from PySide6.QtCore import QBuffer, QIODevice, QMimeData, Qt, Signal
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import (
+    QFileDialog, QHBoxLayout, QLabel, QPlainTextEdit, QScrollArea, QToolButton, QVBoxLayout, QWidget,
+)
+from superqt.utils import create_worker
+
+from workbench.engine.image_sources import image_from_source
+from workbench.engine.images import ImageInput, ImageProblem, read_image
+from workbench.model.conversations import Conversation
+from workbench.model.engine_status import EngineStatus
+from workbench.ui.image_thumbs import THUMB_PX, ImageThumb, remember, scaled_thumbnail
+
+FILE_FILTER = "Images (*.png *.jpg *.jpeg *.webp *.gif);;All files (*)"
+PROBLEM_STYLE = "color: #a40000;"
+TEXT_ONLY = "the model reads text only: pick demo-vl or a vision model"
+ATTACH_TIP = "Attach PNG, JPEG, WebP or GIF images to the question (or drop or paste them on the input)"
+
+
+def choose_image_files(parent: QWidget) -> list[str]:
+    files, _ = QFileDialog.getOpenFileNames(parent, "Attach images", "", FILE_FILTER)
+    return files
+
+
+def text_only(status: EngineStatus) -> bool:
+    """A running engine that takes no images (one not yet ready may: its question waits for it)."""
+    return status.ready and status.info is not None and status.info.vision is None
+
+
+def images_refusal(status: EngineStatus, conversation: Conversation, images: tuple, reading: bool) -> str:
+    """Why a question cannot go now with ``images`` ("" : it can); it then stays in the input, whole."""
+    if reading:
+        return "An image is still being read: send once its thumbnail shows (your text stays here)."
+    if not images:
+        return ""
+    if text_only(status):
+        return (f"Not sent: {TEXT_ONLY} (Model menu or the Presets tab), then send again; "
+                "your text and images stay here.")
+    vision = status.info.vision if status.ready and status.info is not None else None
+    earlier = sum(len(message.images) for message in conversation.messages)
+    if vision is not None and earlier + len(images) > vision.max_images_per_prompt:
+        return (f"Not sent: with this chat's {earlier} earlier images it would send {earlier + len(images)}, and "
+                f"the engine takes at most {vision.max_images_per_prompt} a prompt. Remove some, or start a new chat.")
+    return ""
+
+
+@dataclass(frozen=True)
+class ReadOutcome:
+    """One source read off the GUI thread: the image and its thumbnail, or what is wrong with it."""
+
+    image: ImageInput | None
+    thumbnail: QImage | None
+    problem: str = ""
+
+
+def source_name(source: str) -> str:
+    """What a dropped or chosen path or URL is called: its file name."""
+    if "://" in source:
+        return unquote(Path(urlsplit(source).path).name) or source
+    return Path(source).name or source
+
+
+def read_one(source: str | QImage, number: int) -> ReadOutcome:
+    """Reads a path or URL (or encodes a pasted picture as PNG) and checks it; runs off the GUI thread."""
+    try:
+        if isinstance(source, QImage):
+            image = read_image(png_bytes(source), f"pasted image {number}.png")
+        else:
+            image = image_from_source(source, Path.home(), source_name(source))
+    except ImageProblem as problem:
+        return ReadOutcome(None, None, str(problem))
+    return ReadOutcome(image, scaled_thumbnail(QImage.fromData(image.data)))
+
+
+def png_bytes(picture: QImage) -> bytes:
+    buffer = QBuffer()
+    buffer.open(QIODevice.WriteOnly)
+    picture.save(buffer, "PNG")
+    return bytes(buffer.data())
+
+
+def read_sources(sources: list, first_number: int):
+    """Yields a :class:`ReadOutcome` for each source, in order (a generator worker's body)."""
+    for offset, source in enumerate(sources):
+        yield read_one(source, first_number + offset)
+
+
+def sources_in(mime: QMimeData) -> list:
+    """The images a drop or a paste holds: copied files (or URLs) first, else a picture itself."""
+    if mime.hasUrls():
+        urls = [url for url in mime.urls() if url.isValid()]
+        if urls:
+            return [url.toLocalFile() if url.isLocalFile() else url.toString() for url in urls]
+    if mime.hasImage():
+        picture = QImage(mime.imageData())
+        return [picture] if not picture.isNull() else []
+    return []
+
+
+class ChatInput(QPlainTextEdit):
+    """The question's text box: images pasted or dropped on it go to the attachments, text as always."""
+
+    images_given = Signal(list)  # the sources, as ``sources_in`` finds them
+
+    def canInsertFromMimeData(self, source: QMimeData) -> bool:
+        return bool(source.hasUrls() or source.hasImage()) or super().canInsertFromMimeData(source)
+
+    def insertFromMimeData(self, source: QMimeData) -> None:
+        found = sources_in(source)
+        if found:
+            self.images_given.emit(found)
+        else:
+            super().insertFromMimeData(source)
+
+
+class PendingImage(QWidget):
+    """A pending attachment: its thumbnail, a remove button, and a note where the processor resizes it."""
+
+    def __init__(self, image: ImageInput, thumbnail: QImage, on_remove):
+        super().__init__()
+        self.image = image
+        self.setObjectName("pendingImage")
+        self.thumb = ImageThumb(image.ref, thumbnail)
+        self.remove_button = QToolButton(text="×", objectName="removeImageButton")
+        self.remove_button.setToolTip(f"Remove {image.ref.name} from this question")
+        self.remove_button.clicked.connect(lambda: on_remove(self))
+        self.note = QLabel(objectName="pendingImageNote")
+        self.note.setWordWrap(True)
+        self.note.setFixedWidth(THUMB_PX + 28)
+        self.note.setStyleSheet("color: #666; font-size: 10px;")
+        self.note.hide()
+        top = QHBoxLayout()
+        top.setContentsMargins(0, 0, 0, 0)
+        top.setSpacing(2)
+        top.addWidget(self.thumb)
+        top.addWidget(self.remove_button, 0, Qt.AlignTop)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(1)
+        layout.addLayout(top)
+        layout.addWidget(self.note)
+
+    def set_max_pixels(self, max_pixels: int | None) -> None:
+        """Says so beside the thumbnail when the model's processor shrinks this image."""
+        ref = self.image.ref
+        resized = max_pixels is not None and ref.width * ref.height > max_pixels
+        self.note.setText(f"the processor resizes it to at most {max_pixels:,} pixels" if resized else "")
+        self.note.setVisible(resized)
+        self.note.setToolTip(f"{ref.width} × {ref.height} = {ref.width * ref.height:,} pixels" if resized else "")
+
+
+class AttachmentStrip(QWidget):
+    """The pending images above the input (hidden while there are none) and the line that names a
+    problem beside it. ``images()`` is what Send takes; ``clear()`` once the question is asked."""
+
+    changed = Signal()  # images added or removed
+    read_done = Signal()  # every source given so far is read
+
+    def __init__(self):
+        super().__init__()
+        self._pending: list[PendingImage] = []
+        self._queue: list[list] = []  # sources waiting for the reader, in the order given
+        self._number = 0  # pasted pictures are numbered: "pasted image 3.png"
+        self.max_pixels: int | None = None
+        self.reader = None  # the worker reading now (None: idle)
+        self.row = QHBoxLayout()
+        self.row.setContentsMargins(0, 0, 0, 0)
+        self.row.addStretch(1)
+        inner = QWidget()
+        inner.setLayout(self.row)
+        self.scroll = QScrollArea(objectName="pendingImages")
+        self.scroll.setWidget(inner)
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QScrollArea.NoFrame)
+        self.scroll.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.scroll.hide()
+        self.problem = QLabel(objectName="attachmentProblem")
+        self.problem.setWordWrap(True)
+        self.problem.setStyleSheet(PROBLEM_STYLE)
+        self.problem.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.problem.hide()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.scroll)
+        layout.addWidget(self.problem)
+
+    # -------------------------------------------------------------- what the question carries
+    def images(self) -> tuple[ImageInput, ...]:
+        return tuple(pending.image for pending in self._pending)
+
+    @property
+    def reading(self) -> bool:
+        return self.reader is not None
+
+    def clear(self) -> None:
+        for pending in self._pending:
+            pending.deleteLater()
+        self._pending.clear()
+        self.show_problem("")
+        self._laid_out()
+
+    def remove(self, pending: PendingImage) -> None:
+        if pending in self._pending:
+            self._pending.remove(pending)
+            pending.deleteLater()
+            self._laid_out()
+
+    def show_problem(self, text: str) -> None:
+        """Names what is wrong beside the input ("" hides it)."""
+        self.problem.setText(text)
+        self.problem.setVisible(bool(text))
+
+    def set_max_pixels(self, max_pixels: int | None) -> None:
+        self.max_pixels = max_pixels
+        for pending in self._pending:
+            pending.set_max_pixels(max_pixels)
+
+    # -------------------------------------------------------------- reading, off the GUI thread
+    def add_sources(self, sources: list) -> None:
+        """Reads and checks paths, URLs or pictures on a worker thread; each shows once read."""
+        if sources:
+            self.show_problem("")
+            self._queue.append(list(sources))
+            self._read_next()
+
+    def _read_next(self) -> None:
+        if self.reader is not None or not self._queue:
+            return
+        sources = self._queue.pop(0)
+        self.reader = create_worker(read_sources, sources, self._number + 1, _start_thread=False,
+                                    _connect={"errored": self._on_reader_errored})
+        self._number += sum(isinstance(source, QImage) for source in sources)
+        self.reader.yielded.connect(self._on_reader_yielded)
+        self.reader.finished.connect(self._on_reader_finished)
+        self.reader.start()
+
+    def _on_reader_yielded(self, outcome: ReadOutcome) -> None:
+        if outcome.image is None:
+            shown = self.problem.text()
+            self.show_problem(f"{shown}\n{outcome.problem}" if shown else outcome.problem)
+            return
+        remember(outcome.image.ref, outcome.thumbnail)
+        pending = PendingImage(outcome.image, outcome.thumbnail, self.remove)
+        pending.set_max_pixels(self.max_pixels)
+        self._pending.append(pending)
+        self.row.insertWidget(self.row.count() - 1, pending)
+        self._laid_out()
+
+    def _on_reader_errored(self, error: Exception) -> None:
+        self.show_problem(f"The images could not be read ({error}). Attach them again.")
+
+    def _on_reader_finished(self) -> None:
+        self.reader = None
+        self._read_next()
+        if self.reader is None:
+            self.read_done.emit()
+
+    def _laid_out(self) -> None:
+        self.scroll.setVisible(bool(self._pending))
+        if self._pending:
+            height = max(p.sizeHint().height() for p in self._pending)
+            self.scroll.setFixedHeight(height + self.scroll.horizontalScrollBar().sizeHint().height() + 2)
+        self.changed.emit()
