@@ -144,3 +144,24 @@ def test_more_images_than_the_engine_takes_stay_in_the_input(pane, qtbot, tmp_pa
     pane.send()
     assert pane.posted == [] and len(names(pane)) == 5
     assert "takes at most 4 a prompt" in pane.attachments.problem.text()
+
+
+def test_a_restored_question_shows_its_thumbnails_and_names_a_missing_one(qtbot, tmp_path):
+    from chat_images import image_input
+
+    from workbench.engine.image_store import keep
+    from workbench.model.conversations import ChatMessage, Conversation
+
+    kept, gone = image_input("kept.png", (300, 200)), image_input("gone.png", colour=(1, 2, 3))
+    keep(kept, tmp_path / "store")
+    conversation = Conversation("Chat 1", [ChatMessage("user", "Look", images=(kept.ref, gone.ref))], number=1)
+    model = AppModel(EngineConfig(model="demo"))
+    model.images_dir = tmp_path / "store"
+    model.restore([conversation], [])
+    pane = ChatPane(model, EngineCommands(model, lambda command: None))
+    qtbot.addWidget(pane)
+    view = pane.transcripts[conversation.conversation_id].view_of(conversation.messages[0].message_id)
+    shown, missing = view.thumbs
+    assert (shown.pixmap().width(), shown.pixmap().height()) == (64, 42)  # read at the thumbnail's size
+    assert shown.toolTip() == "kept.png · 300 × 200 PNG · 1 KB"
+    assert missing.text() == "image\nmissing" and "attach it again" in missing.toolTip()

@@ -48,6 +48,7 @@ def test_a_question_with_two_images_keeps_them_and_sends_their_bytes(tmp_path):
     answer(model, request)
     again = model.ask(conversation.conversation_id, "And now?", SamplingSettings())
     assert [m.images for m in again.messages] == [(red, blue), (), ()]  # the history's images go again
+    assert model.requests.get(again.request_id).owner.image_names == ("red.png", "blue.jpg")  # the heatmap's hover
 
 
 def test_regenerate_sends_the_same_images(tmp_path):

@@ -256,7 +256,8 @@ class AppModel:
         if request is None:  # failed before it could be sent: shown, never registered
             self.messages_changed.emit(conversation.conversation_id)
             return None
-        owner = Owner("chat", conversation.conversation_id, reply.message_id, conversation.title)
+        image_names = tuple(image.ref.name for message in request.messages for image in message.images)
+        owner = Owner("chat", conversation.conversation_id, reply.message_id, conversation.title, image_names)
         self.requests.add(request.request_id, owner)
         self._replies[request.request_id] = (conversation.conversation_id, reply.message_id)
         self.messages_changed.emit(conversation.conversation_id)
