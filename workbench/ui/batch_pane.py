@@ -79,6 +79,8 @@ class BatchPane(QWidget):
         self.load_progress = QProgressBar(objectName="batchLoadProgress", maximum=1000, visible=False)
         self.problems = QListWidget(objectName="batchProblems", visible=False)
         self.problems.setMaximumHeight(90)
+        self.problems.setWordWrap(True)  # a problem names the image, its path and the fix: read whole, not scrolled
+        self.problems.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.run_button = QPushButton("Run", objectName="batchRunButton")
         self.pause_button = QPushButton("Pause", objectName="batchPauseButton")
         self.cancel_button = QPushButton("Cancel", objectName="batchCancelButton")

@@ -190,7 +190,7 @@ def results_view(model: BatchTableModel) -> QTableView:
     table.setWordWrap(False)
     header = table.horizontalHeader()
     header.setStretchLastSection(True)
-    for column, width in enumerate((48, 64, 170, 110, 74, 70, 78, 74, 70, 66, 56, 56, 54, 260)):
+    for column, width in enumerate((48, 64, 170, 140, 80, 74, 80, 80, 74, 66, 56, 56, 54, 260)):
         header.resizeSection(column, width)
     return table
 
