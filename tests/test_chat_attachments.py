@@ -87,7 +87,7 @@ def test_bad_files_are_named_and_nothing_else_is_lost(pane, qtbot, tmp_path):
     lines = problem.text().splitlines()
     assert lines[0].startswith("notes.png is not an image") and "Attach the picture itself" in lines[0]
     assert lines[1].startswith("cut.png is damaged or truncated") and "Save or download it again" in lines[1]
-    assert lines[2].startswith("gone.jpg: no file at") and "Check the path" in lines[2]
+    assert lines[2].startswith(f"gone.jpg is no longer at {tmp_path}") and "attach it again" in lines[2]
     assert names(pane) == ["good.png"] and pane.input.toPlainText() == "Compare the pictures"
 
 
@@ -133,7 +133,8 @@ def test_an_image_beyond_the_processors_pixels_says_it_is_resized(pane, qtbot, t
     pane.model.apply(EngineReady(VISION_INFO))
     attach(pane, qtbot, [image_file(tmp_path, "big.png", size=(80, 60)), image_file(tmp_path, "small.png", (40, 30))])
     big, small = pane.attachments._pending
-    assert big.note.isVisible() and "resizes it to at most 2,000 pixels" in big.note.text()
+    assert big.note.isVisible() and big.note.text() == "the processor resizes it"
+    assert big.note.toolTip() == "80 × 60 = 4,800 pixels: the model's processor resizes it to at most 2,000 pixels"
     assert not small.note.isVisible()
 
 

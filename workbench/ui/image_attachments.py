@@ -78,11 +78,27 @@ def read_one(source: str | QImage, number: int) -> ReadOutcome:
     try:
         if isinstance(source, QImage):
             image = read_image(png_bytes(source), f"pasted image {number}.png")
-        else:
+        elif "://" in source or source[:5].lower() == "data:":  # a URL dropped from a browser, say
             image = image_from_source(source, Path.home(), source_name(source))
+        else:
+            image = read_image(file_bytes(Path(source)), Path(source).name)
     except ImageProblem as problem:
         return ReadOutcome(None, None, str(problem))
     return ReadOutcome(image, scaled_thumbnail(QImage.fromData(image.data)))
+
+
+def file_bytes(path: Path) -> bytes:
+    """A chosen or dropped file's bytes; :class:`ImageProblem` naming it, the cause and the fix."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise ImageProblem(f"{path.name} is no longer at {path.parent} (moved, renamed or deleted): "
+                           "attach it again from where it is now.") from None
+    except IsADirectoryError:
+        raise ImageProblem(f"{path.name} is a folder, not an image: attach the image files inside it.") from None
+    except OSError as error:
+        raise ImageProblem(f"{path.name} cannot be read ({error.strerror or error}): check that you may read it, "
+                           "or copy it somewhere you can, and attach it again.") from None
 
 
 def png_bytes(picture: QImage) -> bytes:
@@ -152,14 +168,16 @@ class PendingImage(QWidget):
         layout.setSpacing(1)
         layout.addLayout(top)
         layout.addWidget(self.note)
+        layout.addStretch(1)  # the strip is as tall as its tallest: the others keep their note by the picture
 
     def set_max_pixels(self, max_pixels: int | None) -> None:
         """Says so beside the thumbnail when the model's processor shrinks this image."""
         ref = self.image.ref
         resized = max_pixels is not None and ref.width * ref.height > max_pixels
-        self.note.setText(f"the processor resizes it to at most {max_pixels:,} pixels" if resized else "")
+        self.note.setText("the processor resizes it" if resized else "")
         self.note.setVisible(resized)
-        self.note.setToolTip(f"{ref.width} × {ref.height} = {ref.width * ref.height:,} pixels" if resized else "")
+        self.note.setToolTip(f"{ref.width} × {ref.height} = {ref.width * ref.height:,} pixels: the model's processor "
+                             f"resizes it to at most {max_pixels:,} pixels" if resized else "")
 
 
 class AttachmentStrip(QWidget):
