@@ -109,6 +109,13 @@ def test_images_dropped_or_pasted_on_the_input_are_attached(pane, qtbot, tmp_pat
         pane.dropEvent(drop)
     assert names(pane) == ["dropped.png", "pasted image 1.png", "on the pane.jpg"]
     assert pane.attachments.images()[1].ref.width == 40 and pane.input.toPlainText() == "typed"
+    link = QMimeData()
+    link.setUrls([QUrl("https://example.org/a-page")])  # a link to a page is text, not an image
+    assert image_attachments.sources_in(link) == []
+    cells = QMimeData()
+    cells.setText("1\t2")
+    cells.setImageData(picture)  # a spreadsheet's copied cells come with a picture of them: text
+    assert image_attachments.sources_in(cells) == []
     text_only = QMimeData()
     text_only.setText(" and more")
     pane.input.moveCursor(QTextCursor.End)

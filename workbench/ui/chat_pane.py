@@ -17,7 +17,7 @@ from workbench.model.conversations import Conversation
 from workbench.model.engine_commands import EngineCommands, waiting_note
 from workbench.model.engine_status import EngineStatus
 from workbench.ui.image_attachments import (
-    ATTACH_TIP, TEXT_ONLY, AttachmentStrip, ChatInput, choose_image_files, images_refusal, text_only,
+    ATTACH_TIP, TEXT_ONLY, AttachmentStrip, ChatInput, choose_image_files, images_refusal, sources_in, text_only,
 )
 from workbench.ui.sampling_panel import SamplingPanel
 from workbench.ui.settings_drawer import TOGGLE_SHORTCUT, DrawerSplitter, SettingsDrawer, SummaryBar
@@ -315,11 +315,11 @@ class ChatPane(QWidget):
         self.attachments.add_sources(self.choose_images(self))
 
     def dragEnterEvent(self, event) -> None:
-        if event.mimeData().hasUrls() or event.mimeData().hasImage():
+        if sources_in(event.mimeData()):
             event.acceptProposedAction()
 
     def dropEvent(self, event) -> None:
-        self.input.insertFromMimeData(event.mimeData())  # images to the attachments, text to the input
+        self.attachments.add_sources(sources_in(event.mimeData()))
         event.acceptProposedAction()
 
     @Slot()

@@ -114,13 +114,20 @@ def read_sources(sources: list, first_number: int):
         yield read_one(source, first_number + offset)
 
 
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif")
+
+
 def sources_in(mime: QMimeData) -> list:
-    """The images a drop or a paste holds: copied files (or URLs) first, else a picture itself."""
+    """The images a drop or a paste holds: copied or dropped files (each one, to be checked as an image)
+    and links ending in an image's suffix, else a picture itself unless the paste is text too (a
+    spreadsheet's cells come with a picture of them). Nothing: the text goes into the input as always."""
     if mime.hasUrls():
         urls = [url for url in mime.urls() if url.isValid()]
-        if urls:
-            return [url.toLocalFile() if url.isLocalFile() else url.toString() for url in urls]
-    if mime.hasImage():
+        found = [url.toLocalFile() if url.isLocalFile() else url.toString() for url in urls
+                 if url.isLocalFile() or url.path().lower().endswith(IMAGE_SUFFIXES)]
+        if found:
+            return found
+    if mime.hasImage() and not mime.hasText():
         picture = QImage(mime.imageData())
         return [picture] if not picture.isNull() else []
     return []
@@ -132,7 +139,7 @@ class ChatInput(QPlainTextEdit):
     images_given = Signal(list)  # the sources, as ``sources_in`` finds them
 
     def canInsertFromMimeData(self, source: QMimeData) -> bool:
-        return bool(source.hasUrls() or source.hasImage()) or super().canInsertFromMimeData(source)
+        return bool(sources_in(source)) or super().canInsertFromMimeData(source)
 
     def insertFromMimeData(self, source: QMimeData) -> None:
         found = sources_in(source)
