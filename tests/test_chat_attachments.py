@@ -159,6 +159,7 @@ def test_a_restored_question_shows_its_thumbnails_and_names_a_missing_one(qtbot,
 
     from workbench.engine.image_store import keep
     from workbench.model.conversations import ChatMessage, Conversation
+    from workbench.ui.image_thumbs import thumbnails
 
     kept, gone = image_input("kept.png", (300, 200)), image_input("gone.png", colour=(1, 2, 3))
     keep(kept, tmp_path / "store")
@@ -170,6 +171,8 @@ def test_a_restored_question_shows_its_thumbnails_and_names_a_missing_one(qtbot,
     qtbot.addWidget(pane)
     view = pane.transcripts[conversation.conversation_id].view_of(conversation.messages[0].message_id)
     shown, missing = view.thumbs
+    assert shown.text() == "…"  # read off the GUI thread: the pane is built before the pictures are read
+    qtbot.waitUntil(lambda: not thumbnails.reading, timeout=10_000)
     assert (shown.pixmap().width(), shown.pixmap().height()) == (64, 42)  # read at the thumbnail's size
     assert shown.toolTip() == "kept.png · 300 × 200 PNG · 1 KB"
     assert missing.text() == "image\nmissing" and "attach it again" in missing.toolTip()

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from workbench.model.conversations import OPEN_STATUSES, ChatMessage, Conversation
-from workbench.ui.image_thumbs import ImageThumb, thumbnail_of
+from workbench.ui.image_thumbs import thumbnails
 from workbench.ui.render_pacer import RenderPacer
 
 
@@ -65,7 +65,7 @@ class MessageView(QFrame):
         self.stats.setStyleSheet("color: #666; font-size: 11px;")
         self.stats.setWordWrap(True)
         layout.addWidget(header)
-        self.thumbs = [ImageThumb(ref, thumbnail_of(ref, images_dir)) for ref in turn.images]
+        self.thumbs = [thumbnails.thumb_for(ref, images_dir) for ref in turn.images]
         if self.thumbs:  # a question's images, above its text (the order they are sent in)
             row = QHBoxLayout()
             row.setContentsMargins(0, 0, 0, 0)
