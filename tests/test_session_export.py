@@ -231,8 +231,9 @@ def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, t
     assert all(QImage(str(folder / f"plot-{n}.png")).width() >= 900 for n in plots)
     assert_heatmap_is_the_block_grid(QImage(str(folder / "heatmap.png")), window.heatmap.snapshot)
     assert (folder / "plot-tokens.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
+    files = {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}  # images/ too
     with zipfile.ZipFile(folder.with_name("export.zip")) as archive:
-        assert {Path(n).name for n in archive.namelist()} == names
+        assert {n.split("/", 1)[1] for n in archive.namelist()} == files
 
     page = folder / "report.html"
     text = page.read_text()
