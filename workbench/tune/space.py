@@ -1,0 +1,55 @@
+"""The search space vLLM's engine arguments offer, by version and platform, with vLLM's own names."""
+from __future__ import annotations
+
+from workbench.tune.values import SearchParameter, SearchSpace
+
+SPECULATION_OFF = "off"
+
+
+def _version_at_least(version: str, wanted: tuple[int, int]) -> bool:
+    parts = []
+    for piece in version.split(".")[:2]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts) >= wanted
+
+
+def default_space(vllm_version: str, platform: str) -> SearchSpace:
+    """The parameters a search varies by default on ``platform`` ("cuda" or "cpu") for ``vllm_version``.
+    Those that may change the model's outputs (fp8 KV cache, speculative decoding) are present but not
+    enabled: the user ticks them."""
+    on_cpu = platform == "cpu"
+    params = [
+        SearchParameter("max_num_seqs", "int", 4 if on_cpu else 16, 128 if on_cpu else 512, log=True),
+        SearchParameter("max_num_batched_tokens", "int", 256 if on_cpu else 1024, 8192 if on_cpu else 32768,
+                        log=True, note="a prompt longer than this needs chunked prefill"),
+        SearchParameter("enable_chunked_prefill", "bool"),
+        SearchParameter("block_size", "choice", choices=(32, 64, 128) if on_cpu else (16, 32, 64),
+                        note="CPU attention needs a multiple of 32" if on_cpu else ""),
+    ]
+    if not on_cpu:
+        params += [
+            SearchParameter("gpu_memory_utilization", "float", 0.80, 0.95, step=0.05),
+            SearchParameter("async_scheduling", "bool"),
+            SearchParameter("max_cudagraph_capture_size", "choice", choices=(128, 256, 512),
+                            note="the largest batch captured as a CUDA graph"),
+            SearchParameter("kv_cache_dtype", "choice", choices=("auto", "fp8"), changes_outputs=True,
+                            enabled=False),
+        ]
+    params.append(SearchParameter("speculative_config", "choice", choices=(SPECULATION_OFF, "ngram:3", "ngram:5"),
+                                  changes_outputs=True, enabled=False,
+                                  note="ngram speculative decoding, its number of speculative tokens"))
+    if _version_at_least(vllm_version, (0, 30)):
+        params.append(SearchParameter("performance_mode", "choice", choices=("balanced", "throughput")))
+    return SearchSpace(tuple(params))
+
+
+def engine_value(name: str, value):
+    """A parameter's value as vLLM's engine argument takes it (``"ngram:3"`` becomes the
+    ``speculative_config`` dict; ``"off"`` None, vLLM's default)."""
+    if name != "speculative_config":
+        return value
+    if value in (None, SPECULATION_OFF):
+        return None
+    method, _, num = str(value).partition(":")
+    return {"method": method, "num_speculative_tokens": int(num or 3), "prompt_lookup_max": 4}
