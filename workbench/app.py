@@ -6,7 +6,7 @@ import logging
 import os
 import sys
 
-from workbench.engine.spec import DEMO_MODEL, EngineConfig
+from workbench.engine.spec import DEMO_MODEL, DEMO_VL_MODEL, EngineConfig
 
 
 def demo_engine_config(model: str = DEMO_MODEL) -> EngineConfig:
@@ -18,6 +18,14 @@ def demo_engine_config(model: str = DEMO_MODEL) -> EngineConfig:
 
     return EngineConfig(model=model, max_model_len=2048, max_num_seqs=64,
                         num_gpu_blocks_override=1024 if is_demo_model(model) else None, scheduling_policy="priority")
+
+
+def demo_vl_engine_config() -> EngineConfig:
+    """The vision demo's engine (``demo-vl``, Idefics3: 20 image tokens an image): five images a prompt, as
+    the multimodal scenario's commands allow, a small pool so that an image's blocks are visible on the heatmap,
+    priority scheduling as the text demo's."""
+    return EngineConfig(model=DEMO_VL_MODEL, max_model_len=2048, max_num_seqs=32, num_gpu_blocks_override=1024,
+                        scheduling_policy="priority", extra=(("limit_mm_per_prompt", {"image": 5}),))
 
 
 def build_window(config: EngineConfig, check_with_scan: bool = False, start_engine: bool = True, storage=None,

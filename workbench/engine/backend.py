@@ -21,6 +21,11 @@ class PromptTooLongError(ValueError):
     """The rendered prompt does not fit max_model_len; the message says by how much and what to do."""
 
 
+class ImagesRefusedError(ValueError):
+    """A request's images cannot go to this engine (a text-only model, more than its limit, a picture that
+    cannot be decoded); the message names the cause and the fix. The request fails; its text is kept."""
+
+
 @dataclass(frozen=True)
 class Message:
     role: str  # "system", "user" or "assistant"

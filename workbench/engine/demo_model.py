@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from workbench.engine.spec import DEMO_MODEL
+from workbench.engine.spec import DEMO_MODEL, DEMO_VL_MODEL
 from workbench.engine.start_phases import StartProgress, progress_for
 from workbench.paths import data_dir, resources_dir
 
@@ -96,12 +96,18 @@ def ensure_demo_model(progress: ProgressFn | None = None, recipe: DemoRecipe = D
     if is_built(target):
         return target
     report = progress or (lambda phase, fraction: None)
+    return build_in_place(target, lambda staging: build_demo_model(staging, report, recipe))
+
+
+def build_in_place(target: Path, build: Callable[[Path], None]) -> Path:
+    """Builds a model folder beside ``target`` and renames it into place: a half-built model is never
+    seen as built."""
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".building-", dir=target.parent))
     try:
-        build_demo_model(staging, report, recipe)
+        build(staging)
         shutil.rmtree(target, ignore_errors=True)
-        os.replace(staging, target)  # atomic: a half-built model is never seen as built
+        os.replace(staging, target)  # atomic
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
@@ -115,7 +121,12 @@ def ensure_for_start(report: Callable[[StartProgress], None]) -> Path:
 
 def model_for_start(model: str, report: Callable[[StartProgress], None]) -> str:
     """The model a start runs: the demo model's folder where ``model`` names the demo (built first where
-    this machine has none, see :func:`ensure_for_start`), else ``model`` as given."""
+    this machine has none, see :func:`ensure_for_start`), the vision demo's for ``demo-vl``, else ``model``
+    as given."""
+    if model == DEMO_VL_MODEL:
+        from workbench.engine.demo_vl_model import ensure_demo_vl_model
+
+        return str(ensure_demo_vl_model(lambda label, fraction: report(progress_for("model", label, fraction))))
     return str(ensure_for_start(report)) if is_demo_model(model) else model
 
 

@@ -22,7 +22,8 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from workbench.engine.demo_model import DemoRecipe
+from workbench.engine.demo_model import DemoRecipe, ProgressFn, build_in_place
+from workbench.paths import data_dir
 
 BUILD_VERSION = "1"  # bump when the recipe changes, so an old build is replaced
 QWEN2_VL, IDEFICS3 = "qwen2-vl", "idefics3"
@@ -232,3 +233,33 @@ def build_demo_vl_model(folder: Path, recipe: DemoVLRecipe = DemoVLRecipe()) -> 
 
 def _rounded(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
+
+
+APP_RECIPE_ARCHITECTURE = IDEFICS3  # the app's demo-vl: runs on vLLM's CPU build as installed (no torchvision)
+
+
+def demo_vl_model_dir() -> Path:
+    return data_dir() / "models" / f"demo-vl-{APP_RECIPE_ARCHITECTURE}"
+
+
+def _is_built(path: Path) -> bool:
+    try:
+        return json.loads((path / "workbench-demo.json").read_text()).get("build_version") == BUILD_VERSION
+    except (OSError, ValueError):
+        return False
+
+
+def ensure_demo_vl_model(progress: ProgressFn | None = None) -> Path:
+    """The app's vision demo model (``demo-vl``), built first (seconds) where this machine has none; the
+    folder appears whole or not at all."""
+    target = demo_vl_model_dir()
+    if _is_built(target):
+        return target
+    report = progress or (lambda label, fraction: None)
+
+    def build(staging: Path) -> None:
+        report("Building the vision demo model", 0.1)
+        build_demo_vl_model(staging, DemoVLRecipe(architecture=APP_RECIPE_ARCHITECTURE))
+        report("Building the vision demo model", 1.0)
+
+    return build_in_place(target, build)

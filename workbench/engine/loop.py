@@ -13,7 +13,7 @@ import time
 from functools import singledispatchmethod
 from typing import Callable, Protocol
 
-from workbench.engine.backend import Backend, ChatRequest, PromptTooLongError, StreamEvent
+from workbench.engine.backend import Backend, ChatRequest, ImagesRefusedError, PromptTooLongError, StreamEvent
 from workbench.engine.commands import (AdoptEngine, Abort, ReleaseEngine, Shutdown, StartEngine, StopEngine, Submit,
                                        SubmitAll)
 from workbench.engine.engine_log import read_log, root_cause
@@ -253,7 +253,7 @@ class EngineLoop:
             return
         try:
             self.backend.submit(request)
-        except PromptTooLongError as exc:
+        except (PromptTooLongError, ImagesRefusedError) as exc:
             self.request_failed(request.request_id, str(exc))
         except Exception as exc:  # vLLM's own validation of a request
             self.request_failed(request.request_id, f"vLLM refused the request: {exc}")

@@ -24,6 +24,7 @@ class RequestFigures:
     source: str = "vllm"  # "vllm", or "client" when vLLM gave no timestamps
     queue_s: float | None = None  # waiting in the scheduler's queue: scheduled less queued (vLLM's clock)
     e2e_s: float | None = None  # arrival to the final output, as vLLM's e2e_latency
+    num_image_tokens: int = 0  # prompt tokens of the request's images (their placeholder ranges)
 
     @property
     def itl_s(self) -> float | None:

@@ -10,14 +10,18 @@ import gc
 import os
 import tempfile
 import time
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 from workbench.engine.backend import (
-    Backend, Capabilities, ChatRequest, EngineInfo, PromptTooLongError, StreamEvent, WorkerMemory,
+    Backend, Capabilities, ChatRequest, EngineInfo, ImagesRefusedError, PromptTooLongError, StreamEvent, VisionInfo,
+    WorkerMemory,
 )
-from workbench.engine.demo_model import ensure_for_start
+from workbench.engine.image_prompts import image_prompt
+from workbench.engine.images import ImageSpan
+from workbench.engine.demo_model import model_for_start
 from workbench.engine.engine_log import EngineLogCapture, new_log_path, read_log
 from workbench.engine.kv_probe import LocalKVProbe
 from workbench.engine.metrics import figures_from_output
@@ -26,7 +30,7 @@ from workbench.engine.placement import place_engine_core
 from workbench.engine.process_guard import EngineWatchdog, child_pids, describe_exit, kill_processes, mark_owner
 from workbench.engine.sampling import SamplingSettings
 from workbench.engine.sampling_params import to_sampling_params
-from workbench.engine.spec import DEMO_MODEL, EngineConfig
+from workbench.engine.spec import DEMO_MODEL, DEMO_VL_MODEL, EngineConfig
 from workbench.engine.start_failure import explain_start_failure
 from workbench.engine.start_phases import EngineStartError, PhaseWatcher, StartProgress, WholeStart, progress_for
 from workbench.engine.stats import StepStats
@@ -41,6 +45,7 @@ from workbench.engine.vllm_plugin.utility_call import wake_blocked_step
 # ran here before.
 MULTIPROC_METHOD_ENV = "VLLM_WORKER_MULTIPROC_METHOD"
 PARAMS_KEPT = 64  # SamplingParams kept for reuse: distinct settings and budgets, then all dropped
+SPANS_KEPT = 1024  # finished requests whose image spans are kept (their blocks may still be drawn)
 
 
 def use_spawn_for_engine_processes() -> None:
@@ -95,14 +100,18 @@ class EngineSession(Backend):
         self._stats_switch: StatLoggerSwitch | None = None
         self.workers: tuple[WorkerMemory, ...] = ()
         self.engine_core_cores: tuple[int, ...] = ()  # where the engine core was moved (placement)
+        self.vision: VisionInfo | None = None  # what the running model takes in images (None: text only)
+        # Where each request's images sit in its prompt (the caller's id); read into the KV snapshots.
+        self.image_spans: dict[str, tuple[ImageSpan, ...]] = {}
+        self._spans_finished: deque[str] = deque()
 
     # -------------------------------------------------------------- life cycle
     def start(self, report: Callable[[StartProgress], None]) -> None:
         report = WholeStart(report)  # one bar over the demo model's build and the engine's start
         mark_owner()
         use_spawn_for_engine_processes()
-        if self.config.model == DEMO_MODEL:
-            self.model_path = str(ensure_for_start(report))
+        if self.config.model in (DEMO_MODEL, DEMO_VL_MODEL):
+            self.model_path = model_for_start(self.config.model, report)
         self.log_path = new_log_path()
         capture = EngineLogCapture(self.log_path)
         if not capture.attach():  # the engine processes inherit it: their whole output lands in the log
@@ -159,11 +168,17 @@ class EngineSession(Backend):
         self._stats_switch = StatLoggerSwitch(self.engine, stat_logger)
         self._stats_switch.set(self.stats_logging)
         self.workers = self._read_memory_split()
+        self.vision = self._read_vision()
         if self.on_cpu:
             self.engine_core_cores = place_engine_core(self.engine_pids, [w.pid for w in self.workers])
             if self.engine_core_cores:  # into the engine's log, beside vLLM's own lines on its cores
                 print(f"workbench: vLLM's engine core moved to CPU {list(self.engine_core_cores)}, the model "
                       "worker's, leaving the spare core to the window and the client", flush=True)
+
+    def _read_vision(self) -> VisionInfo | None:
+        from workbench.engine.vllm_plugin.mm_requests import vision_info
+
+        return vision_info(self.engine, self.model_path)
 
     def _read_memory_split(self) -> tuple[WorkerMemory, ...]:
         """Each worker's weights and KV cache, as vLLM measured and allocated them; () where the
@@ -205,7 +220,9 @@ class EngineSession(Backend):
         gc.collect()
         kill_processes(self.engine_pids)
         self.engine_pids = []
-        self._stats_switch, self.workers = None, ()
+        self._stats_switch, self.workers, self.vision = None, (), None
+        self.image_spans.clear()
+        self._spans_finished.clear()
         self.live.clear()
         self.id_map.clear()
         self.probe.reset()
@@ -219,7 +236,7 @@ class EngineSession(Backend):
             model=self.model_path, vllm_version=self.vllm_version, device="cpu" if self.on_cpu else "cuda",
             max_model_len=self.config.max_model_len, chat_template=self.chat_template(),
             engine_pids=tuple(self.engine_pids), workers=self.workers, num_kv_blocks=self.num_kv_blocks,
-            resolved=self.resolved_settings(),
+            resolved=self.resolved_settings(), vision=self.vision,
         )
 
     def resolved_settings(self) -> dict[str, object]:
@@ -257,6 +274,8 @@ class EngineSession(Backend):
         return list(ids)
 
     def submit(self, request: ChatRequest) -> None:
+        if request.prompt_token_ids is None and any(m.images for m in request.messages):
+            return self._submit_with_images(request)
         prompt_ids = request.prompt_token_ids or self.render_prompt(request)
         limit = self.config.max_model_len
         if len(prompt_ids) >= limit:
@@ -272,6 +291,42 @@ class EngineSession(Backend):
         internal = internal if isinstance(internal, str) else request.request_id
         self.live[request.request_id] = _Live(time.monotonic())
         self.id_map[internal] = request.request_id
+
+    def _submit_with_images(self, request: ChatRequest) -> None:
+        """A request with images: the template's text and the pictures, processed by vLLM's own input
+        processor (its HF processor expands each image's placeholder); each image's place is kept."""
+        from workbench.engine.vllm_plugin.mm_requests import process_request, prompt_length
+
+        prompt = image_prompt(self, request)  # refuses a text-only model, too many or unreadable images
+        params = self._sampling_params(request.sampling, self.config.max_model_len)
+        priority = request.priority if self.config.schedules_by_priority else 0
+        try:
+            processed, spans = process_request(self.engine, request.request_id, prompt, params, priority)
+        except (ValueError, TypeError, OSError) as exc:
+            names = ", ".join(image.ref.name for m in request.messages for image in m.images)
+            raise ImagesRefusedError(f"vLLM's processor refused this request's images ({names}): {exc}. Check the "
+                                     "images, or the engine's mm_processor_kwargs.") from exc
+        length, limit = prompt_length(processed), self.config.max_model_len
+        if length >= limit:
+            raise PromptTooLongError(
+                f"The prompt is {length} tokens with its images ({sum(s.length for s in spans)} image tokens), but "
+                f"the engine's max_model_len is {limit}. Send fewer or smaller images (the processor's max_pixels "
+                "sets their tokens), start a new chat, or raise max_model_len in the engine settings.")
+        internal = self.engine.add_request(request.request_id, processed, params, priority=priority)
+        internal = internal if isinstance(internal, str) else request.request_id
+        self.image_spans[request.request_id] = spans
+        self.live[request.request_id] = _Live(time.monotonic())
+        self.id_map[internal] = request.request_id
+
+    def _forget_spans(self, request_id: str) -> int:
+        """A finished request's image tokens; its spans stay a while, for the blocks still drawn."""
+        spans = self.image_spans.get(request_id)
+        if not spans:
+            return 0
+        self._spans_finished.append(request_id)
+        while len(self._spans_finished) > SPANS_KEPT:
+            self.image_spans.pop(self._spans_finished.popleft(), None)
+        return sum(span.length for span in spans)
 
     def _sampling_params(self, sampling: SamplingSettings, room: int):
         """One ``SamplingParams`` per settings and token budget, shared by the requests that ask the
@@ -333,6 +388,8 @@ class EngineSession(Backend):
             if out.finished:
                 del live_requests[out.request_id]
                 figures = figures_from_output(out, live.num_tokens, (live.submitted, live.first, live.last))
+                if self.image_spans:
+                    figures = replace(figures, num_image_tokens=self._forget_spans(out.request_id))
                 finished.append(StreamEvent(out.request_id, "", True, completion.finish_reason, figures))
         return texts, finished
 

@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass, field, fields, replace
 
 DEMO_MODEL = "demo"  # EngineConfig.model value meaning "the demo model, built on first use"
+DEMO_VL_MODEL = "demo-vl"  # the vision-language demo model (Idefics3, images), built on first use
 
 
 @dataclass(frozen=True)
