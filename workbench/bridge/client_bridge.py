@@ -28,7 +28,7 @@ from workbench.bridge.client_start import ClientProcess
 from workbench.bridge.outbox import Outbox
 from workbench.bridge.engine_host import Mailboxes, HostThread
 from workbench.engine.client_wire import Batch, CallInClient, Reply
-from workbench.engine.commands import AdoptEngine, Shutdown, StartEngine, Submit, SubmitAll
+from workbench.engine.commands import AdoptEngine, Shutdown, StartEngine, Submit, SubmitAll, SubmitScheduled
 from workbench.engine.events import EngineReady, EngineState, RequestFailed, RequestFinished, StateChanged
 from workbench.engine.loop import NOT_RUNNING
 from workbench.engine.process_guard import child_pids, is_running, kill_processes
@@ -79,10 +79,11 @@ class ClientProcessHost(QObject, Mailboxes):
         with self._lock:
             client = self._client
             if client is None or not client.running():
-                if self._stopping or not isinstance(command, (StartEngine, CallInClient, Submit, SubmitAll)):
+                if self._stopping or not isinstance(command, (StartEngine, CallInClient, Submit, SubmitAll,
+                                                              SubmitScheduled)):
                     return
-                if isinstance(command, (Submit, SubmitAll)):  # told after the caller's own work, as queued
-                    requests = command.requests if isinstance(command, SubmitAll) else (command.request,)
+                if isinstance(command, (Submit, SubmitAll, SubmitScheduled)):  # told after the caller's own work
+                    requests = (command.request,) if isinstance(command, Submit) else command.requests
                     for failed in [RequestFailed(r.request_id, NOT_RUNNING) for r in requests]:
                         QTimer.singleShot(0, lambda failed=failed: self.event_emitted.emit(failed))
                     return
@@ -91,7 +92,7 @@ class ClientProcessHost(QObject, Mailboxes):
                 self.receiver.clients.put(client)
             if isinstance(command, Submit):
                 client.open.add(command.request.request_id)
-            elif isinstance(command, SubmitAll):
+            elif isinstance(command, (SubmitAll, SubmitScheduled)):
                 client.open.update(r.request_id for r in command.requests)
             elif isinstance(command, StartEngine):
                 client.start_id = command.start_id

@@ -57,3 +57,15 @@ class ReleaseEngine:
     """Stop driving the adopted engine and leave it running for its owner, with none of the loop's
     requests left in it (open ones are aborted); the loop reports STOPPED. An engine the loop started
     itself is left as it is."""
+
+
+@dataclass(frozen=True)
+class SubmitScheduled:
+    """Requests the loop holds and hands to the engine when due: each at its offset in seconds from when the
+    loop takes this command (open loop: a workload's arrival times, kept by the loop's own clock so that the
+    window's event loop does not shift them), or, with ``concurrency``, the next one as soon as fewer than
+    that many of them are in the engine (closed loop; ``offsets_s`` is then ignored)."""
+
+    requests: tuple[ChatRequest, ...]
+    offsets_s: tuple[float, ...] = ()
+    concurrency: int | None = None

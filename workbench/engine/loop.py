@@ -15,7 +15,7 @@ from typing import Callable, Protocol
 
 from workbench.engine.backend import Backend, ChatRequest, ImagesRefusedError, PromptTooLongError, StreamEvent
 from workbench.engine.commands import (AdoptEngine, Abort, ReleaseEngine, Shutdown, StartEngine, StopEngine, Submit,
-                                       SubmitAll)
+                                       SubmitAll, SubmitScheduled)
 from workbench.engine.engine_log import read_log, root_cause
 from workbench.engine.events import (
     EngineLogOpened, EngineReady, EngineState, RequestFailed, RequestFinished, RequestsTaken, StartProgressed,
@@ -24,6 +24,7 @@ from workbench.engine.events import (
 from workbench.engine.kv_snapshot import KVSnapshot
 from workbench.engine.model_source import ModelNotFoundError
 from workbench.engine.process_death import is_signal_death
+from workbench.engine.schedule import RequestSchedule
 from workbench.engine.session import EngineSession
 from workbench.engine.spec import EngineConfig
 from workbench.engine.start_phases import EngineStartError, StartProgress
@@ -62,6 +63,7 @@ class EngineLoop:
         self.state = EngineState.STOPPED
         self.start_id = 0
         self._open: set[str] = set()  # requests submitted and not yet ended
+        self._schedules: list[RequestSchedule] = []  # requests held until due (SubmitScheduled)
         self._pending_text: dict[str, list[str]] = {}
         self._last_flush = self._last_snapshot = 0.0
         self._snapshot_due = self._snapshot_pending = False
@@ -87,6 +89,8 @@ class EngineLoop:
         while not done():
             if not self._handle_commands():
                 return False
+            if self._schedules:
+                self._submit_due()
             working = self.backend is not None and self.backend.has_work()
             if working:
                 self._guarded(self._advance)
@@ -119,6 +123,9 @@ class EngineLoop:
             wait_s = 0.002
         else:
             wait_s = self.snapshot_interval_s if self._snapshot_due else 0.25
+        if wait_s and self._schedules:  # wake when the next scheduled request is due
+            now = time.monotonic()
+            wait_s = min([wait_s] + [w for s in self._schedules if (w := s.wait_s(now)) is not None])
         try:
             command = self.commands.get(timeout=wait_s) if wait_s else self.commands.get_nowait()
         except queue.Empty:
@@ -154,6 +161,12 @@ class EngineLoop:
         self._submit_all(command.requests)
 
     @_dispatch.register
+    def _(self, command: SubmitScheduled) -> None:
+        self._schedules.append(RequestSchedule(command.requests, command.offsets_s, command.concurrency,
+                                               time.monotonic()))
+        self._submit_due()
+
+    @_dispatch.register
     def _(self, command: Abort) -> None:
         self._abort(command.request_id)
 
@@ -173,6 +186,14 @@ class EngineLoop:
             self.listener.publish(RequestsTaken(taken))
             if self._send_now is not None:  # a batching listener: the window hears it now, not in 25 ms
                 self._send_now()
+
+    def _submit_due(self) -> None:
+        now = time.monotonic()
+        for schedule in self._schedules:
+            due = schedule.due(now)
+            if due:
+                self._submit_all(due)
+        self._schedules = [s for s in self._schedules if s]
 
     # -------------------------------------------------------------- commands
     def _start_engine(self, config: EngineConfig, start_id: int) -> None:
@@ -244,6 +265,7 @@ class EngineLoop:
             backend.shutdown()
         self._pending_text.clear()
         self._open.clear()
+        self._schedules.clear()
         self._snapshot_due = self._snapshot_pending = False
         self._stats = None
 
@@ -262,7 +284,9 @@ class EngineLoop:
             self._snapshot_due = self._probe is not None
 
     def _abort(self, request_id: str) -> None:
-        if self.backend is not None:
+        if any(schedule.take(request_id) for schedule in self._schedules):
+            self.request_failed(request_id, "taken back before it was due")
+        elif self.backend is not None:
             self.backend.abort(request_id)  # the backend pushes the request's final event
 
     def _abort_open(self, backend: Backend) -> None:
@@ -286,12 +310,16 @@ class EngineLoop:
     def request_finished(self, event: StreamEvent) -> None:
         self._flush_text()
         self._open.discard(event.request_id)
+        for schedule in self._schedules:
+            schedule.ended(event.request_id)
         self.listener.publish(RequestFinished(event))
         if not self._open and self._send_now is not None:
             self._send_now()  # the last one: nothing more is coming to batch it with
 
     def request_failed(self, request_id: str, message: str) -> None:
         self._open.discard(request_id)
+        for schedule in self._schedules:
+            schedule.ended(request_id)
         self.listener.publish(RequestFailed(request_id, message))
 
     def stats_recorded(self, step: StepStats) -> None:
@@ -340,7 +368,7 @@ class EngineLoop:
 
     def _engine_died(self, exc: Exception) -> None:
         backend = self.backend
-        open_requests = sorted(self._open)
+        open_requests = sorted(self._open) + [rid for s in self._schedules for rid in s.pending_ids()]
         self._flush_text()
         how = backend.describe_end() if backend is not None else "it is gone"
         self._stop_engine()

@@ -73,6 +73,7 @@ class AppModel:
         self.downloads = Downloads()  # models being fetched from the Hub (Model > Get a model…)
         self.planned_kv_blocks: dict[int, int] = {}  # start id -> the capacity planner's estimate
         self.images_dir: Path | None = None  # where attached images are kept (None: the data folder's store)
+        self.request_sinks: dict[str, object] = {}  # owner kind -> what hears of its requests (a search: "tune")
 
     # ------------------------------------------------------------------ configuration
 
@@ -297,11 +298,20 @@ class AppModel:
             del self.batch_runs[run_id]
             self.batch_run_removed.emit(run_id)
 
-    def _batch_run_of(self, request_id: str) -> BatchRun | None:
+    def add_request_sink(self, kind: str, sink) -> None:
+        """The engine's messages about requests whose owner is of ``kind`` go to ``sink``, as a batch run
+        hears of its rows: ``text_arrived(request_id, text)``, ``request_finished(StreamEvent)``,
+        ``request_failed(request_id, message)``."""
+        self.request_sinks[kind] = sink
+
+    def _owner_of(self, request_id: str):
+        """The batch run, or the sink, that hears of ``request_id``; None for a chat reply or a stranger's."""
         record = self.requests.get(request_id)
-        if record is None or record.owner.kind != "batch":
+        if record is None:
             return None
-        return self.batch_runs.get(record.owner.owner_id)
+        if record.owner.kind == "batch":
+            return self.batch_runs.get(record.owner.owner_id)
+        return self.request_sinks.get(record.owner.kind)
 
     # ------------------------------------------------------------------ messages from the engine loop
     @singledispatchmethod
@@ -353,7 +363,7 @@ class AppModel:
         for request_id, text in event.chunks.items():
             found = self._replies.get(request_id)
             if found is None:
-                run = self._batch_run_of(request_id)
+                run = self._owner_of(request_id)
                 if run is not None:
                     run.text_arrived(request_id, text)
                 continue  # otherwise a request of no conversation (a benchmark)
@@ -371,7 +381,7 @@ class AppModel:
     @apply.register
     def _(self, event: RequestFinished) -> None:
         stream = event.event
-        run = self._batch_run_of(stream.request_id)
+        run = self._owner_of(stream.request_id)
         if run is not None:
             run.request_finished(stream)
             return
@@ -380,7 +390,7 @@ class AppModel:
 
     @apply.register
     def _(self, event: RequestFailed) -> None:
-        run = self._batch_run_of(event.request_id)
+        run = self._owner_of(event.request_id)
         if run is not None:
             run.request_failed(event.request_id, event.message)
             return

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from workbench.engine.backend import ChatRequest, SamplingSettings
-from workbench.engine.commands import Abort, StartEngine, StopEngine, Submit, SubmitAll
+from workbench.engine.commands import Abort, StartEngine, StopEngine, Submit, SubmitAll, SubmitScheduled
 from workbench.engine.events import EngineState
 from workbench.engine.images import ImageInput
 from workbench.engine.spec import EngineConfig
@@ -72,6 +72,12 @@ class EngineCommands:
     def submit(self, request: ChatRequest) -> None:
         """A batch row's request, sent as it is (a run sends only while it runs)."""
         self.post(Submit(request))
+
+    def submit_scheduled(self, requests: tuple[ChatRequest, ...], offsets_s: tuple[float, ...] = (),
+                         concurrency: int | None = None) -> None:
+        """A workload's requests, which the engine loop hands to the engine at their arrival offsets (seconds
+        from now on the loop's clock), or ``concurrency`` at a time (a search's trial)."""
+        self.post(SubmitScheduled(tuple(requests), tuple(offsets_s), concurrency))
 
     def abort(self, request_id: str) -> None:
         """Stops a reply or a batch row: one in the engine is aborted there, one still waiting is taken
