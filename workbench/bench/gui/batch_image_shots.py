@@ -59,7 +59,8 @@ def main(folder: str) -> int:
     window.resize(1500, 900)
     with tempfile.TemporaryDirectory(prefix="batch-images-") as temporary:
         path = batch_file(Path(temporary))
-        shoot_run(window, str(path), ("openai", None), 4, Path(folder) / "batch-images.png")  # line 6: 3 images
+        shoot_run(window, str(path), ("openai", None), 4, Path(folder) / "batch-images.png",  # line 6: 3 images
+                  detail_px=250)
     window.close()
     return 0
 

@@ -39,9 +39,12 @@ def main(folder: str) -> int:
 
 
 def shoot_run(window, path: str, chosen: tuple[str, str | None], row: int, out: Path,
-              scroll_right: bool = False) -> None:
+              scroll_right: bool = False, detail_px: int | None = None) -> None:
     """Opens ``path`` in the window's batch pane (``chosen``: format and column; malformed lines skipped),
-    runs it to the end, selects ``row`` and saves the window, the batch pane wide, to ``out``."""
+    runs it to the end, selects ``row`` and saves the window, the batch pane wide, to ``out``;
+    ``detail_px``: the row's detail that tall, so that it is read whole."""
+    from PySide6.QtWidgets import QSplitter
+
     from workbench.bench.gui.screenshot import process_events_until, save_small
 
     pane = window.batch
@@ -59,6 +62,9 @@ def shoot_run(window, path: str, chosen: tuple[str, str | None], row: int, out: 
     process_events_until(lambda: run.state == "finished", TIMEOUT_S)
     window.resize(1800, 1000)
     window.regions.setSizes([1300, 500])  # the batch pane wide: the outputs beside the references
+    if detail_px is not None:
+        rows = pane.findChild(QSplitter, "batchRowsSplitter")
+        rows.setSizes([sum(rows.sizes()) - detail_px, detail_px])
     pane.table.selectRow(row)
     process_events_until(lambda: False, 0.5)
     if scroll_right:
