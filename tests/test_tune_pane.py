@@ -1,0 +1,161 @@
+"""The Tune tab's own widgets, no engine: the search space's table (output-changing arguments unticked
+and marked, a range edited and read back, one that does not read named on its row, the text kept),
+the form read as a TuneSpec, what a search reports drawn (points, failed crosses, the Pareto front,
+the table's rows replaced as trials end, the verdict's ratio and spread) and a refusal's messages put
+beside their fields. The search here is a stand-in that only emits what a search emits: these are
+layout tests; the real search runs in test_tune_window.py."""
+from __future__ import annotations
+
+import pytest
+from psygnal import Signal
+from PySide6.QtCore import Qt
+
+from workbench.tune.problems import TuneRefused
+from workbench.tune.space import default_space
+from workbench.tune.values import TrialFigures, TrialResult, TuneProgress, Verdict
+from workbench.ui.tune_pane import TunePane
+from workbench.ui.tune_space import SpaceProblem, read_range
+
+
+class SearchStandIn:
+    """Emits what a search emits; records what the pane asked of it."""
+
+    progress_changed = Signal(object)
+    trial_finished = Signal(object)
+    finished = Signal(object, str)
+
+    def __init__(self, refusal: list[str] | None = None):
+        self.refusal, self.started, self.stopped = refusal, None, False
+
+    def start(self, spec):
+        if self.refusal:
+            raise TuneRefused(self.refusal)
+        self.started = spec
+
+    def stop(self):
+        self.stopped = True
+
+    def resume(self, name):
+        self.started = name
+
+    def resumable(self):
+        return ["tune-killed"]
+
+    def trials(self):
+        return []
+
+    def apply_as_preset(self, name):
+        return f"/presets/{name}.toml"
+
+    def serve_line(self):
+        return "vllm serve demo --max-num-seqs 24"
+
+
+def trial(number: int, tok_s: float, ttft_s: float, state: str = "complete", **params) -> TrialResult:
+    figures = TrialFigures(tok_s, tok_s, ttft_s / 2, ttft_s, 20.0, 16, 0, 4.0) if state == "complete" else TrialFigures()
+    return TrialResult(number, params, state, figures, error="the engine did not start: no room for a block"
+                       if state == "failed" else "", goal_value=tok_s if state == "complete" else None)
+
+
+@pytest.fixture
+def pane(qtbot):
+    search = SearchStandIn()
+    pane = TunePane(search, default_space("0.32.0", "cpu"))
+    qtbot.addWidget(pane)
+    pane.resize(700, 860)
+    pane.show()
+    qtbot.waitUntil(lambda: pane.resumable.count() == 1)  # read off the GUI thread
+    return pane
+
+
+def test_output_changing_arguments_come_unticked_and_marked(pane):
+    table = pane.space.table
+    row = pane.space.row_of("speculative_config")
+    assert table.item(row, 0).checkState() == Qt.Unchecked
+    assert "changes outputs" in table.item(row, 3).text()
+    assert table.item(pane.space.row_of("max_num_seqs"), 0).checkState() == Qt.Checked
+    assert "speculative_config" not in [p.name for p in pane.space.space().searched()]
+    pane.space.set_ticked("speculative_config", True)
+    assert pane.space.space().parameter("speculative_config").enabled
+
+
+def test_an_edited_range_is_read_back_and_a_bad_one_named_on_its_row(pane):
+    pane.space.set_range_text("max_num_seqs", "8 – 64 (log)")
+    pane.space.set_range_text("block_size", "32, 128")
+    space = pane.space.space()
+    assert (space.parameter("max_num_seqs").low, space.parameter("max_num_seqs").high) == (8, 64)
+    assert space.parameter("block_size").choices == (32, 128)
+    pane.space.set_range_text("max_num_seqs", "64 – 8")
+    assert not pane.start()
+    assert pane.tune.started is None
+    assert "swap them" in pane.space.problem.text() and pane.space.problem.isVisible()
+    assert pane.space.table.item(pane.space.row_of("max_num_seqs"), 2).text() == "64 – 8"  # the text stays
+    with pytest.raises(SpaceProblem, match="whole numbers"):
+        read_range(default_space("0.32.0", "cpu").parameter("block_size"), "32, big")
+
+
+def test_the_form_reads_as_the_spec_the_search_starts_with(pane):
+    form = pane.form
+    form.workload_kind.setCurrentIndex(form.workload_kind.findData("generated"))
+    form.gen["num_requests"].setValue(16)
+    form.gen["rate_per_s"].setValue(4.0)
+    form.gen["shared_prefix_share"].setValue(50)
+    form.gen["shared_prefix_tokens"].setValue(128)
+    form.goal_kind.setCurrentIndex(form.goal_kind.findData("goodput"))
+    form.ttft_limit.setValue(1.5)
+    form.itl_limit.setValue(40)
+    form.sampler.setCurrentIndex(form.sampler.findData("nsga2"))
+    form.budget.setValue(12)
+    assert pane.start()
+    spec = pane.tune.started
+    assert (spec.workload.num_requests, spec.workload.rate_per_s, spec.workload.shared_prefix_share) == (16, 4.0, 0.5)
+    assert spec.workload.shared_prefix_tokens == 128
+    assert (spec.goal.kind, spec.goal.ttft_p99_limit_s, spec.goal.itl_p99_limit_ms) == ("goodput", 1.5, 40)
+    assert (spec.sampler, spec.time_budget_s, spec.repeats) == ("nsga2", 720, 3)
+    assert not pane.buttons["start"].isEnabled() and pane.buttons["stop"].isEnabled()
+    pane.stop()
+    assert pane.tune.stopped
+
+
+def test_a_refusal_is_shown_beside_each_field_it_is_about(qtbot):
+    messages = ["The time budget (0.5 min) is shorter than one engine start here (42 s measured): give it "
+                "at least 2 minutes.",
+                "block_size 48: vLLM's CPU attention takes a multiple of 32; choose 32, 64 or 128.",
+                "/data/prompts.jsonl line 3: not JSON (Expecting value); fix or remove the line."]
+    pane = TunePane(SearchStandIn(refusal=messages), default_space("0.32.0", "cpu"))
+    qtbot.addWidget(pane)
+    pane.form.workload_kind.setCurrentIndex(pane.form.workload_kind.findData("file"))
+    pane.form.file_path.setText("/data/prompts.jsonl")
+    assert not pane.start()
+    assert "shorter than one engine start" in pane.form.problems["budget"].text()
+    assert "line 3" in pane.form.problems["workload"].text()
+    assert "block_size 48" in pane.space.problem.text()
+    assert pane.space.table.item(pane.space.row_of("block_size"), 2).toolTip().startswith("block_size 48")
+    assert pane.form.file_path.text() == "/data/prompts.jsonl"  # nothing typed is lost
+    assert pane.buttons["start"].isEnabled()
+
+
+def test_trials_are_drawn_and_tabled_as_they_end_and_the_verdict_shown(pane):
+    assert pane.start()
+    search = pane.tune
+    search.trial_finished.emit(trial(0, 1000, 0.8))
+    search.trial_finished.emit(TrialResult(1, {"max_num_seqs": 16}, "running"))
+    assert [pane.trials.cell(t, 1) for t in pane.trials.trials] == ["complete", "running"]
+    search.trial_finished.emit(trial(1, 1300, 0.5, max_num_seqs=16))
+    search.trial_finished.emit(trial(2, 0, 0, "failed", max_num_seqs=128))
+    search.trial_finished.emit(trial(3, 1500, 1.1, max_num_seqs=64))
+    best = pane.trials.trials[3]
+    search.progress_changed.emit(TuneProgress(4, None, 60.0, 240.0, best, (1, 3), 4, "Trial 4: starting the engine"))
+    assert pane.trials.rowCount() == 4 and pane.plot.num_points == 4
+    assert pane.plot.front == (1, 3)
+    assert pane.trials.cell(pane.trials.trials[2], pane.trials.columnCount() - 1).startswith("the engine did not start")
+    assert "4 trials done" in pane.progress.format() and "4 min 00 s left" in pane.progress.format()
+    assert "trial 3" in pane.progress.format() and pane.phase.text() == "Trial 4: starting the engine"
+    verdict = Verdict(3, {"max_num_seqs": 64}, (1500, 1480, 1520), (1000, 1010, 990), 1.5, 1.46, 1.54, "")
+    search.finished.emit(verdict, "")
+    assert "1.50× the defaults" in pane.verdict_label.text() and "1.46–1.54×" in pane.verdict_label.text()
+    assert pane.buttons["preset"].isEnabled() and pane.buttons["serve"].isEnabled()
+    assert pane.copy_serve_line() == "vllm serve demo --max-num-seqs 24"
+    pane.ask_name = lambda: "my-best"
+    assert pane.apply_as_preset() == "/presets/my-best.toml"
+    assert "my-best" in pane.message.text()

@@ -1,0 +1,272 @@
+"""Tools > Tune…: the Tune tab of the work region. A search runs for minutes to hours on the app's own
+engine, so it is a tab beside Chat and Batch rather than a dialog: the engine region stays in view
+beside it (its heatmap and plots show the running trial, whose engine is the app's), the search goes
+on while the user looks at another tab, and nothing floats over the window or gets lost behind it.
+
+Above, the setup (:class:`~workbench.ui.tune_form.TuneForm` and the search space's
+:class:`~workbench.ui.tune_space.SpaceTable`); below, the progress bar, the live plot of output tok/s
+against p99 TTFT with the Pareto front, the table of trials and the verdict, with "Apply as preset…"
+and "Copy vllm serve line". The pane calls the search's methods and observes its signals
+(:class:`~workbench.tune.values.TuneControls`); it never posts an engine command itself."""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QApplication, QComboBox, QHBoxLayout, QInputDialog, QLabel, QProgressBar, QPushButton, QScrollArea, QSplitter,
+    QVBoxLayout, QWidget,
+)
+from superqt.utils import create_worker
+
+from workbench.tune.problems import TuneRefused
+from workbench.tune.values import Goal, SearchSpace, TrialResult, TuneProgress, TuneSpec, Verdict
+from workbench.ui.tune_form import ERROR_STYLE, TuneForm
+from workbench.ui.tune_plot import TunePlot
+from workbench.ui.tune_space import SpaceProblem, SpaceTable
+from workbench.ui.tune_table import TrialTableModel, trials_view
+from workbench.ui.tune_text import progress_text, verdict_html
+
+PROGRESS_STEPS = 1000
+
+
+class TunePane(QWidget):
+    """``tune``: the search (TuneControls); ``space``: the space offered at first; ``list_sessions()``:
+    ``(session id, text)`` pairs of the stored sessions, called off the GUI thread; ``preset_saved(name)``:
+    told when "Apply as preset" saved one (the Presets tab lists it)."""
+
+    def __init__(self, tune, space: SearchSpace, list_sessions=None, preset_saved=None):
+        super().__init__(objectName="tunePane")
+        self.tune, self.list_sessions, self.preset_saved = tune, list_sessions, preset_saved
+        self.ask_name = self._ask_preset_name  # replaced by tests
+        self.spec: TuneSpec | None = None
+        self.goal = Goal()
+        self.running = False
+        self.verdict: Verdict | None = None
+        self.workers = set()
+        self.form = TuneForm()
+        self.space = SpaceTable(space)
+        self.plot = TunePlot()
+        self.trials = TrialTableModel()
+        self.table = trials_view(self.trials)
+        self._build_controls()
+        self._lay_out()
+        self.form.sessions_wanted.connect(self.refresh_sessions)
+        tune.progress_changed.connect(self._on_tune_progress_changed)
+        tune.trial_finished.connect(self._on_tune_trial_finished)
+        tune.finished.connect(self._on_tune_finished)
+        self.offer_resumable()
+
+    def _build_controls(self) -> None:
+        self.buttons = {}
+        for key, text, slot in (("start", "Start", self.start), ("stop", "Stop", self.stop),
+                                ("resume", "Resume", self.resume), ("preset", "Apply as preset…", self.apply_as_preset),
+                                ("serve", "Copy vllm serve line", self.copy_serve_line)):
+            button = QPushButton(text, objectName=f"tune{key.capitalize()}Button")
+            button.clicked.connect(lambda _=False, s=slot: s())
+            self.buttons[key] = button
+        self.resumable = QComboBox(objectName="tuneResumable")
+        self.progress = QProgressBar(objectName="tuneProgress", maximum=PROGRESS_STEPS, textVisible=True)
+        self.progress.setFormat("No search yet")
+        self.phase = QLabel(objectName="tunePhase", wordWrap=True)
+        self.message = QLabel(objectName="tuneMessage", wordWrap=True,
+                              textInteractionFlags=Qt.TextSelectableByMouse)
+        self.verdict_label = QLabel(objectName="tuneVerdict", wordWrap=True,
+                                    textInteractionFlags=Qt.TextSelectableByMouse)
+        self._update_buttons()
+
+    def _lay_out(self) -> None:
+        setup = QWidget()
+        setup_layout = QVBoxLayout(setup)
+        setup_layout.addWidget(self.form)
+        setup_layout.addWidget(QLabel("<b>Search space</b> (double-click a range to edit it)"))
+        setup_layout.addWidget(self.space, 1)
+        self.setup_area = QScrollArea(objectName="tuneSetup", widgetResizable=True)
+        self.setup_area.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.setup_area.setWidget(setup)
+        results = QSplitter(Qt.Vertical, objectName="tuneResultsSplitter")
+        results.addWidget(self.plot)
+        results.addWidget(self.table)
+        self.splitter = QSplitter(Qt.Vertical, objectName="tuneSplitter")
+        self.splitter.addWidget(self.setup_area)
+        self.splitter.addWidget(results)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 2)
+        row = QHBoxLayout()
+        for key in ("start", "stop"):
+            row.addWidget(self.buttons[key])
+        row.addStretch(1)
+        for widget in (self.resumable, self.buttons["resume"], self.buttons["preset"], self.buttons["serve"]):
+            row.addWidget(widget)
+        layout = QVBoxLayout(self)
+        layout.addLayout(row)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.phase)
+        layout.addWidget(self.splitter, 1)
+        layout.addWidget(self.verdict_label)
+        layout.addWidget(self.message)
+
+    # ------------------------------------------------------------------ actions
+    def start(self) -> bool:
+        """Starts the search the form and table describe; a refusal is shown beside its fields (and
+        nothing typed is lost). True if it started."""
+        self.form.clear_problems()
+        self.space.show_problems([])
+        try:
+            spec = self.form.spec(self.space.space())
+        except SpaceProblem as problem:
+            self.space.show_problems([str(problem)])
+            return False
+        try:
+            self.tune.start(spec)
+        except TuneRefused as refused:
+            self._show_refusal(list(refused.messages))
+            return False
+        self.spec, self.goal = spec, spec.goal
+        self._begin(spec.space)
+        return True
+
+    def _show_refusal(self, messages: list[str]) -> None:
+        named = self.space.show_problems(messages)
+        self.form.place_problems([m for m in messages if m not in named])
+        self._set_message("The search did not start: " + " ".join(messages), error=True)
+
+    def _begin(self, space: SearchSpace) -> None:
+        self.running, self.verdict = True, None
+        self.trials.set_param_names([p.name for p in space.searched()])
+        self.trials.set_trials([])
+        self.plot.clear()
+        self.verdict_label.clear()
+        self._set_message("")
+        self.progress.setValue(0)
+        self.progress.setFormat("Starting…")
+        self.form.set_enabled_while_running(True)
+        self.space.setEnabled(False)
+        self.splitter.setSizes([1, 4 * max(self.splitter.height(), 400)])  # the results take the room
+        self._update_buttons()
+
+    def stop(self) -> None:
+        """Stops after the running trial's measure: what was measured stays in the table."""
+        if self.running:
+            self.tune.stop()
+            self.buttons["stop"].setEnabled(False)
+            self.phase.setText("Stopping: the running trial's figures are kept…")
+
+    def resume(self, name: str | None = None) -> bool:
+        name = name or self.resumable.currentText()
+        if not name or self.running:
+            return False
+        try:
+            self.tune.resume(name)
+        except TuneRefused as refused:
+            self._set_message(f"{name} cannot be resumed: " + " ".join(refused.messages), error=True)
+            return False
+        self.goal = Goal()
+        self._begin(SearchSpace())
+        self.trials.set_trials(self.tune.trials())
+        self._show_trials(None)
+        return True
+
+    def apply_as_preset(self) -> str:
+        name = self.ask_name()
+        if not name:
+            return ""
+        try:
+            path = self.tune.apply_as_preset(name)
+        except (OSError, ValueError) as error:
+            self._set_message(f"The preset was not saved: {error}", error=True)
+            return ""
+        self._set_message(f"Saved as the preset “{name}” ({path}); the Presets tab lists it, Apply starts it.")
+        if self.preset_saved is not None:
+            self.preset_saved(name)
+        return str(path)
+
+    def _ask_preset_name(self) -> str:
+        suggested = (self.spec.name if self.spec else "tuned") + "-best"
+        name, ok = QInputDialog.getText(self, "Apply as preset", "The preset's name:", text=suggested)
+        return name.strip() if ok else ""
+
+    def copy_serve_line(self) -> str:
+        line = self.tune.serve_line()
+        if line:
+            QApplication.clipboard().setText(line)
+            self._set_message(f"Copied: {line}")
+        return line
+
+    # ------------------------------------------------------------------ what the search reports
+    def _on_tune_progress_changed(self, progress: TuneProgress) -> None:
+        self.progress.setValue(_fraction(progress))
+        self.progress.setFormat(progress_text(progress, self.goal))
+        self.phase.setText(progress.phase_text)
+        self.trials.set_best(progress.best.number if progress.best else None)
+        self._show_trials(progress)
+
+    def _on_tune_trial_finished(self, trial: TrialResult) -> None:
+        self.trials.put(trial)
+        if trial.state != "running":
+            self._show_trials(None)
+
+    def _on_tune_finished(self, verdict: Verdict | None, message: str) -> None:
+        self.running, self.verdict = False, verdict
+        self.form.set_enabled_while_running(False)
+        self.space.setEnabled(True)
+        self.phase.setText("")
+        self.progress.setValue(PROGRESS_STEPS if verdict is not None else self.progress.value())
+        self.progress.setFormat("Finished" if verdict is not None else "Stopped")
+        self.verdict_label.setText(verdict_html(verdict, self.goal) if verdict is not None else "")
+        self._set_message(message, error=verdict is None and bool(message) and "stopped" not in message.lower())
+        self.offer_resumable()
+        self._update_buttons()
+
+    def _show_trials(self, progress: TuneProgress | None) -> None:
+        pareto = progress.pareto_numbers if progress is not None else self.plot.front
+        best = progress.best.number if progress is not None and progress.best else self.trials.best_number
+        self.plot.show_trials(self.trials.trials, pareto, best)
+
+    # ------------------------------------------------------------------ resumable searches, stored sessions
+    def offer_resumable(self) -> None:
+        """The searches a killed app left unfinished, offered in the combo beside Resume."""
+        self._off_thread(self.tune.resumable, self._on_resumable_read)
+
+    def _on_resumable_read(self, names: list[str]) -> None:
+        self.resumable.clear()
+        self.resumable.addItems(names)
+        self._update_buttons()
+
+    def refresh_sessions(self) -> None:
+        if self.list_sessions is None:
+            self.form.set_sessions([])
+            return
+        self._off_thread(self.list_sessions, self.form.set_sessions)
+
+    def _off_thread(self, function, done) -> None:
+        worker = create_worker(function, _start_thread=False,
+                               _connect={"errored": lambda error: self._set_message(str(error), error=True)})
+        worker.returned.connect(done)
+        worker.finished.connect(lambda: self.workers.discard(worker))
+        self.workers.add(worker)
+        worker.start()
+
+    # ------------------------------------------------------------------ state shown
+    def _update_buttons(self) -> None:
+        has_result = not self.running and any(t.state == "complete" for t in self.trials.trials)
+        self.buttons["start"].setEnabled(not self.running)
+        self.buttons["stop"].setEnabled(self.running)
+        offered = not self.running and self.resumable.count() > 0
+        self.resumable.setVisible(offered)
+        self.buttons["resume"].setVisible(offered)
+        self.buttons["preset"].setEnabled(has_result)
+        self.buttons["serve"].setEnabled(has_result)
+
+    def _set_message(self, text: str, error: bool = False) -> None:
+        self.message.setText(text)
+        self.message.setStyleSheet(ERROR_STYLE if error else "")
+
+
+def _fraction(progress: TuneProgress) -> int:
+    """How far the search is, in PROGRESS_STEPS: by trials where they are planned, else by time."""
+    if progress.num_trials_planned:
+        return int(PROGRESS_STEPS * min(1.0, progress.num_trials_done / progress.num_trials_planned))
+    if progress.time_left_s is None:
+        return 0
+    total = progress.elapsed_s + progress.time_left_s
+    return int(PROGRESS_STEPS * min(1.0, progress.elapsed_s / total)) if total > 0 else 0
+

@@ -1,0 +1,140 @@
+"""The search's table of trials: one row a trial (its number, state, the settings it tried, what it
+measured, why it failed), a running trial's row replaced when it ends, the best trial in bold and
+vLLM's defaults (trial 0) in grey. A search has tens of trials: a list, not columns of arrays."""
+from __future__ import annotations
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
+
+from workbench.tune.values import TrialResult
+
+# (key, header, format): keys are TrialResult's flat names; the settings' columns follow them
+FIGURE_COLUMNS = (("goal_value", "Goal", "{:,.3g}"), ("output_tokens_per_s", "Output tok/s", "{:,.1f}"),
+                  ("goodput_tokens_per_s", "Goodput tok/s", "{:,.1f}"), ("ttft_p50_s", "TTFT p50 s", "{:.3f}"),
+                  ("ttft_p99_s", "TTFT p99 s", "{:.3f}"), ("itl_p99_ms", "ITL p99 ms", "{:.1f}"),
+                  ("num_requests_done", "Done", "{:,}"), ("duration_s", "Took s", "{:.1f}"),
+                  ("engine_start_s", "Start s", "{:.1f}"), ("output_agreement", "Same outputs", "{:.0%}"))
+STATE_COLOURS = {"failed": "#9b1c1c", "running": "#1d4ed8"}
+DEFAULTS_COLOUR = "#6b7280"
+
+
+def param_text(value) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+class TrialTableModel(QAbstractTableModel):
+    """Trials by number; ``param_names`` are the searched settings' columns (a trial that did not set
+    one, trial 0 for instance, shows "default")."""
+
+    def __init__(self):
+        super().__init__()
+        self.trials: list[TrialResult] = []
+        self.param_names: list[str] = []
+        self.best_number: int | None = None
+
+    def headers(self) -> list[str]:
+        return ["#", "State", *(header for _, header, _ in FIGURE_COLUMNS), *self.param_names, "Error"]
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.trials)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.headers())
+
+    def headerData(self, section, orientation, role=Qt.DisplayRole):
+        if role == Qt.DisplayRole and orientation == Qt.Horizontal:
+            return self.headers()[section]
+        return None
+
+    def data(self, index, role=Qt.DisplayRole):
+        if not index.isValid():
+            return None
+        trial = self.trials[index.row()]
+        if role == Qt.DisplayRole:
+            return self.cell(trial, index.column())
+        if role == Qt.ToolTipRole and index.column() == self.columnCount() - 1 and trial.error:
+            return trial.error
+        if role == Qt.ForegroundRole:
+            colour = STATE_COLOURS.get(trial.state) or (DEFAULTS_COLOUR if trial.number == 0 else None)
+            return QBrush(QColor(colour)) if colour else None
+        if role == Qt.FontRole and trial.number == self.best_number:
+            font = QFont()
+            font.setBold(True)
+            return font
+        if role == Qt.TextAlignmentRole and 0 < index.column() < self.columnCount() - 1 and index.column() != 1:
+            return int(Qt.AlignRight | Qt.AlignVCenter)
+        return None
+
+    def cell(self, trial: TrialResult, column: int) -> str:
+        """The text of ``trial``'s cell in ``column`` (the tests read the table through this)."""
+        if column == 0:
+            return str(trial.number) + (" (defaults)" if trial.number == 0 else "")
+        if column == 1:
+            return trial.state
+        if column == self.columnCount() - 1:
+            return trial.error.splitlines()[0] if trial.error else ""
+        if column >= 2 + len(FIGURE_COLUMNS):
+            name = self.param_names[column - 2 - len(FIGURE_COLUMNS)]
+            return param_text(trial.params[name]) if name in trial.params else "default"
+        key, _, pattern = FIGURE_COLUMNS[column - 2]
+        value = getattr(trial, key)
+        if trial.state != "complete" and key not in ("engine_start_s", "duration_s") or value is None:
+            return ""
+        return pattern.format(value)
+
+    def set_param_names(self, names: list[str]) -> None:
+        self.beginResetModel()
+        self.param_names = list(names)
+        self.endResetModel()
+
+    def set_trials(self, trials: list[TrialResult], best_number: int | None = None) -> None:
+        self.beginResetModel()
+        self.trials = sorted(trials, key=lambda t: t.number)
+        self.best_number = best_number
+        self._add_param_names(trials)
+        self.endResetModel()
+
+    def put(self, trial: TrialResult) -> None:
+        """A trial started or ended: its row added, or replaced where it was running."""
+        row = next((i for i, t in enumerate(self.trials) if t.number == trial.number), None)
+        if row is not None and not self._add_param_names([trial]):
+            self.trials[row] = trial
+            self.dataChanged.emit(self.index(row, 0), self.index(row, self.columnCount() - 1))
+            return
+        self.set_trials([t for t in self.trials if t.number != trial.number] + [trial], self.best_number)
+
+    def set_best(self, number: int | None) -> None:
+        if number != self.best_number:
+            self.best_number = number
+            if self.trials:
+                self.dataChanged.emit(self.index(0, 0), self.index(len(self.trials) - 1, self.columnCount() - 1))
+
+    def _add_param_names(self, trials: list[TrialResult]) -> bool:
+        """Settings a trial set that no column shows yet get one; True if any did."""
+        new = [name for t in trials for name in t.params if name not in self.param_names]
+        self.param_names.extend(dict.fromkeys(new))
+        return bool(new)
+
+    def row_of(self, number: int) -> int | None:
+        return next((i for i, t in enumerate(self.trials) if t.number == number), None)
+
+
+def trials_view(model: TrialTableModel) -> QTableView:
+    table = QTableView(objectName="tuneTrials")
+    table.setModel(model)
+    table.setSelectionBehavior(QAbstractItemView.SelectRows)
+    table.setSelectionMode(QAbstractItemView.SingleSelection)
+    table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+    table.verticalHeader().hide()
+    table.verticalHeader().setSectionResizeMode(QHeaderView.Fixed)
+    table.verticalHeader().setDefaultSectionSize(22)
+    table.setWordWrap(False)
+    header = table.horizontalHeader()
+    header.setSectionResizeMode(QHeaderView.ResizeToContents)
+    header.setStretchLastSection(True)
+    return table

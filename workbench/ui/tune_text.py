@@ -1,0 +1,69 @@
+"""The Tune tab's words for a search's figures: the progress bar's line, a goal's value with its unit,
+the verdict as the ratio to vLLM's defaults with its spread."""
+from __future__ import annotations
+
+import html
+
+from workbench.tune.values import Goal, TrialResult, TuneProgress, Verdict
+from workbench.ui.tune_table import param_text
+
+BETTER_COLOUR, WORSE_COLOUR = "#166534", "#9b1c1c"
+
+
+def duration_text(seconds: float | None) -> str:
+    """``95`` -> "1 min 35 s"; ``4000`` -> "1 h 07 min"."""
+    if seconds is None:
+        return "?"
+    seconds = max(0, int(round(seconds)))
+    if seconds >= 3600:
+        return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+    if seconds >= 60:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds} s"
+
+
+def goal_value_text(value: float | None, goal: Goal) -> str:
+    if value is None:
+        return "—"
+    if goal.kind == "ttft":
+        return f"p99 TTFT {value:.3f} s"
+    return f"{value:,.1f} {'goodput ' if goal.kind == 'goodput' else ''}tok/s"
+
+
+def best_text(best: TrialResult | None, goal: Goal) -> str:
+    if best is None:
+        return "no trial measured yet"
+    return f"best {goal_value_text(best.goal_value, goal)} (trial {best.number})"
+
+
+def progress_text(progress: TuneProgress, goal: Goal) -> str:
+    """The progress bar's line: trials done, time left, the best so far."""
+    planned = f" of {progress.num_trials_planned}" if progress.num_trials_planned else ""
+    parts = [f"{progress.num_trials_done}{planned} trials done"]
+    if progress.phase == "verdict":
+        parts[0] = "search done; rerunning the best and the defaults for the verdict"
+    if progress.time_left_s is not None:
+        parts.append(f"{duration_text(progress.time_left_s)} left")
+    parts.append(best_text(progress.best, goal))
+    return " · ".join(parts)
+
+
+def settings_text(params: dict) -> str:
+    return ", ".join(f"{name}={param_text(value)}" for name, value in params.items()) or "vLLM's defaults"
+
+
+def verdict_html(verdict: Verdict, goal: Goal) -> str:
+    """The winner against vLLM's defaults: the ratio's median and its spread over the paired repeats,
+    the values each repeat measured, the settings, and the search's own words."""
+    colour = BETTER_COLOUR if verdict.ratio_median >= 1.0 and verdict.goal_met else WORSE_COLOUR
+    repeats = len(verdict.best_values)
+    headline = (f"<b style='color:{colour}'>{verdict.ratio_median:.2f}× the defaults</b> "
+                f"(median of {repeats} paired repeat{'s' if repeats != 1 else ''}, "
+                f"{verdict.ratio_min:.2f}–{verdict.ratio_max:.2f}×; above 1 is better) for "
+                f"{html.escape(goal.describe())}: trial {verdict.best_number}.")
+    values = ("Best: " + ", ".join(goal_value_text(v, goal) for v in verdict.best_values)
+              + " · defaults: " + ", ".join(goal_value_text(v, goal) for v in verdict.default_values))
+    parts = [headline, html.escape(values), "Settings: " + html.escape(settings_text(verdict.best_params))]
+    if verdict.text:
+        parts.append(html.escape(verdict.text))
+    return "<br>".join(parts)
