@@ -10,7 +10,8 @@ import enum
 import re
 from dataclasses import dataclass
 
-from workbench.presets.document import PresetDocument
+from workbench.presets.document import TABLE_KEYS, PresetDocument, is_platform_table
+from workbench.presets.image_checks import value_problem, vision_model_problem
 from workbench.presets.machine import CPU_AVX512, Machine, count_devices
 from workbench.presets.model_facts import QUANTIZE_AT_LOAD, ModelFacts
 
@@ -38,7 +39,7 @@ RANGES = {
     "max_num_seqs": (1, 16384), "max_num_batched_tokens": (32, 1 << 21), "max_model_len": (32, 1 << 21),
     "gpu_memory_utilization": (0.05, 0.99), "block_size": (1, 1024), "cpu_offload_gb": (0, 4096),
     "tensor_parallel_size": (1, 64), "kv_cache_memory_bytes": (1 << 20, 1 << 42),
-    "num_gpu_blocks_override": (2, 1 << 26),
+    "num_gpu_blocks_override": (2, 1 << 26), "mm_processor_cache_gb": (0, 1024),
 }
 SAMPLING_RANGES = {"temperature": (0.0, 2.0), "top_p": (0.01, 1.0), "top_k": (0, 1000), "max_tokens": (1, 32768),
                    "seed": (-1, 2**31 - 1)}
@@ -67,7 +68,7 @@ def parse_size(value):
 def for_platform(value, keys: str | tuple[str, ...]):
     """A value as it applies where ``keys`` apply (``Machine.platform_keys``, the most specific first, or
     one platform): a per-platform table gives the first of them it names, AUTO where it names none."""
-    if not isinstance(value, dict):
+    if not is_platform_table(value):
         return value
     return next((value[key] for key in ((keys,) if isinstance(keys, str) else keys) if key in value), AUTO)
 
@@ -78,15 +79,21 @@ def quantized_kv_cache(dtype) -> bool:
     return isinstance(dtype, str) and (dtype.startswith(("fp8", "nvfp4")) or dtype.endswith("per_token_head"))
 
 
-def check_preset(document: PresetDocument, machine: Machine, model: ModelFacts | None) -> list[Problem]:
+def check_preset(document: PresetDocument, machine: Machine, model: ModelFacts | None,
+                 ask_registry: bool = True) -> list[Problem]:
+    """Every problem of the preset on this machine with this model (None: not known). ``ask_registry``:
+    whether vLLM's registry may be asked (a process, seconds, the first time for a vLLM version) where
+    the model's config cannot tell whether it reads images; False: only a kept answer is used."""
     from workbench.engine.vllm_plugin.engine_args import engine_arg_types
 
     args = engine_arg_types()
     problems: list[Problem] = []
+    if document.needs_vision_model and (problem := check_vision_model(document, model, ask_registry)):
+        problems.append(problem)
     for key, value in document.engine().items():
         problem = check_name(key, value, args)
         if problem is None:
-            values = value.values() if isinstance(value, dict) else [value]
+            values = value.values() if is_platform_table(value) else [value]
             problem = next((p for v in values if (p := check_value(key, v, args[key])) is not None), None)
         if problem is None:
             problem = check_on_machine(key, for_platform(value, machine.platform_keys), machine, model)
@@ -94,6 +101,17 @@ def check_preset(document: PresetDocument, machine: Machine, model: ModelFacts |
             problems.append(problem)
     problems += check_sampling(document.sampling())
     return problems
+
+
+def check_vision_model(document: PresetDocument, model: ModelFacts | None, ask_registry: bool) -> Problem | None:
+    from workbench.engine.vllm_architectures import kept_registry_answer, registry_answer
+
+    multimodal = None
+    if model is not None and not model.vision_config:
+        answer = registry_answer() if ask_registry else kept_registry_answer()
+        multimodal = answer.multimodal if answer is not None and answer.architectures else None
+    message = vision_model_problem(document.name, model, multimodal)
+    return None if message is None else Problem("preset.needs_vision_model", True, message)
 
 
 def check_name(key: str, value, args: dict) -> Problem | None:
@@ -143,8 +161,11 @@ def check_value(key: str, value, arg) -> Problem | None:
     value = parse_size(value) if key.endswith("_bytes") else value
     if not _type_ok(value, arg):
         extra = " or 'model max'" if key == "max_model_len" else ""
+        table = f"; per-platform values take the keys {', '.join(TABLE_KEYS)}" if isinstance(value, dict) else ""
         return Problem(name, value, f"{name} = {value!r} has the wrong type {type(value).__name__}; "
-                                    f"valid: {arg.describe()}, 'auto'{extra}.")
+                                    f"valid: {arg.describe()}, 'auto'{extra}{table}.")
+    if isinstance(value, dict) and (reason := value_problem(key, value)):
+        return Problem(name, value, f"{name} = {value!r}: {reason}.")
     if arg.choices and value not in arg.choices:
         return Problem(name, value, f"{name} = {value!r} is not a valid choice; valid: {arg.describe()}.")
     low, high = RANGES.get(key, (None, None))

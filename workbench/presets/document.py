@@ -7,8 +7,12 @@ the options that are not engine settings: ``presets.command_in``). An engine val
 words ``"auto"`` (vLLM's or the platform's choice) or ``"model max"``, or a table of per-platform
 values (``{ cpu = 32, cuda = 16 }``); a table's ``cpu_avx512`` value applies, before its ``cpu`` one, on
 a CPU with AVX-512 or AMX (``{ cpu = "auto", cpu_avx512 = "fp8" }``: vLLM's CPU build keeps fp8 KV
-blocks only there). Reading checks the file's structure only; values are checked against vLLM and
-this machine by ``presets.checks``.
+blocks only there). A table none of whose keys is a platform's is one value, for the engine arguments
+that take a dict (``limit_mm_per_prompt = { image = 5 }``); per platform, it is one platform's value
+(``mm_processor_kwargs = { cpu = "auto", cuda = { max_pixels = 1003520 } }``). ``[preset]``'s
+``needs_vision_model = true`` says the preset is for a vision-language model: on a text-only one it is
+refused. Reading checks the file's structure only; values are checked against vLLM and this machine by
+``presets.checks``.
 """
 from __future__ import annotations
 
@@ -34,6 +38,11 @@ class PresetFileError(ValueError):
         self.path, self.line, self.key, self.reason = path, line, key, message
         where = f"{path}, line {line}" if line else path
         super().__init__(f"{where}: {message}")
+
+
+def is_platform_table(value) -> bool:
+    """A per-platform value (``{ cpu = 32, cuda = 16 }``), not a table that is one value (``{ image = 5 }``)."""
+    return isinstance(value, dict) and bool(value) and all(key in TABLE_KEYS for key in value)
 
 
 def plain(value):
@@ -63,6 +72,11 @@ class PresetDocument:
         CUDA context and buffers allocated after it come on top."""
         value = plain(self.doc.get("preset", {}).get("gpu_memory_budget"))
         return float(value) if value is not None else None
+
+    @property
+    def needs_vision_model(self) -> bool:
+        """The preset is for a vision-language model (its images' settings mean nothing to another)."""
+        return plain(self.doc.get("preset", {}).get("needs_vision_model")) is True
 
     def engine(self) -> dict:
         return plain(self.doc.get("engine", {})) or {}
@@ -125,13 +139,16 @@ def check_structure(doc, path: str) -> None:
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 < budget <= 1):
         raise PresetFileError(path, f"preset.gpu_memory_budget = {budget!r}: a share of the GPU, a number above 0 "
                                     f"and at most 1 (e.g. 0.5 for half the card)", key="preset.gpu_memory_budget")
+    vision = plain(doc.get("preset", {}).get("needs_vision_model", False))
+    if not isinstance(vision, bool):
+        raise PresetFileError(path, f"preset.needs_vision_model = {vision!r}: true or false", key="preset.needs_vision_model")
     for key, value in plain(doc.get("engine", {})).items():
-        if isinstance(value, dict) and set(value) - set(TABLE_KEYS):
+        if isinstance(value, dict) and any(k in TABLE_KEYS for k in value) and not is_platform_table(value):
             other = sorted(set(value) - set(TABLE_KEYS))[0]
             raise PresetFileError(path, f"engine.{key}: per-platform values take the keys "
-                                        f"{', '.join(TABLE_KEYS[:-1])} and {TABLE_KEYS[-1]}, not '{other}'",
-                                  key=f"engine.{key}")
-        if isinstance(value, (list, dict)) and not isinstance(value, dict):
+                                        f"{', '.join(TABLE_KEYS[:-1])} and {TABLE_KEYS[-1]}, not '{other}' (a table "
+                                        "that is one value names no platform)", key=f"engine.{key}")
+        if isinstance(value, list):
             raise PresetFileError(path, f"engine.{key} must be a single value, not a list", key=f"engine.{key}")
     check_sampling_types(plain(doc.get("sampling", {})), path)
 

@@ -1,9 +1,13 @@
-"""What a model's folder says about its size: layers, KV heads, head size, dtype, weights on disk."""
+"""What a model's folder says about its size (layers, KV heads, head size, dtype, weights on disk) and
+whether it reads images (a vision tower in its config, or an architecture vLLM's registry lists as
+multimodal), with its image processor's sizes."""
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from workbench.presets.image_tokens import ImageProcessorFacts, read_image_processor
 
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.gguf")
 DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "fp8": 1, "fp8_e4m3": 1,
@@ -27,6 +31,17 @@ class ModelFacts:
     intermediate_size: int = 0
     vocab_size: int = 0
     tie_word_embeddings: bool = False
+    architectures: tuple[str, ...] = ()  # config.json's architectures
+    vision_config: bool = False  # config.json has a vision tower's config
+    audio_config: bool = False  # config.json has an audio tower's config
+    image_processor: ImageProcessorFacts | None = None  # how its images become tokens (None: not counted)
+
+    def reads_images(self, multimodal: frozenset[str]) -> bool:
+        """A vision-language model: a vision tower in its config, or an architecture that vLLM's registry
+        lists as multimodal (``multimodal``) and that is not an audio model."""
+        if self.vision_config:
+            return True
+        return not self.audio_config and any(a in multimodal for a in self.architectures)
 
     @property
     def dtype_bytes(self) -> int:
@@ -67,7 +82,7 @@ def read_model_facts(folder: str | Path) -> ModelFacts:
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     files = [p for pattern in WEIGHT_PATTERNS for p in folder.glob(pattern)]
     on_disk = sum(p.stat().st_size for p in files)
-    return facts_from_config(config, str(folder), on_disk or None)
+    return facts_from_config(config, str(folder), on_disk or None, folder)
 
 
 def config_dtype(config: dict) -> str:
@@ -76,9 +91,10 @@ def config_dtype(config: dict) -> str:
                or "bfloat16")
 
 
-def facts_from_config(config: dict, path: str, weights_bytes: int | None) -> ModelFacts:
+def facts_from_config(config: dict, path: str, weights_bytes: int | None, folder: Path | None = None) -> ModelFacts:
     """The facts of a model from its config.json; ``weights_bytes`` from its files (on disk, or the Hub's
-    safetensors headers), None to estimate them from the config."""
+    safetensors headers), None to estimate them from the config; ``folder``: where its processor's files
+    are, if anywhere."""
     c = _text_config(config)
     heads = c.get("num_attention_heads", 1)
     dtype = config_dtype(config)
@@ -93,6 +109,9 @@ def facts_from_config(config: dict, path: str, weights_bytes: int | None) -> Mod
         hidden_size=c.get("hidden_size", 0), intermediate_size=c.get("intermediate_size", 0),
         vocab_size=c.get("vocab_size", 0),
         tie_word_embeddings=bool(c.get("tie_word_embeddings", config.get("tie_word_embeddings", False))),
+        architectures=tuple(str(a) for a in config.get("architectures") or ()),
+        vision_config="vision_config" in config, audio_config="audio_config" in config,
+        image_processor=read_image_processor(folder, config),
     )
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields, replace
 from workbench.engine.sampling import SamplingSettings
 from workbench.engine.spec import EngineConfig
 from workbench.presets.checks import AUTO, MODEL_MAX, for_platform, parse_size
-from workbench.presets.document import PresetDocument
+from workbench.presets.document import PresetDocument, is_platform_table
 from workbench.presets.machine import CPU_AVX512, Machine
 from workbench.presets.model_facts import QUANTIZE_AT_LOAD, ModelFacts
 from workbench.presets.trust import is_trusted
@@ -45,7 +45,7 @@ def platform_note(written: dict, machine: Machine) -> str:
 def _resolve_one(key: str, written, machine: Machine, model: ModelFacts | None) -> ResolvedValue:
     here = for_platform(written, machine.platform_keys)
     value = parse_size(here) if key.endswith("_bytes") else here
-    note = platform_note(written, machine) if isinstance(written, dict) else ""
+    note = platform_note(written, machine) if is_platform_table(written) else ""
     if key == "max_model_len" and value in (AUTO, MODEL_MAX):
         return ResolvedValue(key, written, model.max_position_embeddings if model else None,
                              "the model's context (config.json)")

@@ -17,8 +17,8 @@ from workbench.model.app_model import AppModel
 from workbench.presets import store
 from workbench.presets.capacity import compare_with_engine, plan_capacity
 from workbench.presets.check_process import check_in_process
-from workbench.presets.checks import check_preset
-from workbench.presets.document import PresetDocument, PresetFileError, plain
+from workbench.presets.checks import check_preset, check_vision_model
+from workbench.presets.document import PresetDocument, PresetFileError, is_platform_table, plain
 from workbench.presets.machine import this_machine
 from workbench.presets.model_facts import facts_for
 from workbench.presets.resolve import config_rows, diff_configs, resolve_preset
@@ -50,8 +50,24 @@ def check_off_thread(document: PresetDocument, machine, facts) -> tuple[list, di
 
 
 def defaults_off_thread() -> dict:
-    """vLLM's defaults, read the same way (see :func:`check_off_thread`)."""
-    return check_in_process(None, None, None)[1]
+    """vLLM's defaults, read the same way (see :func:`check_off_thread`); vLLM's registry is asked too
+    (a process of its own, once per vLLM version), so that the panel can tell a text-only model from a
+    vision one without waiting for an Apply."""
+    from workbench.engine.vllm_architectures import registry_answer
+
+    defaults = check_in_process(None, None, None)[1]
+    registry_answer()
+    return defaults
+
+
+def problems_now(document: PresetDocument, machine, facts) -> list:
+    """The problems the GUI thread can tell without waiting: all of them where vLLM's names are read in
+    this process already, else whether the model reads the images the preset is for (from its config, or
+    vLLM's registry as kept); Apply checks everything off the GUI thread."""
+    if engine_args.loaded():
+        return check_preset(document, machine, facts, ask_registry=False)
+    problem = check_vision_model(document, facts, ask_registry=False) if document.needs_vision_model else None
+    return [problem] if problem is not None else []
 
 
 class PresetPanel(QWidget):
@@ -170,7 +186,7 @@ class PresetPanel(QWidget):
             self.buttons[name].setEnabled(name != "apply" or self._can_apply())
         facts = facts_for(self.model.config.model)
         self.resolved = resolve_preset(self.document, self.model.config, self.machine, facts)
-        self.problems = check_preset(self.document, self.machine, facts) if engine_args.loaded() else []
+        self.problems = problems_now(self.document, self.machine, facts)
         budget = self.document.gpu_memory_budget
         self.description.setText(self.document.description + (f" Budget: {budget:.0%} of each GPU, the engine's "
                                                                "processes in all." if budget else ""))
@@ -237,7 +253,7 @@ class PresetPanel(QWidget):
     @Slot()
     def _on_value_edited(self, key: str, value) -> None:
         written = plain(self.document.doc["engine"][key])
-        if isinstance(written, dict):
+        if is_platform_table(written):
             written[self.machine.table_key(written)] = value
             value = written
         self.document.set_engine_value(key, value)

@@ -3,6 +3,8 @@ value it resolves to here, and the running engine's; rows that would change are 
 to vLLM says so with vLLM's own default ("vLLM default: 2048"), never "None"."""
 from __future__ import annotations
 
+import json
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
@@ -23,7 +25,7 @@ def value_text(value, default=NOT_READ) -> str:
     """An engine argument's value for the user: as set, or vLLM's default for it (``default``: the
     value vLLM gives it, None where vLLM decides as the engine starts, NOT_READ before they are read)."""
     if value is not None:
-        return str(value)
+        return json.dumps(value) if isinstance(value, dict) else str(value)
     if default is NOT_READ:
         return "vLLM default"
     return "vLLM default (set as the engine starts)" if default is None else f"vLLM default: {default}"
@@ -105,13 +107,19 @@ class PresetValuesTable(QTableWidget):
             box = QDoubleSpinBox(minimum=low, maximum=high, value=value, singleStep=0.05)
             box.editingFinished.connect(lambda: self.on_edit(key, box.value()))
             return box
-        line = QLineEdit(str(value))
+        line = QLineEdit(json.dumps(value) if isinstance(value, dict) else str(value))
         line.editingFinished.connect(lambda: self.on_edit(key, _parse(line.text())))
         return line
 
 
 def _parse(text: str):
-    """A typed-in value: a number or a word, as TOML would read it."""
+    """A typed-in value: a table as JSON (``{"image": 5}``), a number or a word, as TOML would read it; text
+    that is none of these stays as typed, and the checks say what it should be."""
+    if text.strip().startswith("{"):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text.strip()
     for kind in (int, float):
         try:
             return kind(text)
