@@ -251,7 +251,7 @@ def test_a_chunk_of_reading_ends_at_its_time_budget(tmp_path):
     path = _write_lines(tmp_path / "five.jsonl", [image_line(f"r{n}", "?", f"{n}.png") for n in range(5)])
     loader = PromptLoader(path, "openai")
     assert loader.read(5000, max_s=0.0) and loader.results.num_rows == 1  # a record a chunk, at no budget
-    assert not loader.read(5000) and loader.results.num_rows == 5
+    assert not loader.read(5000, max_s=60) and loader.results.num_rows == 5
 
 
 # ------------------------------------------------------------------ when a row is sent
