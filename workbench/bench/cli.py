@@ -16,13 +16,14 @@ path (d) need no Qt.
     vllm-workbench bench presets table --out DIR   (what each preset buys, through the app's window; needs Qt)
     vllm-workbench bench images --shape qwen2.5-vl-3b --requests 256 --repeats 6 --out DIR   (image requests; needs Qt)
     vllm-workbench bench remote --streams 256 --output-len 256 [--gui] [--url URL] --out DIR   (attached to a server)
+    vllm-workbench bench tune --trials 3 --requests 16 --output-len 16 --out DIR   (a search of engine arguments)
 """
 from __future__ import annotations
 
 import argparse
 import statistics
 
-from workbench.bench import batch_cli, image_cli, preset_bench, remote_bench
+from workbench.bench import batch_cli, image_cli, preset_bench, remote_bench, tune_cli
 from workbench.bench.engine_bench import measure_snapshot_cost
 from workbench.engine.spec import EngineConfig
 from workbench.bench import client_wire_cost, session_export_bench
@@ -318,6 +319,7 @@ def main(argv: list[str]) -> int:
     image_cli.add_parser(sub)
     preset_bench.add_parser(sub)
     remote_bench.add_parser(sub)
+    tune_cli.add_parser(sub)
     size = sub.add_parser("storage-size", help="the database's size after N stored messages (no engine, no Qt)")
     size.add_argument("--messages", type=int, default=10_000)
     size.add_argument("--reply-words", type=int, default=120, help="words of each stored reply")
@@ -331,5 +333,6 @@ def main(argv: list[str]) -> int:
                 "client-wire": client_wire_cost.cmd_client_wire,
                 "heatmap": cmd_heatmap, "batch": lambda a: batch_cli.cmd_batch(a, _config(a)),
                 "presets": lambda a: cmd_preset_table(a) if a.what == "table" else preset_bench.cmd_presets(a, _config(a)),
-                "storage-size": cmd_storage_size, "images": image_cli.cmd_images, "remote": lambda a: remote_bench.cmd_remote(a, _config(a))}
+                "storage-size": cmd_storage_size, "images": image_cli.cmd_images, "remote": lambda a: remote_bench.cmd_remote(a, _config(a)),
+                "tune": lambda a: tune_cli.cmd_tune(a, _config(a))}
     return commands[args.command](args)

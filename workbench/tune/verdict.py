@@ -1,0 +1,85 @@
+"""The best trial, and the verdict: the best settings against vLLM's defaults, each rerun alternately, as a
+ratio with its spread; or, for a goal no trial met, the closest trial named."""
+from __future__ import annotations
+
+import statistics
+
+from workbench.tune.measure import better
+from workbench.tune.values import Goal, TrialResult, Verdict
+
+DEFAULTS_ROLE, BEST_ROLE = "defaults", "best"
+
+
+def best_trial(results: list[TrialResult], goal: Goal) -> TrialResult | None:
+    """The completed trial with the best goal value (the earlier of equals); None before any completed."""
+    best = None
+    for result in results:
+        if result.state != "complete" or result.goal_value is None:
+            continue
+        if best is None or better(result.goal_value, best.goal_value, goal):
+            best = result
+    return best
+
+
+def goal_unmet(results: list[TrialResult], goal: Goal) -> str:
+    """For goodput: when no trial served a single request within the limits, the message naming the
+    closest trial (the lowest p99 TTFT); "" when the goal was met or has no limits."""
+    if goal.kind != "goodput":
+        return ""
+    done = [r for r in results if r.state == "complete"]
+    if not done or any(r.figures.goodput_tokens_per_s > 0 for r in done):
+        return ""
+    closest = min(done, key=lambda r: (r.ttft_p99_s if r.ttft_p99_s is not None else float("inf"),
+                                       r.itl_p99_ms if r.itl_p99_ms is not None else float("inf")))
+    itl = f", p99 ITL {closest.itl_p99_ms:.1f} ms" if closest.itl_p99_ms is not None else ""
+    ttft = f"p99 TTFT {closest.ttft_p99_s:.2f} s" if closest.ttft_p99_s is not None else "no TTFT measured"
+    return (f"No setting met the goal ({goal.describe()}): not one request of any trial was within the limits. "
+            f"The closest was trial {closest.number} ({ttft}{itl}; settings {closest.params or 'vLLM defaults'}). "
+            "Loosen the limits, lower the workload's rate, or widen the search space.")
+
+
+def verdict_plan(repeats: int) -> list[str]:
+    """The reruns in order: defaults and best alternately, ``repeats`` of each."""
+    return [DEFAULTS_ROLE, BEST_ROLE] * repeats
+
+
+def _ratio(best: float, defaults: float, goal: Goal) -> float | None:
+    if goal.maximise:
+        return best / defaults if defaults > 0 else None
+    return defaults / best if best > 0 else None
+
+
+def make_verdict(best: TrialResult, runs: list[dict], goal: Goal) -> Verdict:
+    """``runs``: the reruns in order, each {"role", "value" (None where it failed), "error"}; pairs are
+    taken in order (the i-th defaults run with the i-th best run)."""
+    defaults = [r["value"] for r in runs if r["role"] == DEFAULTS_ROLE]
+    bests = [r["value"] for r in runs if r["role"] == BEST_ROLE]
+    ratios = [ratio for d, b in zip(defaults, bests)
+              if d is not None and b is not None and (ratio := _ratio(b, d, goal)) is not None]
+    unit = "s p99 TTFT" if goal.kind == "ttft" else "tok/s"
+    failed = sum(r["value"] is None for r in runs)
+    if not ratios:
+        text = (f"Trial {best.number} was best, but no rerun pair completed ({failed} reruns failed), so there is "
+                "no ratio to the defaults.")
+        return Verdict(best.number, dict(best.params), _values(bests), _values(defaults), float("nan"),
+                       float("nan"), float("nan"), text)
+    median, low, high = statistics.median(ratios), min(ratios), max(ratios)
+    what = "vLLM's defaults" if not best.params else f"trial {best.number} ({_params_text(best.params)})"
+    text = (f"{what}: {median:.3f}× vLLM's defaults on {goal.describe()} (median of {len(ratios)} paired reruns, "
+            f"{low:.3f}–{high:.3f}); best {_mean_text(bests)} against {_mean_text(defaults)} {unit}.")
+    if failed:
+        text += f" {failed} rerun{'s' if failed != 1 else ''} failed and {'were' if failed != 1 else 'was'} left out."
+    return Verdict(best.number, dict(best.params), _values(bests), _values(defaults), median, low, high, text)
+
+
+def _values(values: list) -> tuple[float, ...]:
+    return tuple(float("nan") if v is None else float(v) for v in values)
+
+
+def _mean_text(values: list) -> str:
+    kept = [v for v in values if v is not None]
+    return f"{statistics.fmean(kept):.3g}" if kept else "nothing"
+
+
+def _params_text(params: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
