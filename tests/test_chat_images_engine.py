@@ -111,7 +111,7 @@ def test_stored_images_come_back_go_to_the_engine_again_and_are_exported(vl_wind
         lambda event: finished.append(event) if isinstance(event, RequestFinished)
         and event.event.request_id == request.request_id else None)
     window.commands.post(SubmitAll((request,)))
-    qtbot.waitUntil(lambda: finished, timeout=REPLY_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: bool(finished), timeout=REPLY_TIMEOUT_MS)
     assert finished[0].event.figures.num_image_tokens == reply.figures.num_image_tokens
 
     exported = write_conversation(conversation, tmp_path / "chat.json")

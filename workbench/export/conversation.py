@@ -65,9 +65,8 @@ def _figures_lines(figures) -> list[str]:
         return []
     parts = [f"{figures.prompt_tokens} prompt tokens ({figures.cached_prompt_tokens} cached)",
              f"{figures.output_tokens} output tokens"]
-    num_image_tokens = getattr(figures, "num_image_tokens", 0)
-    if num_image_tokens:
-        parts.insert(1, f"{num_image_tokens} image tokens")
+    if figures.num_image_tokens:
+        parts.insert(1, f"{figures.num_image_tokens} image tokens")
     if figures.ttft_s is not None:
         parts.append(f"TTFT {figures.ttft_s * 1e3:.0f} ms")
     if figures.decode_tokens_per_s:

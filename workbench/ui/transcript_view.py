@@ -28,9 +28,8 @@ def figures_text(turn: ChatMessage, waiting: str = "") -> str:
             parts.append(f"{f.decode_tokens_per_s:.1f} tok/s")
         parts.append(f"{f.output_tokens} output tok")
         parts.append(f"prompt {f.prompt_tokens} tok")
-        num_image_tokens = getattr(f, "num_image_tokens", 0)  # figures stored before images had none
-        if num_image_tokens:
-            parts.append(f"{num_image_tokens} image tok")
+        if f.num_image_tokens:
+            parts.append(f"{f.num_image_tokens} image tok")
         if f.cached_prompt_tokens is None:
             parts.append("cached: not available")
         else:
