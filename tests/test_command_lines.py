@@ -103,7 +103,8 @@ def test_the_articles_scenario_table_lines_import_as_fragments():
         assert result.error is None and result.non_options() == non_options, (scenario, result.messages)
         assert result.engine == engine, scenario
     multimodal = import_block(dict(s.lstrip("# ").split(":", 1) for s in table)["multimodal"].strip())
-    assert multimodal.env == {"MAX_PIXELS": "1003520"} and multimodal.engine_tables == {"limit_mm_per_prompt": {"image": 5}}
+    assert multimodal.env == {"MAX_PIXELS": "1003520"}
+    assert multimodal.engine_tables == {"limit_mm_per_prompt": {"image": 5}, "mm_processor_kwargs": {"max_pixels": 1003520}}
 
 
 def test_imported_presets_are_valid_preset_files_with_their_origin():

@@ -63,7 +63,9 @@ def test_the_multimodal_tensor_parallel_example():  # examples/infer/vllm/mllm_t
     assert result.model == QWEN_VL
     assert result.env == {"CUDA_VISIBLE_DEVICES": "0,1", "MAX_PIXELS": "1003520"}
     assert result.engine == {"gpu_memory_utilization": 0.9, "tensor_parallel_size": 2, "max_model_len": 32768}
-    assert result.engine_tables == {"limit_mm_per_prompt": {"image": 5, "video": 2}}
+    # MAX_PIXELS: ms-swift resizes each image to at most that many pixels; vLLM's processor, given it, does too
+    assert result.engine_tables == {"limit_mm_per_prompt": {"image": 5, "video": 2},
+                                    "mm_processor_kwargs": {"max_pixels": 1003520}}
     assert result.sampling == {"max_tokens": 2048}
     assert (result.batch_input, result.batch_limit) == ("AI-ModelScope/LaTeX_OCR", 1000)
     assert batch_outcome(result) == "AI-ModelScope/LaTeX_OCR, the first 1,000 rows"
@@ -98,7 +100,8 @@ def test_the_same_example_before_vllm_options_took_their_prefix():
     # the same deployment as today's spelling of the example (test_the_multimodal_tensor_parallel_example)
     assert result.model == QWEN_VL and result.env == {"CUDA_VISIBLE_DEVICES": "0,1", "MAX_PIXELS": "1003520"}
     assert result.engine == {"gpu_memory_utilization": 0.9, "tensor_parallel_size": 2, "max_model_len": 32768}
-    assert result.engine_tables == {"limit_mm_per_prompt": {"image": 5, "video": 2}}
+    assert result.engine_tables == {"limit_mm_per_prompt": {"image": 5, "video": 2},
+                                    "mm_processor_kwargs": {"max_pixels": 1003520}}
     assert result.sampling == {"max_tokens": 2048}
     assert (result.batch_input, result.batch_limit) == ("AI-ModelScope/LaTeX_OCR", 1000)
     messages = said(result)

@@ -19,19 +19,10 @@ from workbench.presets.document import PresetFileError, parse_preset
 from workbench.presets.machine import Machine
 from workbench.presets.model_facts import read_model_facts
 from workbench.presets.resolve import resolve_preset
-from preset_fixtures import DEMO_SHAPE, config_folder, facts  # noqa: F401  (fixtures)
+from preset_fixtures import DEMO_SHAPE, config_folder, facts, qwen25_vl  # noqa: F401  (fixtures)
 
 CPU = Machine("cpu", 0, 0, 0, 24 << 30)
 ONE_GPU = Machine("cuda", 1, 140 << 30, 139 << 30, 2 << 40)
-# Qwen/Qwen2.5-VL-3B-Instruct's config.json and preprocessor_config.json, the sizes that matter here
-QWEN25_VL_3B = dict(architectures=["Qwen2_5_VLForConditionalGeneration"], model_type="qwen2_5_vl", hidden_size=2048,
-                    intermediate_size=11008, num_hidden_layers=36, num_attention_heads=16, num_key_value_heads=2,
-                    max_position_embeddings=128000, vocab_size=151936, torch_dtype="bfloat16",
-                    tie_word_embeddings=True, vision_config={"depth": 32, "hidden_size": 1280, "patch_size": 14})
-QWEN25_VL_PROCESSOR = dict(image_processor_type="Qwen2VLImageProcessor", min_pixels=3136, max_pixels=12845056,
-                           patch_size=14, merge_size=2, temporal_patch_size=2)
-
-
 def multimodal():
     return store.load_catalog().entries["multimodal"].document
 
@@ -46,15 +37,6 @@ def demo_folders(tmp_path_factory):
         folders[architecture] = tmp_path_factory.mktemp(architecture)
         build_demo_vl_model(folders[architecture], DemoVLRecipe(architecture=architecture))
     return folders
-
-
-@pytest.fixture
-def qwen25_vl(tmp_path):
-    folder = tmp_path / "Qwen2.5-VL-3B-Instruct"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps(QWEN25_VL_3B))
-    (folder / "preprocessor_config.json").write_text(json.dumps(QWEN25_VL_PROCESSOR))
-    return read_model_facts(folder)
 
 
 def test_the_multimodal_preset_is_valid_on_vision_models_here_and_on_a_gpu(demo_folders, qwen25_vl):

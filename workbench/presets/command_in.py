@@ -103,6 +103,11 @@ def to_document(imported: ImportedCommand, name: str) -> PresetDocument:
     doc["engine"] = tomlkit.table()
     for key, value in imported.engine.items():
         doc["engine"][key] = value
+    tables = engine_tables_of(imported)
+    for key, value in tables.items():
+        doc["engine"][key] = inline(value)
+    if reads_images(tables):
+        preset["needs_vision_model"] = True
     doc["sampling"] = tomlkit.table()
     for key, value in imported.sampling.items():
         doc["sampling"][key] = value
@@ -114,9 +119,37 @@ def to_document(imported: ImportedCommand, name: str) -> PresetDocument:
                        ("vllm_version", imported.vllm_version)):
         if value is not None:
             origin[key] = value
-    for key, table in (("env", imported.env), ("kept", imported.kept), ("engine_tables", imported.engine_tables),
+    others = {k: v for k, v in imported.engine_tables.items() if k not in tables}  # lists, config objects
+    for key, table in (("env", imported.env), ("kept", imported.kept), ("engine_tables", others),
                        ("server", imported.server)):
         if table:
             origin[key] = {k: (json.dumps(v) if v is None else v) for k, v in table.items()}
     doc["origin"] = origin
     return PresetDocument(doc)
+
+
+def engine_tables_of(imported: ImportedCommand) -> dict:
+    """The dict-valued engine arguments a preset's [engine] holds: those vLLM's EngineArgs types as a dict
+    (limit_mm_per_prompt, mm_processor_kwargs, ...); the others (lists, vLLM's config objects given as
+    JSON) stay in [origin] for the next export."""
+    args = engine_args()
+    return {key: value for key, value in imported.engine_tables.items()
+            if isinstance(value, dict) and value and key in args and dict in args[key].types}
+
+
+def reads_images(tables: dict) -> bool:
+    """The command is for a vision-language model: it lets prompts hold images, or sizes them."""
+    limit = (tables.get("limit_mm_per_prompt") or {}).get("image")
+    count = limit.get("count", 1) if isinstance(limit, dict) else limit
+    pixels = set(tables.get("mm_processor_kwargs") or {}) & {"max_pixels", "min_pixels"}
+    return bool(pixels) or (isinstance(count, int) and count > 0)
+
+
+def inline(value):
+    """A dict as a TOML inline table (``{ image = 5 }``), nested ones too."""
+    if not isinstance(value, dict):
+        return value
+    table = tomlkit.inline_table()
+    for key, item in value.items():
+        table[key] = inline(item)
+    return table

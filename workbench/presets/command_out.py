@@ -18,7 +18,7 @@ from workbench.presets.document import PresetDocument
 from workbench.presets.machine import Machine
 from workbench.presets.model_facts import ModelFacts
 from workbench.presets.resolve import resolve_preset
-from workbench.presets.swift_options import ENGINE_KWARGS, SAMPLING_NAMES, VLLM_PREFIXED
+from workbench.presets.swift_options import ENGINE_KWARGS, PIXEL_VARIABLES, SAMPLING_NAMES, VLLM_PREFIXED
 
 SERVE, YAML, PYTHON, SWIFT = "vllm serve", "YAML config", "Python LLM(...)", "ms-swift"
 FORMS = (SERVE, YAML, PYTHON, SWIFT)
@@ -143,18 +143,32 @@ def to_python(deployment: Deployment) -> str:
     return "\n".join(lines) + "\n"
 
 
+def swift_pixels(kwargs: dict) -> tuple[list[str], dict]:
+    """mm_processor_kwargs as ms-swift takes them: the pixel bounds as its environment variables
+    (``MAX_PIXELS=1003520``, which its templates resize each image to before vLLM sees it), the rest."""
+    keys = {key: variable for variable, key in PIXEL_VARIABLES.items()}
+    env = [f"{keys[k]}={v}" for k, v in kwargs.items() if k in keys]
+    return env, {k: v for k, v in kwargs.items() if k not in keys}
+
+
 def to_swift(deployment: Deployment) -> str:
-    """ms-swift passes vLLM the options it has a ``--vllm_`` spelling for; the others go in
-    ``--vllm_engine_kwargs`` (JSON)."""
+    """ms-swift passes vLLM the options it has a ``--vllm_`` spelling for; the image size bounds go in
+    front as its MAX_PIXELS / MIN_PIXELS; the others in ``--vllm_engine_kwargs`` (JSON)."""
     def spell(key, value) -> str:
         shown = str(value).lower() if isinstance(value, bool) else _shell_value(value)
+        if key == "mm_processor_kwargs" and swift_pixels(value)[0]:
+            return " ".join(swift_pixels(value)[0])
         prefixed = key in VLLM_PREFIXED
         return f"--vllm_{key} {shown}" if prefixed else f"{key}={value!r} in --{ENGINE_KWARGS}"
 
-    parts = _env_prefix(deployment) + ["swift infer", f"--model {shlex.quote(deployment.model)}",
-                                       "--infer_backend vllm"]
+    engine = dict(deployment.engine)
+    pixels, rest = swift_pixels(engine.pop("mm_processor_kwargs", None) or {})
+    if rest:
+        engine["mm_processor_kwargs"] = rest
+    parts = _env_prefix(deployment) + pixels + ["swift infer", f"--model {shlex.quote(deployment.model)}",
+                                                "--infer_backend vllm"]
     kwargs = {}
-    for key, value in deployment.engine:
+    for key, value in engine.items():
         if key in VLLM_PREFIXED:
             parts.append(spell(key, value))
         else:

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from workbench.presets.checks import NOT_VLLM_OPTIONS, non_option_reason
 from workbench.presets.command_text import Option, parse_shell
 from workbench.presets.import_result import (
-    BATCH, FALSE, MODEL as THE_MODEL, NON_OPTION, NOTE, TRUE, VALUE, ImportedCommand, set_engine, set_sampling,
+    BATCH, ENGINE, FALSE, MODEL as THE_MODEL, NON_OPTION, NOTE, TRUE, VALUE, ImportedCommand, set_engine,
+    set_sampling,
 )
 from workbench.presets.swift_options import (
     BATCH_INPUT, ENGINE_KWARGS, FIRST_ROWS_SINCE, MODEL, MODEL_LEN_VLLM_UNTIL, NEW_SINCE, OLD_NAMES, OLD_VALUES,
-    OTHER_BACKEND_ONLY, REMOVED, SAMPLING, SAMPLING_NAMES, SWIFT_OPTIONS, V2_LAST, VLLM_PREFIXED,
+    OTHER_BACKEND_ONLY, PIXEL_VARIABLES, REMOVED, SAMPLING, SAMPLING_NAMES, SWIFT_OPTIONS, V2_LAST, VLLM_PREFIXED,
 )
 
 
@@ -258,6 +259,36 @@ def random_sample(option: Option, line: SwiftLine) -> str | None:
     return None
 
 
+# ------------------------------------------------------------------ ms-swift's image environment
+def image_pixels(result: ImportedCommand) -> None:
+    """``MAX_PIXELS=1003520`` (``MIN_PIXELS``) before the command or on an ``export`` line: ms-swift resizes
+    each image to at most (at least) that many pixels before vLLM sees it; the preset gives vLLM's
+    processor the same bound, ``mm_processor_kwargs``' ``max_pixels`` (``min_pixels``). Where the line's
+    ``--vllm_engine_kwargs`` sets it too, the tighter of the two is what the images get."""
+    kwargs = dict(result.engine_tables.get("mm_processor_kwargs") or {})
+    for variable, key in PIXEL_VARIABLES.items():
+        written = result.env.get(variable)
+        if written is None:
+            continue
+        shown = f"{variable}={written}"
+        if not written.strip().isdigit() or int(written) == 0:
+            result.say(shown, VALUE, f"a whole number of pixels above 0, e.g. {variable}=1003520 (1,280 tokens an "
+                                     f"image on Qwen2.5-VL); the preset leaves {key} to the model's processor")
+            continue
+        pixels = int(written)
+        if key in kwargs and kwargs[key] != pixels:
+            tighter = min if key == "max_pixels" else max
+            result.say(shown, NOTE, f"--{ENGINE_KWARGS} gives vLLM's processor {key} {kwargs[key]}, and ms-swift "
+                                    f"resizes to {pixels} first: the preset keeps {tighter(pixels, kwargs[key])}")
+            pixels = tighter(pixels, kwargs[key])
+        kwargs[key] = pixels
+        result.became(shown, ENGINE, f"mm_processor_kwargs.{key} = {pixels} (ms-swift resizes each image to "
+                                     f"{'at most' if key == 'max_pixels' else 'at least'} that many pixels; "
+                                     "vLLM's processor, given it, does the same)")
+    if kwargs:
+        result.engine_tables["mm_processor_kwargs"] = kwargs
+
+
 def from_swift(result: ImportedCommand, words: list[str], args: dict) -> None:
     command = parse_shell(words)
     result.env.update(command.env)
@@ -268,3 +299,4 @@ def from_swift(result: ImportedCommand, words: list[str], args: dict) -> None:
             old_model_len(result, option, args, line.era)
         else:
             swift_option(result, option, args, line)
+    image_pixels(result)

@@ -96,6 +96,10 @@ OTHER_BACKEND_ONLY = {
     "max_batch_size": "ms-swift's max_batch_size sets the batch of its transformers backend only and does nothing "
                       "with --infer_backend vllm; the nearest vLLM option is --vllm_max_num_seqs",
 }
+# ms-swift's image size environment variables (its templates read them with get_env_args('max_pixels', ...)
+# and resize each image with smart_resize before the engine sees it, as qwen_vl_utils' fetch_image does)
+# -> the key of vLLM's mm_processor_kwargs that bounds an image the same way.
+PIXEL_VARIABLES = {"MIN_PIXELS": "min_pixels", "MAX_PIXELS": "max_pixels"}
 # Sampling settings by ms-swift's name -> the workbench's SamplingSettings field.
 SAMPLING_NAMES = {"max_new_tokens": "max_tokens", "temperature": "temperature", "top_k": "top_k", "top_p": "top_p",
                   "seed": "seed"}
