@@ -3,6 +3,7 @@ this machine (the presets' checks), the time budget against one engine start as 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from workbench.engine.spec import EngineConfig
 from workbench.tune.trial_config import space_problems
@@ -34,3 +35,17 @@ def spec_problems(spec: TuneSpec, base: EngineConfig, start_s: float | None) -> 
     if spec.max_trials is not None and spec.max_trials < 1:
         problems.append("A search needs at least one trial (vLLM's defaults).")
     return problems
+
+
+def stored_start_s(database: Path | None) -> float | None:
+    """The last engine start's length (asked to ready) as the session database keeps it; None for none."""
+    if database is None or not Path(database).exists():
+        return None
+    from workbench.sessions.stored import engine_runs, open_read_only
+
+    connection = open_read_only(database)
+    try:
+        runs = [run for run in engine_runs(connection) if run.ready_s]
+    finally:
+        connection.close()
+    return runs[-1].ready_s - runs[-1].started_s if runs else None

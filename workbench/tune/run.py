@@ -73,7 +73,8 @@ class TuneRun:
             spec = replace(spec, name=time.strftime("search %Y-%m-%d %H.%M.%S"))
         elif spec.name in study_names(self.folder):
             raise TuneRefused([f"A search named {spec.name!r} exists: choose another name, or resume it."])
-        problems = checks.spec_problems(spec, self.model.config, self.last_start_s)
+        start_s = self.last_start_s if self.last_start_s is not None else checks.stored_start_s(self.database)
+        problems = checks.spec_problems(spec, self.model.config, start_s)
         workload = None
         try:
             workload = build_workload(spec.workload, spec.goal, self.model.config.max_model_len, self.database)

@@ -105,9 +105,9 @@ class TrialRun:
     def _after_request(self) -> None:
         self._phase_requests()
         if self.measure.done:
-            failed = self.measure.errors
-            error = "" if len(failed) < self.workload.num_requests else \
-                f"every request failed; the first: {next(iter(failed.values()))}"
+            failed = self.measure.errors  # a trial measured on part of the workload compares with none
+            error = "" if not failed else (f"{len(failed)} of {self.workload.num_requests} requests failed; "
+                                           f"the first: {next(iter(failed.values()))}")
             self._end(error)
 
     # ------------------------------------------------------------------ the end

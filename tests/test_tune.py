@@ -1,0 +1,140 @@
+"""Tune before any engine starts: a search that cannot run is refused, naming each cause and its fix, and no
+engine command leaves the model; the engine loop's schedule; the verdict's arithmetic; Optuna's storage."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from workbench.engine.backend import ChatRequest
+from workbench.engine.metrics import RequestFigures
+from workbench.engine.schedule import RequestSchedule
+from workbench.engine.spec import EngineConfig
+from workbench.model.app_model import AppModel
+from workbench.model.engine_commands import EngineCommands
+from workbench.tune.measure import TrialMeasure, pareto_front
+from workbench.tune.problems import TuneRefused
+from workbench.tune.run import TuneRun
+from workbench.tune.space import default_space
+from workbench.tune.study import SearchStudy, resumable
+from workbench.tune.values import (Goal, SearchParameter, SearchSpace, TrialFigures, TrialResult, TuneSpec,
+                                   WorkloadSpec)
+from workbench.tune.verdict import goal_unmet, make_verdict
+
+
+@pytest.fixture
+def search(tmp_path):
+    """A search on a model whose engine is never started: every command it posts is kept."""
+    model = AppModel(EngineConfig(model="demo", max_model_len=512))
+    posted = []
+    run = TuneRun(model, EngineCommands(model, posted.append), tmp_path / "tune")
+    return run, posted
+
+
+def small_spec(**changes) -> TuneSpec:
+    values = dict(workload=WorkloadSpec(num_requests=4, prompt_tokens_mean=16, output_tokens_mean=4),
+                  goal=Goal(), space=default_space("0.32.0", "cpu"), time_budget_s=600, max_trials=2)
+    values.update(changes)
+    return TuneSpec(**values)
+
+
+def test_a_space_value_vllm_rejects_is_refused_before_anything_starts(search):
+    run, posted = search
+    space = default_space("0.32.0", "cpu").with_parameter(SearchParameter("block_size", "choice", choices=(16, 32)))
+    space = space.with_parameter(SearchParameter("max_batch_size", "int", 1, 8))
+    space = space.with_parameter(SearchParameter("kv_cache_dtype", "choice", choices=("auto", "fp9")))
+    with pytest.raises(TuneRefused) as refused:
+        run.start(small_spec(space=space))
+    text = "\n".join(refused.value.messages)
+    assert "engine.block_size = 16: on CPU vLLM needs a multiple of 32" in text, text
+    assert "max_batch_size" in text and "the nearest option is max_num_seqs" in text, text
+    assert "engine.kv_cache_dtype = 'fp9' is not a valid choice" in text, text
+    assert "untick" in text
+    assert posted == [] and not run.running and run.resumable() == []
+
+
+def test_a_budget_shorter_than_one_engine_start_is_refused_naming_the_start(search):
+    run, posted = search
+    run.last_start_s = 41.0
+    with pytest.raises(TuneRefused) as refused:
+        run.start(small_spec(time_budget_s=30))
+    assert refused.value.messages == ("The time budget (30 s) is shorter than one engine start here (41 s, "
+                                      "measured at the last start): give at least 82 s, a start and its measure.",)
+    assert posted == []
+
+
+def test_a_workload_file_the_batch_pane_refuses_is_refused_with_its_messages(search, tmp_path):
+    run, posted = search
+    path = tmp_path / "prompts.jsonl"
+    path.write_text(json.dumps({"prompt": "one"}) + "\n{not json\n" + json.dumps({"prompt": "three"}) + "\n")
+    with pytest.raises(TuneRefused) as refused:
+        run.start(small_spec(workload=WorkloadSpec(kind="file", path=str(path))))
+    text = "\n".join(refused.value.messages)
+    assert refused.value.messages[0].startswith("prompts.jsonl: line 2: broken JSON"), text
+    assert "1 malformed line left out. Fix the lines named" in text
+    missing = tmp_path / "gone.jsonl"
+    with pytest.raises(TuneRefused, match="does not exist: choose the file again"):
+        run.start(small_spec(workload=WorkloadSpec(kind="file", path=str(missing))))
+    assert posted == [] and path.read_text().count("\n") == 3  # the user's file untouched
+
+
+def test_the_loop_schedule_hands_requests_over_at_their_offsets_or_a_number_at_a_time():
+    requests = tuple(ChatRequest(f"r-{i}", ()) for i in range(4))
+    open_loop = RequestSchedule(requests, (0.0, 0.5, 0.25, 1.0), None, now=100.0)
+    assert [r.request_id for r in open_loop.due(100.0)] == ["r-0"]
+    assert open_loop.wait_s(100.0) == pytest.approx(0.25)
+    assert [r.request_id for r in open_loop.due(100.6)] == ["r-2", "r-1"]
+    assert open_loop.take("r-3") and not open_loop and open_loop.wait_s(101.0) is None
+    closed = RequestSchedule(requests, (), 2, now=0.0)
+    assert [r.request_id for r in closed.due(0.0)] == ["r-0", "r-1"] and closed.due(5.0) == []
+    closed.ended("r-0")
+    assert [r.request_id for r in closed.due(5.0)] == ["r-2"]
+
+
+def test_a_trial_lasts_from_the_first_arrival_to_the_last_end_as_vllm_timed_it():
+    measure = TrialMeasure((0.0, 1.0), "p")
+    for index, (ttft, e2e) in enumerate([(0.1, 0.5), (0.3, 2.0)]):
+        figures = RequestFigures(prompt_tokens=8, cached_prompt_tokens=0, output_tokens=10, ttft_s=ttft,
+                                 decode_tokens_per_s=50.0, e2e_s=e2e)
+        measure.finished(measure.index_of(f"p-{index}"), figures, aborted=False, now_s=9.0)
+    result = measure.result(Goal("goodput", ttft_p99_limit_s=0.2, itl_p99_limit_ms=30))
+    assert result.duration_s == pytest.approx(3.0) and result.output_tokens_per_s == pytest.approx(20 / 3)
+    assert result.goodput_tokens_per_s == pytest.approx(10 / 3)  # the second request's TTFT is over the limit
+    assert result.ttft_p99_s == pytest.approx(0.3) and result.itl_p99_ms == pytest.approx(20.0)
+
+
+def test_the_verdict_pairs_reruns_in_order_and_a_goal_no_trial_met_names_the_closest():
+    best = TrialResult(2, {"max_num_seqs": 32}, "complete", goal_value=110.0)
+    runs = [{"role": role, "value": value, "error": ""} for role, value in
+            [("defaults", 100.0), ("best", 110.0), ("defaults", 100.0), ("best", 120.0), ("defaults", 50.0),
+             ("best", None)]]
+    verdict = make_verdict(best, runs, Goal())
+    assert (verdict.ratio_median, verdict.ratio_min, verdict.ratio_max) == pytest.approx((1.15, 1.1, 1.2))
+    assert "1 rerun failed" in verdict.text and "trial 2 (max_num_seqs=32)" in verdict.text
+    goal = Goal("goodput", ttft_p99_limit_s=0.01)
+    trials = [TrialResult(0, {}, "complete", TrialFigures(100.0, 0.0, 0.2, 0.5, 5.0, 4, 0, 1.0), goal_value=0.0),
+              TrialResult(1, {"max_num_seqs": 8}, "complete", TrialFigures(90.0, 0.0, 0.1, 0.3, 4.0, 4, 0, 1.0),
+                          goal_value=0.0)]
+    message = goal_unmet(trials, goal)
+    assert message.startswith("No setting met the goal (highest goodput (TTFT ≤ 0.01 s))")
+    assert "The closest was trial 1 (p99 TTFT 0.30 s" in message and "Loosen the limits" in message
+    assert pareto_front([(0, 100.0, 0.5), (1, 90.0, 0.3), (2, 80.0, 0.4)]) == (0, 1)
+
+
+def test_a_search_kept_in_optunas_storage_lists_as_resumable_until_it_ends(tmp_path):
+    spec = small_spec(name="kept", space=SearchSpace((SearchParameter("max_num_seqs", "int", 4, 64, log=True),
+                                                      SearchParameter("performance_mode", "choice",
+                                                                      choices=("balanced", "throughput")))))
+    study = SearchStudy.create(tmp_path, spec)
+    first, params = study.ask()
+    assert params == {}  # trial 0: vLLM's defaults
+    study.tell_complete(first, TrialResult(0, {}, "complete", TrialFigures(50.0), goal_value=50.0))
+    second, params = study.ask()
+    assert params == {"performance_mode": "throughput"}
+    assert resumable(tmp_path) == ["kept"]
+    again = SearchStudy.load(tmp_path, "kept")  # as after a killed app: trial 1 was left running
+    assert [(r.number, r.state) for r in again.results()] == [(0, "complete"), (1, "failed")]
+    assert again.results()[1].error.startswith("the search ended during this trial")
+    assert again.ask()[1] == {"performance_mode": "throughput"}  # asked again
+    again.end("stopped")
+    assert resumable(tmp_path) == []
