@@ -18,7 +18,7 @@ from workbench.model.app_model import AppModel
 from workbench.model.engine_commands import EngineCommands
 from workbench.ui import image_attachments
 from workbench.ui.chat_pane import ChatPane
-from workbench.ui.image_attachments import TEXT_ONLY
+from workbench.ui.image_attachments import TEXT_ONLY, PendingImage
 
 TEXT_INFO = EngineInfo("/models/demo", "0.32.0", "cpu", 2048, None, (123,))
 VISION = VisionInfo("Idefics3ForConditionalGeneration", 4, max_pixels=2000)
@@ -64,6 +64,8 @@ def test_two_images_attached_show_as_thumbnails_and_go_with_the_question(pane, q
     assert isinstance(command, SubmitAll)
     assert [i.ref.name for i in command.requests[0].messages[-1].images] == ["cat.png", "dog.webp"]
     assert pane.input.toPlainText() == "" and pane.attachments.images() == ()
+    assert not pane.attachments.scroll.isVisible()
+    assert not any(p.isVisible() for p in pane.attachments.findChildren(PendingImage))  # gone at once
     question = pane.current.messages[0]
     view = pane.transcripts[pane.current.conversation_id].view_of(question.message_id)
     assert [thumb.toolTip() for thumb in view.thumbs] == ["cat.png · 64 × 48 PNG · 1 KB",

@@ -233,7 +233,7 @@ class AttachmentStrip(QWidget):
 
     def clear(self) -> None:
         for pending in self._pending:
-            pending.deleteLater()
+            self._drop(pending)
         self._pending.clear()
         self.show_problem("")
         self._laid_out()
@@ -241,8 +241,14 @@ class AttachmentStrip(QWidget):
     def remove(self, pending: PendingImage) -> None:
         if pending in self._pending:
             self._pending.remove(pending)
-            pending.deleteLater()
+            self._drop(pending)
             self._laid_out()
+
+    def _drop(self, pending: PendingImage) -> None:
+        """Out of the strip at once (a deferred delete waits for the event loop's next turn)."""
+        self.row.removeWidget(pending)
+        pending.hide()
+        pending.deleteLater()
 
     def show_problem(self, text: str) -> None:
         """Names what is wrong beside the input ("" hides it)."""
