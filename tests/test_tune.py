@@ -138,3 +138,19 @@ def test_a_search_kept_in_optunas_storage_lists_as_resumable_until_it_ends(tmp_p
     assert again.ask()[1] == {"performance_mode": "throughput"}  # asked again
     again.end("stopped")
     assert resumable(tmp_path) == []
+
+
+def test_the_session_export_takes_the_searches_begun_in_the_session_whole(tmp_path):
+    from workbench.tune.export import searches_during
+
+    spec = small_spec(name="in the session", space=SearchSpace((SearchParameter("max_num_seqs", "int", 4, 64),)))
+    study = SearchStudy.create(tmp_path, spec)
+    trial, params = study.ask()
+    study.tell_complete(trial, TrialResult(0, params, "complete", TrialFigures(75.0, num_requests_done=4),
+                                           goal_value=75.0))
+    created = study.study.user_attrs["created_s"]
+    [search] = searches_during(tmp_path, created - 1, None)
+    assert search["name"] == "in the session" and search["spec"]["workload"]["num_requests"] == 4
+    assert search["trials"][0]["figures"]["output_tokens_per_s"] == 75.0 and search["ended"] == ""
+    assert searches_during(tmp_path, created + 1, None) == []  # begun before the session: not its own
+    assert searches_during(tmp_path / "none", 0.0, None) == []

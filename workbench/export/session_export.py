@@ -1,6 +1,7 @@
 """A session as a folder and a zip of it: session.json, requests.csv, timeseries.csv, each plot as PNG
-and SVG, the heatmap as PNG, report.html, and the chat questions' images in ``images/`` (listed in
-session.json with the request that sent them). Runs on any thread (the window runs it off the GUI thread and
+and SVG, the heatmap as PNG, report.html, the chat questions' images in ``images/`` (listed in
+session.json with the request that sent them), and the searches of engine arguments begun in the session,
+whole, in tune.json (Tools > Tune…). Runs on any thread (the window runs it off the GUI thread and
 shows its progress); the pictures come in as bytes that the window rendered.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from workbench.export.tables import write_requests_csv, write_timeseries_csv
 from workbench.sessions.compare import run_figures
 from workbench.sessions.stored import engine_runs, open_read_only, question_images, requests, session, session_series
 from workbench.storage.series import MEMORY, load_series
+from workbench.tune.export import searches_during
 
 FILES = ("session.json", "requests.csv", "timeseries.csv", "report.html")
 
@@ -108,6 +110,10 @@ def _write(db_path, session_id: str, folder: Path, pictures: Pictures) -> Iterat
     counts = {run.run_key: sum(1 for r in found if r.run_key == run.run_key) for run in runs}
     document = session_document(summary, runs, figures, counts)
     document["images"] = _copy_session_images(images, folder, Path(db_path).parent / "images")
+    searches = searches_during(Path(db_path).parent / "tune", summary.started_s, summary.ended_s)
+    document["tune_searches"] = [search["name"] for search in searches]  # each whole in tune.json
+    if searches:
+        (folder / "tune.json").write_text(json.dumps(searches, indent=2))
     (folder / "session.json").write_text(json.dumps(document, indent=2))
     total = max(1, len(found))
     for done in write_requests_csv(folder / "requests.csv", found, runs):

@@ -21,7 +21,7 @@ from workbench.tune.values import (
     Goal, SearchParameter, SearchSpace, TrialFigures, TrialResult, TuneSpec, WorkloadSpec,
 )
 
-DB_NAME = "searches.db"
+from workbench.tune.export import SEARCHES_DB as DB_NAME
 DEFAULTS, THROUGHPUT_MODE = "defaults", "performance_mode=throughput"
 STATES = {TrialState.COMPLETE: "complete", TrialState.FAIL: "failed", TrialState.RUNNING: "running",
           TrialState.PRUNED: "failed"}
@@ -85,10 +85,16 @@ class SearchStudy:
         return cls(study, spec)
 
     @classmethod
-    def load(cls, folder: Path, name: str) -> "SearchStudy":
+    def open(cls, folder: Path, name: str) -> "SearchStudy":
+        """A stored search as it is (to read)."""
         storage = storage_for(folder)
         spec = spec_from_json(optuna.load_study(study_name=name, storage=storage).user_attrs["spec"])
-        found = cls(optuna.load_study(study_name=name, storage=storage, sampler=_sampler(spec)), spec)
+        return cls(optuna.load_study(study_name=name, storage=storage, sampler=_sampler(spec)), spec)
+
+    @classmethod
+    def load(cls, folder: Path, name: str) -> "SearchStudy":
+        """A stored search to carry on: its trials cut short are asked again."""
+        found = cls.open(folder, name)
         found.requeue_cut_short()
         return found
 
