@@ -168,3 +168,31 @@ def test_the_planner_shows_five_images_at_max_pixels_and_the_prompts_that_fit(qw
     assert "More than max_model_len 128: vLLM refuses such a prompt" in plan_capacity(short, demo, CPU).lines()[-1]
     text_model = resolve_preset(multimodal(), EngineConfig(model=facts.path), CPU, facts).config
     assert "images" not in " ".join(plan_capacity(text_model, facts, CPU).lines()), "a text model reads none"
+
+
+# ---------------------------------------------------------------- the preset panel
+def test_the_panel_says_a_text_model_needs_a_vision_model_before_anything_starts(qtbot, facts):
+    from test_presets import applied, preset_panel
+
+    registry_answer()  # as the panel's first read of vLLM's defaults asks it, off the GUI thread
+    restarts = []
+    panel = preset_panel(qtbot, facts, restarts)
+    panel.choose("multimodal")
+    assert not panel.problem_text.isHidden()
+    assert "The multimodal preset needs a vision-language model" in panel.problem_text.text(), "shown on choosing"
+    assert not applied(qtbot, panel) and restarts == [], "nothing started"
+    assert panel.problem_text.text().startswith("Not applied:\nThe multimodal preset needs a vision-language model")
+    assert panel.model.config.option("limit_mm_per_prompt") is None
+
+
+def test_the_panel_applies_it_on_a_vision_model_and_plans_its_images(qtbot, demo_folders):
+    from test_presets import applied, preset_panel
+
+    restarts = []
+    panel = preset_panel(qtbot, read_model_facts(demo_folders["idefics3"]), restarts)
+    panel.choose("multimodal")
+    assert "5 images at longest edge 112: 170 tokens; " in panel.capacity.text()
+    assert "such prompts fit the KV cache" in panel.capacity.text() and panel.problem_text.text() == ""
+    assert applied(qtbot, panel) and restarts == [1]
+    config = panel.model.config
+    assert config.option("limit_mm_per_prompt") == {"image": 5} and config.option("mm_processor_cache_gb") == 1
