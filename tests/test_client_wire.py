@@ -167,3 +167,21 @@ def test_the_batch_that_ends_a_run_is_sent_without_waiting_out_the_interval():
     finally:
         listener.close()
         window_end.close()
+
+
+def test_images_and_what_a_vision_engine_takes_cross_the_pipe():
+    from workbench.engine.backend import VisionInfo
+    from workbench.engine.images import ImageInput, ImageRef
+    from workbench.engine.spec import DEMO_VL_MODEL
+
+    vision = VisionInfo("Idefics3ForConditionalGeneration", 5, 112 * 112, "resized to a longest edge of 112 px")
+    info = EngineInfo("demo-vl", "0.32", "cpu", 2048, "{{ x }}", (1,), (), 1024, {}, vision=vision)
+    image = ImageInput(ImageRef("ab" * 32, "cat.png", "image/png", 48, 32, 5), b"\x89PNG.")
+    request = ChatRequest("r1", (Message("user", "What is it?", images=(image,)),))
+    figures = RequestFigures(86, 64, 8, 0.05, 80.0, num_image_tokens=68)
+    config = EngineConfig(model="demo").with_model(DEMO_VL_MODEL)
+    for message in (EngineReady(info), Submit(request), RequestFinished(StreamEvent("r1", "", True, "stop", figures)),
+                    StartEngine(config, 1)):
+        assert _over_the_pipe(message) == message
+    assert _over_the_pipe(EngineReady(info)).info.vision.max_images_per_prompt == 5
+    assert _over_the_pipe(Submit(request)).request.messages[0].images[0].data == b"\x89PNG."

@@ -6,7 +6,7 @@ import logging
 import os
 import sys
 
-from workbench.engine.spec import DEMO_MODEL, DEMO_VL_MODEL, EngineConfig
+from workbench.engine.spec import DEMO_MODEL, DEMO_VL_MODEL, DEMO_VL_SETTINGS, EngineConfig
 
 
 def demo_engine_config(model: str = DEMO_MODEL) -> EngineConfig:
@@ -25,7 +25,7 @@ def demo_vl_engine_config() -> EngineConfig:
     the multimodal scenario's commands allow, a small pool so that an image's blocks are visible on the heatmap,
     priority scheduling as the text demo's."""
     return EngineConfig(model=DEMO_VL_MODEL, max_model_len=2048, max_num_seqs=32, num_gpu_blocks_override=1024,
-                        scheduling_policy="priority", extra=(("limit_mm_per_prompt", {"image": 5}),))
+                        scheduling_policy="priority", extra=DEMO_VL_SETTINGS)
 
 
 def build_window(config: EngineConfig, check_with_scan: bool = False, start_engine: bool = True, storage=None,
@@ -87,7 +87,8 @@ def no_display() -> bool:
 
 def run_gui(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="vllm-workbench", description="Run vLLM and watch its KV cache.")
-    parser.add_argument("--model", default=DEMO_MODEL, help="model folder or cached hub id (default: the demo model)")
+    parser.add_argument("--model", default=DEMO_MODEL, help="model folder or cached hub id (default: the demo "
+                        "model; demo-vl: the vision demo model, for images)")
     parser.add_argument("--quit-when-ready", action="store_true",
                         help="exit once the engine has started: 0 when it is ready, 1 (with the message) when "
                              "it failed; checks an install end to end")
@@ -105,7 +106,8 @@ def run_gui(argv: list[str]) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setQuitOnLastWindowClosed(False)  # the window goes at once; the app quits once its engine has stopped
     wait_for_a_stopping_instance()
-    window, _ = build_window(demo_engine_config(args.model))
+    config = demo_vl_engine_config() if args.model == DEMO_VL_MODEL else demo_engine_config(args.model)
+    window, _ = build_window(config)
     window.remember_layout = True
     restore_layout(window)  # as the user left it, else fitted to the screen
     window.show()

@@ -77,14 +77,19 @@ def cached_snapshot(repo_id: str) -> Path | None:
 
 
 def list_models(extra_folders: list[str] = ()) -> list[ModelChoice]:
-    """The demo model, the model folders under the data directory and ``extra_folders``, and the HF cache."""
+    """The demo models (text, and images: ``demo-vl``), the model folders under the data directory and
+    ``extra_folders``, and the HF cache."""
     from workbench.engine.demo_model import demo_model_dir
+    from workbench.engine.demo_vl_model import demo_vl_model_dir
+    from workbench.engine.spec import DEMO_VL_MODEL
     from workbench.paths import data_dir
 
-    demo = demo_model_dir()
-    choices = [ModelChoice("Demo model (built on this machine)", str(demo), "demo")]
+    demo, demo_vl = demo_model_dir(), demo_vl_model_dir()
+    choices = [ModelChoice("Demo model (built on this machine)", str(demo), "demo"),
+               ModelChoice("Vision demo model: images (built on this machine)", DEMO_VL_MODEL, "demo")]
     models_root = data_dir() / "models"
-    folders = [p for p in sorted(models_root.glob("*")) if p != demo] + [Path(f) for f in extra_folders]
+    folders = [p for p in sorted(models_root.glob("*")) if p not in (demo, demo_vl)]
+    folders += [Path(f) for f in extra_folders]
     for folder in folders:
         if (folder / "config.json").exists():
             choices.append(ModelChoice(folder.name, str(folder), "local"))

@@ -75,6 +75,18 @@ class _Live:
     num_tokens: int = 0
 
 
+def _refused(exc: Exception, request: ChatRequest) -> ValueError:
+    """vLLM's words on a request with images it would not take, with the fix."""
+    from workbench.engine.vllm_plugin.mm_requests import is_too_long
+
+    if is_too_long(exc):  # the template's text alone (0.32), or with the images where vLLM renders inside
+        return PromptTooLongError(f"{exc} Send fewer or smaller images, start a new chat, or raise max_model_len "
+                                  "in the engine settings.")
+    names = ", ".join(image.ref.name for m in request.messages for image in m.images)
+    return ImagesRefusedError(f"vLLM's processor refused this request's images ({names}): {exc}. Check the images "
+                              "(attach them again, or other copies), or the engine's mm_processor_kwargs.")
+
+
 class EngineSession(Backend):
     """The local engine: vLLM's ``LLMEngine`` in this process, its EngineCore in a process of its own."""
 
@@ -295,28 +307,31 @@ class EngineSession(Backend):
     def _submit_with_images(self, request: ChatRequest) -> None:
         """A request with images: the template's text and the pictures, processed by vLLM's own input
         processor (its HF processor expands each image's placeholder); each image's place is kept."""
-        from workbench.engine.vllm_plugin.mm_requests import process_request, prompt_length
+        from workbench.engine.vllm_plugin.mm_requests import process_request
 
         prompt = image_prompt(self, request)  # refuses a text-only model, too many or unreadable images
         params = self._sampling_params(request.sampling, self.config.max_model_len)
         priority = request.priority if self.config.schedules_by_priority else 0
         try:
-            processed, spans = process_request(self.engine, request.request_id, prompt, params, priority)
-        except (ValueError, TypeError, OSError) as exc:
-            names = ", ".join(image.ref.name for m in request.messages for image in m.images)
-            raise ImagesRefusedError(f"vLLM's processor refused this request's images ({names}): {exc}. Check the "
-                                     "images, or the engine's mm_processor_kwargs.") from exc
-        length, limit = prompt_length(processed), self.config.max_model_len
-        if length >= limit:
-            raise PromptTooLongError(
-                f"The prompt is {length} tokens with its images ({sum(s.length for s in spans)} image tokens), but "
-                f"the engine's max_model_len is {limit}. Send fewer or smaller images (the processor's max_pixels "
-                "sets their tokens), start a new chat, or raise max_model_len in the engine settings.")
+            processed, spans = process_request(self.engine, request.request_id, prompt, params, priority,
+                                               self._check_image_prompt_length)
+        except PromptTooLongError:
+            raise
+        except Exception as exc:  # vLLM's checks and its HF processor's: ValueError, VLLMValidationError, ...
+            raise _refused(exc, request) from exc
         internal = self.engine.add_request(request.request_id, processed, params, priority=priority)
         internal = internal if isinstance(internal, str) else request.request_id
         self.image_spans[request.request_id] = spans
         self.live[request.request_id] = _Live(time.monotonic())
         self.id_map[internal] = request.request_id
+
+    def _check_image_prompt_length(self, length: int, image_tokens: int) -> None:
+        limit = self.config.max_model_len
+        if length >= limit:
+            raise PromptTooLongError(
+                f"The prompt is {length} tokens with its images ({image_tokens} of them image tokens), but the "
+                f"engine's max_model_len is {limit}. Send fewer or smaller images (the processor's max_pixels sets "
+                "their tokens), start a new chat, or raise max_model_len in the engine settings.")
 
     def _forget_spans(self, request_id: str) -> int:
         """A finished request's image tokens; its spans stay a while, for the blocks still drawn."""
@@ -346,6 +361,8 @@ class EngineSession(Backend):
         if live is None:
             return
         self.engine.abort_request([request_id])
+        if self.image_spans:
+            self._forget_spans(request_id)
         self.events.request_finished(StreamEvent(request_id, "", finished=True, finish_reason="aborted"))
 
     def has_work(self) -> bool:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 
 DEMO_MODEL = "demo"  # EngineConfig.model value meaning "the demo model, built on first use"
 DEMO_VL_MODEL = "demo-vl"  # the vision-language demo model (Idefics3, images), built on first use
+DEMO_VL_SETTINGS = (("limit_mm_per_prompt", {"image": 5}),)  # what demo-vl starts with unless told otherwise
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,14 @@ class EngineConfig:
             else:
                 extra[name] = value
         return replace(self, **updates, extra=tuple(sorted(extra.items())))
+
+    def with_model(self, model: str) -> "EngineConfig":
+        """These settings on another model; the vision demo takes five images a prompt unless a limit
+        is set (a text-only model ignores the limit)."""
+        config = replace(self, model=model)
+        if model == DEMO_VL_MODEL and self.option("limit_mm_per_prompt") is None:
+            config = config.with_changes(DEMO_VL_SETTINGS)
+        return config
 
     @property
     def schedules_by_priority(self) -> bool:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
 
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QAction
@@ -167,7 +166,7 @@ class MainWindow(QMainWindow):
         self.commands.stop()
 
     def start_with_model(self, model: str) -> int:
-        return self.start_engine(replace(self.model.config, model=model))
+        return self.start_engine(self.model.config.with_model(model))
 
     @Slot()
     def choose_model(self) -> None:

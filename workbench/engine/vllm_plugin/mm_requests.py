@@ -9,7 +9,9 @@ offset and length) and vLLM's hash of it (``identifier``), which the heatmap mar
 
 Names read here: ``LLMEngine.input_processor`` (0.32, 0.33; ``processor`` where older), its
 ``process_inputs(request_id, prompt, params, supported_tasks, ..., priority=)``,
-``LLMEngine.get_supported_tasks()``, ``EngineCoreRequest.mm_features`` (``MultiModalFeatureSpec``:
+``LLMEngine.get_supported_tasks()``, ``InputProcessor.renderer.render_cmpl`` with
+``vllm.renderers.inputs.preprocess.parse_model_prompt`` (0.32, 0.33: its ``mm_placeholders``),
+``EngineCoreRequest.mm_features`` (``MultiModalFeatureSpec``:
 ``modality``, ``identifier``, ``mm_position.offset`` / ``.length``), ``model_config.is_multimodal_model``,
 ``model_config.architectures``, ``model_config.multimodal_config.limit_per_prompt`` (0.26: a dict of
 ints or of ``{"count": n}``) and ``.mm_processor_kwargs``.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Callable
 
 from workbench.engine.backend import VisionInfo
 from workbench.engine.images import ImageSpan
@@ -27,19 +30,36 @@ def _input_processor(engine):
     return getattr(engine, "input_processor", None) or engine.processor
 
 
-def process_request(engine, request_id: str, prompt: dict, params, priority: int = 0):
+def process_request(engine, request_id: str, prompt: dict, params, priority: int = 0,
+                    check_length: Callable[[int, int], None] = lambda length, image_tokens: None):
     """vLLM's processed request for ``prompt`` (``{"prompt": text, "multi_modal_data": ...}``) and where
-    each image sits in it: ``(EngineCoreRequest, (ImageSpan, ...))``."""
-    tasks = engine.get_supported_tasks()
-    request = _input_processor(engine).process_inputs(request_id, prompt, params, tasks, priority=priority)
+    each image sits in it: ``(EngineCoreRequest, (ImageSpan, ...))``.
+
+    Where the processor has a renderer (0.32, 0.33) the prompt is rendered first (the HF processor runs
+    there) and ``check_length(prompt tokens, image tokens)`` may refuse it before vLLM's own length check;
+    ``process_inputs`` then takes the rendered input as it is. Older versions render inside
+    ``process_inputs``: its ``ValueError`` names a prompt that is too long."""
+    processor = _input_processor(engine)
+    renderer = getattr(processor, "renderer", None)
+    if renderer is not None and hasattr(renderer, "render_cmpl"):
+        from vllm.renderers.inputs.preprocess import parse_model_prompt
+
+        (prompt,) = renderer.render_cmpl([parse_model_prompt(engine.model_config, prompt)])
+        placed = (prompt.get("mm_placeholders") or {}).get("image") or ()
+        check_length(len(prompt.get("prompt_token_ids") or ()), sum(int(p.length) for p in placed))
+    request = processor.process_inputs(request_id, prompt, params, engine.get_supported_tasks(), priority=priority)
     features = [f for f in (getattr(request, "mm_features", None) or ()) if getattr(f, "modality", "image") == "image"]
     spans = tuple(ImageSpan(index, int(f.mm_position.offset), int(f.mm_position.length), str(f.identifier or ""))
                   for index, f in enumerate(features))
     return request, spans
 
 
-def prompt_length(request) -> int:
-    return len(request.prompt_token_ids or ())
+def is_too_long(exc: Exception) -> bool:
+    """Whether vLLM refused a prompt for its length: the renderer's check of the text's tokens (0.32, 0.33:
+    ``VLLMValidationError``, parameter ``input_tokens``), or ``process_inputs``'s of the whole prompt."""
+    text = str(exc)
+    return (getattr(exc, "parameter", None) == "input_tokens" or "maximum context length" in text
+            or "maximum model length" in text)
 
 
 def vision_info(engine, model_path: str) -> VisionInfo | None:
@@ -77,8 +97,8 @@ def _pixels(kwargs: dict, folder: Path) -> tuple[int | None, str]:
     if max_pixels is None and "shortest_edge" in size and "longest_edge" in size and saved.get("merge_size"):
         max_pixels = size["longest_edge"]  # Qwen2-VL's processor keeps its pixel range in "size"
     if max_pixels:
-        per_token = (saved.get("patch_size", 14) * saved.get("merge_size", 2)) ** 2
-        return int(max_pixels), f"max_pixels {int(max_pixels):,}: at most {int(max_pixels) // per_token:,} tokens an image"
+        tokens = int(max_pixels) // (saved.get("patch_size", 14) * saved.get("merge_size", 2)) ** 2
+        return int(max_pixels), f"max_pixels {int(max_pixels):,}: at most {tokens:,} tokens an image"
     edge = size.get("longest_edge")
     if edge:
         return int(edge) ** 2, f"resized to a longest edge of {edge} px"
