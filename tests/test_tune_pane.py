@@ -31,6 +31,7 @@ class SearchStandIn:
         if self.refusal:
             raise TuneRefused(self.refusal)
         self.started = spec
+        self.trial_finished.emit(TrialResult(0, {}, "running"))  # a search reports its first trial within start
 
     def stop(self):
         self.stopped = True
@@ -138,6 +139,7 @@ def test_a_refusal_is_shown_beside_each_field_it_is_about(qtbot):
 def test_trials_are_drawn_and_tabled_as_they_end_and_the_verdict_shown(pane):
     assert pane.start()
     search = pane.tune
+    assert [(t.number, t.state) for t in pane.trials.trials] == [(0, "running")]
     search.trial_finished.emit(trial(0, 1000, 0.8))
     search.trial_finished.emit(TrialResult(1, {"max_num_seqs": 16}, "running"))
     assert [pane.trials.cell(t, 1) for t in pane.trials.trials] == ["complete", "running"]
@@ -159,3 +161,7 @@ def test_trials_are_drawn_and_tabled_as_they_end_and_the_verdict_shown(pane):
     pane.ask_name = lambda: "my-best"
     assert pane.apply_as_preset() == "/presets/my-best.toml"
     assert "my-best" in pane.message.text()
+    search.refusal = ["The time budget (6 s) is shorter than one engine start here (40 s)."]
+    assert not pane.start()
+    assert pane.trials.rowCount() == 4 and "1.50×" in pane.verdict_label.text()  # the last search stays shown
+    assert "shorter than one engine start" in pane.form.problems["budget"].text()

@@ -37,7 +37,8 @@ class TunePane(QWidget):
         super().__init__(objectName="tunePane")
         self.tune, self.list_sessions, self.preset_saved = tune, list_sessions, preset_saved
         self.ask_name = self._ask_preset_name  # replaced by tests
-        self.spec: TuneSpec | None = None
+        self.spec: TuneSpec | None = None  # the search shown
+        self._asked: TuneSpec | str | None = None  # a search asked for (a spec, or a name to resume), not yet shown
         self.goal = Goal()
         self.running = False
         self.verdict: Verdict | None = None
@@ -106,8 +107,8 @@ class TunePane(QWidget):
 
     # ------------------------------------------------------------------ actions
     def start(self) -> bool:
-        """Starts the search the form and table describe; a refusal is shown beside its fields (and
-        nothing typed is lost). True if it started."""
+        """Starts the search the form and table describe; a refusal is shown beside its fields (nothing
+        typed is lost, and the last search's results stay shown). True if it started."""
         self.form.clear_problems()
         self.space.show_problems([])
         try:
@@ -115,13 +116,14 @@ class TunePane(QWidget):
         except SpaceProblem as problem:
             self.space.show_problems([str(problem)])
             return False
+        self._asked = spec
         try:
             self.tune.start(spec)
         except TuneRefused as refused:
+            self._asked = None
             self._show_refusal(list(refused.messages))
             return False
-        self.spec, self.goal = spec, spec.goal
-        self._begin(spec.space)
+        self._show_running()
         return True
 
     def _show_refusal(self, messages: list[str]) -> None:
@@ -129,15 +131,28 @@ class TunePane(QWidget):
         self.form.place_problems([m for m in messages if m not in named])
         self._set_message("The search did not start: " + " ".join(messages), error=True)
 
-    def _begin(self, space: SearchSpace) -> None:
+    def _take_search(self) -> None:
+        """The search asked for has begun (its first report, or its start returned): the last one's results
+        make room for its own (a resumed search's trials so far)."""
+        if self._asked is None:
+            return
+        stored = getattr(getattr(self.tune, "study", None), "spec", None)  # a resumed search's own
+        self.spec = stored or (self._asked if isinstance(self._asked, TuneSpec) else None)
+        self._asked = None
+        self.goal = self.spec.goal if self.spec is not None else Goal()
         self.running, self.verdict = True, None
-        self.trials.set_param_names([p.name for p in space.searched()])
-        self.trials.set_trials([])
-        self.plot.clear()
+        self.trials.set_param_names([p.name for p in self.spec.space.searched()] if self.spec else [])
+        self.trials.set_trials(self.tune.trials())
+        self._show_trials(None)
         self.verdict_label.clear()
         self._set_message("")
         self.progress.setValue(0)
         self.progress.setFormat("Starting…")
+
+    def _show_running(self) -> None:
+        self._take_search()
+        if not self.running:  # it ended already, within its start (its end is shown)
+            return
         self.form.set_enabled_while_running(True)
         self.space.setEnabled(False)
         self.splitter.setSizes([1, 4 * max(self.splitter.height(), 400)])  # the results take the room
@@ -154,15 +169,19 @@ class TunePane(QWidget):
         name = name or self.resumable.currentText()
         if not name or self.running:
             return False
+        self._asked = name
         try:
             self.tune.resume(name)
         except TuneRefused as refused:
+            self._asked = None
             self._set_message(f"{name} cannot be resumed: " + " ".join(refused.messages), error=True)
             return False
-        self.goal = Goal()
-        self._begin(SearchSpace())
-        self.trials.set_trials(self.tune.trials())
-        self._show_trials(None)
+        except (KeyError, ValueError, OSError) as error:  # its storage gone or unreadable since it was offered
+            self._asked = None
+            self._set_message(f"{name} cannot be resumed: {error}. Start a new search instead.", error=True)
+            self.offer_resumable()
+            return False
+        self._show_running()
         return True
 
     def apply_as_preset(self) -> str:
@@ -193,6 +212,7 @@ class TunePane(QWidget):
 
     # ------------------------------------------------------------------ what the search reports
     def _on_tune_progress_changed(self, progress: TuneProgress) -> None:
+        self._take_search()
         self.progress.setValue(_fraction(progress))
         self.progress.setFormat(progress_text(progress, self.goal))
         self.phase.setText(progress.phase_text)
@@ -200,11 +220,13 @@ class TunePane(QWidget):
         self._show_trials(progress)
 
     def _on_tune_trial_finished(self, trial: TrialResult) -> None:
+        self._take_search()
         self.trials.put(trial)
         if trial.state != "running":
             self._show_trials(None)
 
     def _on_tune_finished(self, verdict: Verdict | None, message: str) -> None:
+        self._take_search()
         self.running, self.verdict = False, verdict
         self.form.set_enabled_while_running(False)
         self.space.setEnabled(True)
