@@ -58,7 +58,6 @@ class TuneRun:
         self._restore = None  # the configuration to start again after the search (None: leave it)
         self._last_progress_s = 0.0
         self._phase_text = ""
-        model.add_request_sink("tune", self)
         model.engine_changed.connect(self._on_model_engine_changed)
 
     # ------------------------------------------------------------------ the window's face
@@ -127,6 +126,7 @@ class TuneRun:
     # ------------------------------------------------------------------ the search
     def _begin(self, study: SearchStudy, workload: Workload) -> None:
         self.study, self.workload, self._stopping = study, workload, False
+        self.model.add_request_sink("tune", self)  # the search running hears of the trials' requests
         self._results = study.results()
         self._elapsed_before_s = float(study.study.user_attrs.get("elapsed_s", 0.0))
         self._begun_s = self.clock()
