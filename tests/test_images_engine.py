@@ -185,3 +185,19 @@ def test_the_model_picker_offers_demo_vl_once(tmp_path, monkeypatch):
     (built / "config.json").write_text("{}")
     choices = [(c.path, c.origin) for c in list_models()]
     assert (DEMO_VL_MODEL, "demo") in choices and str(built) not in [path for path, _ in choices]
+
+
+def test_a_processor_refusal_keeps_vllms_words_and_names_the_images():
+    """The demo's processor takes any picture; Qwen2-VL's refuses a strip (its words, as raised in vLLM)."""
+    from vllm.exceptions import VLLMValidationError
+
+    from workbench.engine.session import _refused
+
+    request = ChatRequest("r", ask("These?", picture("strip.png", 1, (2, 600)), picture("ok.png", 2)), GREEDY)
+    refused = _refused(ValueError("absolute aspect ratio must be smaller than 200, got 300.0"), request)
+    assert isinstance(refused, ImagesRefusedError)
+    assert str(refused).startswith("vLLM's processor refused this request's images (strip.png, ok.png): absolute "
+                                   "aspect ratio must be smaller than 200, got 300.0. Check the images")
+    too_long = _refused(VLLMValidationError("This model's maximum context length is 2048 tokens. However, your "
+                                            "prompt contains 2100 input tokens", parameter="input_tokens"), request)
+    assert isinstance(too_long, PromptTooLongError) and "raise max_model_len" in str(too_long)
