@@ -1,14 +1,47 @@
-"""A search the app did not finish (closed or killed during it: its study kept without an end) is offered at
-the next start, as an unfinished download is: a notice above the regions naming it, and the Tune tab's
-Resume beside it. No engine: the window is built idle."""
+"""The Tune tab against the real search (``TuneRun``), no engine: a search that cannot run is refused with each
+message beside the field it is about, nothing typed lost and no engine command posted; and a search the
+app did not finish (closed or killed during it: its study kept without an end) is offered at the next
+start, as an unfinished download is: a notice above the regions naming it, and the tab's Resume beside it."""
 from __future__ import annotations
 
+import json
+
+from workbench.engine.spec import EngineConfig
+from workbench.model.app_model import AppModel
+from workbench.model.engine_commands import EngineCommands
 from workbench.storage.store import Storage
+from workbench.tune.run import TuneRun
 from workbench.tune.space import default_space
 from workbench.tune.study import SearchStudy
 from workbench.tune.values import Goal, TuneSpec, WorkloadSpec
+from workbench.ui.tune_pane import TunePane
 
 SHUTDOWN_TIMEOUT_S = 120
+
+
+def test_a_refused_search_names_each_cause_beside_its_field(tmp_path, qtbot):
+    model = AppModel(EngineConfig(model="demo", max_model_len=512))
+    posted = []
+    search = TuneRun(model, EngineCommands(model, posted.append), tmp_path / "tune")
+    search.last_start_s = 41.0  # the last engine start, as the search measured it
+    pane = TunePane(search, default_space("0.32.0", "cpu"))
+    qtbot.addWidget(pane)
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(json.dumps({"prompt": "one"}) + "\n{not json\n")
+    form = pane.form
+    form.workload_kind.setCurrentIndex(form.workload_kind.findData("file"))
+    form.file_path.setText(str(prompts))
+    form.budget.setValue(0.5)
+    pane.space.set_range_text("block_size", "16, 32")
+    assert not pane.start()
+    assert "shorter than one engine start here (41 s" in form.problems["budget"].text()
+    assert "prompts.jsonl: line 2" in form.problems["workload"].text()
+    assert "block_size = 16: on CPU vLLM needs a multiple of 32" in pane.space.problem.text()
+    assert "multiple of 32" in pane.space.table.item(pane.space.row_of("block_size"), 2).toolTip()
+    assert not form.problems["general"].isVisible(), form.problems["general"].text()
+    assert posted == [] and not search.running and pane.buttons["start"].isEnabled()
+    assert form.file_path.text() == str(prompts) and pane.space.table.item(pane.space.row_of("block_size"), 2).text() \
+        == "16, 32"  # what the user typed stays
 
 
 def test_an_unfinished_search_is_offered_at_the_next_start(tmp_path, monkeypatch, qtbot):

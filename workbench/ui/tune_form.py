@@ -5,6 +5,7 @@ rate), the sampler, the time budget and the repeats of the verdict. :meth:`TuneF
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
@@ -251,8 +252,8 @@ class TuneForm(QWidget):
             lower = message.lower()
             if any(word in lower for word in BUDGET_WORDS):
                 placed["budget"].append(message)
-            elif (workload.path and workload.path in message) or "workload" in lower or "session" in lower \
-                    or lower.startswith(("line ", "row ")):
+            elif (workload.path and Path(workload.path).name in message) or "workload" in lower \
+                    or "session" in lower or lower.startswith(("line ", "row ")):
                 placed["workload"].append(message)
             elif "goal" in lower or "limit" in lower:
                 placed["goal"].append(message)

@@ -20,6 +20,7 @@ CHANGES_OUTPUTS = "changes outputs: off unless ticked; trials' outputs compared 
 CHANGES_COLOUR, PROBLEM_COLOUR = "#fff3c4", "#fde2e2"
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
 ERROR_STYLE = "color: #9b1c1c;"
+SPACE_WORDS = ("Search space",)  # how the search's checks begin a message about the space
 
 
 class SpaceProblem(ValueError):
@@ -147,8 +148,8 @@ class SpaceTable(QWidget):
         return SearchSpace(tuple(parameters))
 
     def show_problems(self, messages: list[str]) -> list[str]:
-        """Marks the rows whose argument a message names (the rest are left for the caller); returns the
-        messages that named a row."""
+        """Marks the rows whose argument a message names, and lists below the table those and the ones
+        about the space as a whole; returns them (the rest are the caller's)."""
         named = []
         for row, parameter in enumerate(self.parameters):
             own = [m for m in messages if re.search(rf"\b{re.escape(parameter.name)}\b", m)]
@@ -157,7 +158,7 @@ class SpaceTable(QWidget):
             colour = PROBLEM_COLOUR if own else CHANGES_COLOUR if parameter.changes_outputs else ""
             item.setBackground(QBrush(QColor(colour)) if colour else QBrush())
             item.setToolTip("\n".join(own))
-        named = list(dict.fromkeys(named))
+        named = list(dict.fromkeys(named + [m for m in messages if m.startswith(SPACE_WORDS)]))
         self.problem.setText("\n".join(named))
         self.problem.setVisible(bool(named))
         return named
