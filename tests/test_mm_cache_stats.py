@@ -70,11 +70,12 @@ def test_a_servers_multimodal_cache_counters_are_read():
     assert not none_yet.mm_cache_reported, "a server that looked up no image has no cache to plot"
 
 
-def _series(mm_cache_reports: int, mm_values: float) -> StatsSeries:
+def _series(mm_cache_reports: int, mm_values: float, version: int = 20) -> StatsSeries:
     columns = {name: np.linspace(0, 50, 20) for name in COLUMNS}
     columns["t"] = 0.25 * np.arange(20)
     columns["mm_cache_hit_pct"] = np.full(20, mm_values)
-    return StatsSeries(Series(20, MappingProxyType(columns)), StatsTotals(mm_cache_reports=mm_cache_reports))
+    return StatsSeries(Series(version, MappingProxyType(columns)),
+                       StatsTotals(mm_cache_reports=mm_cache_reports, mm_queries=5, mm_hits=3))
 
 
 def _draw_all(view: StatsPlotsView, stats: StatsSeries) -> None:
@@ -90,10 +91,12 @@ def test_the_multimodal_cache_plot_is_laid_out_only_where_the_engine_reports_it(
     _draw_all(view, _series(0, np.nan))
     assert "mm_cache" not in view.plots, "an engine without the cache: no empty plot"
     assert view.pause.shown_version == 20, "the plots shown all drew the series"
-    _draw_all(view, _series(5, 50.0))
+    assert "images" not in view.totals.text()
+    _draw_all(view, _series(5, 50.0, version=21))
     assert "mm_cache" in view.plots and view.all_plots["mm_cache"] in view.graphics.ci.items
     x, y = view.curves["mm_cache_hit_pct"].getData()
     assert len(x) == 20 and np.all(y == 50.0)
+    assert "5 images looked up (3 in the multimodal cache)" in view.totals.text()
     names = list(view.plots)
     assert names.index("mm_cache") == names.index("prefix") + 1, "beside the prefix cache's plot"
     view.clear()

@@ -35,10 +35,12 @@ PREFERRED_WIDTH_PX = 300  # the canvas asks for no more width than a narrow engi
 LEGEND_ALPHA = "a0"  # the legend's background: the plot's, 63 % opaque (the curves show through)
 
 
-def live_curve(plot: pg.PlotItem, colour: str, name: str, width: float = 1.5) -> pg.PlotDataItem:
+def live_curve(plot: pg.PlotItem, colour: str, name: str, width: float = 1.5, dots: bool = False) -> pg.PlotDataItem:
     """A curve for a series that grows: only what is in view is drawn, peaks kept when thinned;
-    NaN (no figure for that point) leaves a gap."""
-    curve = plot.plot(pen=pg.mkPen(colour, width=width), name=name, connect="finite")
+    NaN (no figure for that point) leaves a gap. ``dots``: each point drawn as a dot too, for a series
+    of few points between gaps (a point alone has no line to draw)."""
+    symbol = {"symbol": "o", "symbolSize": 5, "symbolBrush": colour, "symbolPen": None} if dots else {}
+    curve = plot.plot(pen=pg.mkPen(colour, width=width), name=name, connect="finite", **symbol)
     curve.setClipToView(True)
     curve.setDownsampling(auto=True, method="peak")
     return curve
@@ -238,7 +240,9 @@ class KeptCurve:
     :meth:`keep` moves the live curve's points here, a gap before them."""
 
     def __init__(self, plot: pg.PlotItem, live: pg.PlotDataItem):
-        self.curve = plot.plot(pen=live.opts["pen"], connect="finite")
+        dots = {key: live.opts[key] for key in ("symbol", "symbolSize", "symbolBrush", "symbolPen")} \
+            if live.opts.get("symbol") is not None else {}
+        self.curve = plot.plot(pen=live.opts["pen"], connect="finite", **dots)
         self.curve.setClipToView(True)
         self.curve.setDownsampling(auto=True, method="peak")
         self.x, self.y = np.zeros(0), np.zeros(0)

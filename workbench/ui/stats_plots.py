@@ -18,7 +18,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout
 from superqt import QElidingLabel
 
-from workbench.engine.stats import StatsSeries
+from workbench.engine.stats import StatsSeries, StatsTotals
 from workbench.model.engine_status import EngineStatus
 from workbench.ui.live_plot import (
     X_WINDOW_S, EngineMarks, FollowView, KeptCurve, LivePlotsWidget, engine_end_label, fixed_size_text, live_curve, seconds_since,
@@ -42,13 +42,23 @@ PLOTS = {
 }
 # Plots shown only once the engine reports their figures: an engine that does not has no empty plot.
 OPTIONAL_PLOTS = ("mm_cache",)
-PERCENT_PLOTS = ("kv", "prefix", "mm_cache")  # their height is fixed at 100
+# Percentages: their height is fixed, at 100 (a dotted one a little above, so that a dot at 100 % shows whole)
+PERCENT_PLOTS = {"kv": 100.0, "prefix": 100.0, "mm_cache": 105.0}
+DOTTED_COLUMNS = ("mm_cache_hit_pct",)  # a figure only in the bins where an image was looked up: dots show one alone
 
 
 def reports_mm_cache(stats: StatsSeries) -> bool:
     """Whether the engine reported its multimodal cache (a stored series: whether it holds a point of it)."""
     column = stats.series.columns.get("mm_cache_hit_pct")
     return stats.totals.mm_cache_reports > 0 or (column is not None and bool(np.isfinite(column).any()))
+
+
+def totals_text(totals: StatsTotals) -> str:
+    """The line beside the buttons: the engine's totals since it started (images where it looks them up)."""
+    images = (f", {totals.mm_queries:,} images looked up ({totals.mm_hits:,} in the multimodal cache)"
+              if totals.mm_cache_reports else "")
+    return (f"since start: {totals.generation_tokens:,} generated, {totals.prompt_tokens:,} prompt tokens, "
+            f"{totals.preemptions:,} preemptions{images}")
 
 
 class StatsPlotsView(LivePlotsWidget):
@@ -64,7 +74,7 @@ class StatsPlotsView(LivePlotsWidget):
         self.grid = PlotGrid(self.graphics, list(self.plots.values()))
         self.grid.fit(self.width())
         self.marks = EngineMarks(list(self.all_plots.values()))
-        self.view = FollowView(list(self.all_plots.values()), {list(PLOTS).index(n): 100.0 for n in PERCENT_PLOTS})
+        self.view = FollowView(list(self.all_plots.values()), {list(PLOTS).index(n): top for n, top in PERCENT_PLOTS.items()})
         self._x = None
         self._shown = dict.fromkeys(PLOTS, -1)  # plot name -> the series version it shows
         self._next = 0  # the plot whose turn it is
@@ -89,7 +99,7 @@ class StatsPlotsView(LivePlotsWidget):
         for name, (title, unit, curves) in PLOTS.items():
             plot = time_plot(pg.PlotItem(), title, unit)
             for key, legend, colour in curves:
-                self.curves[key] = live_curve(plot, colour, legend)
+                self.curves[key] = live_curve(plot, colour, legend, dots=key in DOTTED_COLUMNS)
                 self.kept[key] = KeptCurve(plot, self.curves[key])
             if first is None:
                 first = plot
@@ -126,13 +136,11 @@ class StatsPlotsView(LivePlotsWidget):
         if not len(stats.series) or self.pause.paused or self._ended_before(stats):
             return False
         self._show_optional(stats)
-        names = list(PLOTS)
-        due = [names[(self._next + offset) % len(names)] for offset in range(len(names))]
-        name = next((name for name in due if name in self.plots and self._shown[name] != stats.version), None)
+        name = self._next_due(stats.version)
         if name is None:
             return False
-        index = names.index(name)
-        self._next = (index + 1) % len(names)
+        index = list(PLOTS).index(name)
+        self._next = (index + 1) % len(PLOTS)
         x = self._x = seconds_since(stats.series, self.time_origin)
         series = stats.series
         columns = PLOTS[name][2]
@@ -144,12 +152,16 @@ class StatsPlotsView(LivePlotsWidget):
         self.view.follow_one(index, x[-1], peak)
         self._shown[name] = stats.version
         if index == 0:
-            totals = stats.totals
-            self._set_totals(f"since start: {totals.generation_tokens:,} generated, {totals.prompt_tokens:,} "
-                             f"prompt tokens, {totals.preemptions:,} preemptions")
+            self._set_totals(totals_text(stats.totals))
         self.pause.shown_version = min(self._shown[name] for name in self.plots)  # the oldest series a plot shows
         self.num_draws += 1
         return True
+
+    def _next_due(self, version: int) -> str | None:
+        """The next plot shown, in turn from the one after the last drawn, that does not show ``version``."""
+        names = list(PLOTS)
+        due = [names[(self._next + offset) % len(names)] for offset in range(len(names))]
+        return next((name for name in due if name in self.plots and self._shown[name] != version), None)
 
     def _ended_before(self, stats: StatsSeries) -> bool:
         """True for the series of an engine that ended at the last mark (still in the mailbox when
