@@ -80,8 +80,8 @@ def test_an_images_blocks_are_its_tables_blocks_at_the_spans_token_range():
     blocks = ImageBlocks()
     assert blocks.update(_with_first_request(_pool()))
     assert blocks.block_ids.tolist() == [10, 11, 12, 13], "tokens 12-31 and 40-59 of blocks of 16"
-    assert [(r, s.mm_hash) for r, s, live in blocks.images_at(11)] == [("r1", "cat")]
-    assert [(r, s.mm_hash) for r, s, live in blocks.images_at(12)] == [("r1", "dog")]
+    assert [(i.request_id, i.span.mm_hash, i.live) for i in blocks.images_at(11)] == [("r1", "cat", True)]
+    assert [(i.request_id, i.span.mm_hash) for i in blocks.images_at(12)] == [("r1", "dog")]
     assert blocks.images_at(14) == [], "the table's last block holds text only"
 
 
@@ -112,7 +112,7 @@ def test_a_second_request_with_the_same_image_shares_its_blocks_still_marked(vie
     assert "Chat 3 · cat.png, tokens 12–31 of the prompt, shared with Chat 2" in text
 
 
-def test_a_finished_requests_image_blocks_stay_marked_while_cached_until_reused(view):
+def test_a_finished_requests_image_blocks_stay_marked_while_cached_reused_by_the_same_image(view):
     mirror = _pool()
     view.show_snapshot(_with_first_request(mirror))
     mirror.apply(_delta(3, False, 64, list(range(10, 15)), [2] * 5, removed=["engine-1"]))
@@ -120,10 +120,16 @@ def test_a_finished_requests_image_blocks_stay_marked_while_cached_until_reused(
     assert hatched_cells(view) == cells_of(view, [10, 11, 12, 13]), "cached: reusable by the same image"
     row, column = divmod(10 // view.grid[0], view.grid[2])
     assert "Chat 2 · cat.png, tokens 12–31 of the prompt (finished; cached" in view.describe_cell(row, column)
+    # a later request with the same picture at the same place takes block 10 from the prefix cache
+    mirror.apply(_delta(4, False, 64, [10, 50], [3, 3], tables=[("engine-2", 0, [10, 50])]))
+    view.show_snapshot(mirror.snapshot({"engine-2": "r2"}, 1.0, image_spans={"r2": (CAT,)}))
+    assert hatched_cells(view) == cells_of(view, [10, 11, 12, 13, 50])
+    assert "Chat 3 · cat.png, tokens 12–31 of the prompt, reused from the prefix cache (Chat 2)" in \
+        view.describe_cell(row, column)
     # block 11 evicted and filled by a request without images: its mark goes, the others stay
-    mirror.apply(_delta(4, False, 64, [11], [3], tables=[("engine-9", 0, [11])]))
-    view.show_snapshot(mirror.snapshot({"engine-9": "r9"}, 1.0))
-    assert hatched_cells(view) == cells_of(view, [10, 12, 13])
+    mirror.apply(_delta(5, False, 64, [11], [3], tables=[("engine-9", 0, [11])]))
+    view.show_snapshot(mirror.snapshot({"engine-2": "r2", "engine-9": "r9"}, 1.0, image_spans={"r2": (CAT,)}))
+    assert hatched_cells(view) == cells_of(view, [10, 12, 13, 50])
     row, column = divmod(11 // view.grid[0], view.grid[2])
     assert "image" not in view.describe_cell(row, column)
 

@@ -12,8 +12,8 @@ not changed since the table was last seen (a block that is evicted and filled ag
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field, replace
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -35,6 +35,17 @@ class _RequestImages:
     block_ids: np.ndarray
     span_of: np.ndarray
     gone_at: int = 0  # the snapshot version from which its table was no longer seen (0: live)
+    reused_from: Mapping[int, str] = field(default_factory=dict)  # block id -> the finished request it was cached by
+
+
+@dataclass(frozen=True)
+class ImageAt:
+    """One image's tokens in a block: whose, which image, and where the block came from."""
+
+    request_id: str
+    span: ImageSpan
+    live: bool  # the request still runs (its table is in the snapshot)
+    reused_from: str = ""  # the finished request whose cached block this one took: a prefix-cache hit
 
 
 def _request_images(table: np.ndarray, spans: tuple[ImageSpan, ...], block_size: int) -> _RequestImages:
@@ -86,9 +97,12 @@ class ImageBlocks:
                 continue
             known = self._live.get(request_id)
             if known is None or known.table is not table or known.spans is not spans:
-                known, changed = _request_images(table, spans, snapshot.block_size), True
                 if self._finished.pop(request_id, None) is not None:  # preempted, then scheduled again
                     self._finished_joined = None
+                images, changed = _request_images(table, spans, snapshot.block_size), True
+                # a new request's prefix-cache hits: blocks a finished request left cached (seen before pruning)
+                reused = known.reused_from if known is not None else self._cached_by_finished(images.block_ids)
+                known = replace(images, reused_from=reused) if reused else images
             live[request_id] = known
         for request_id, gone in self._live.items():
             if request_id not in live:
@@ -113,11 +127,7 @@ class ImageBlocks:
             changed, self._finished_joined = True, None
         if not self._finished:
             return changed
-        if self._finished_joined is None:
-            self._finished_joined = (np.concatenate([gone.block_ids for gone in self._finished.values()]),
-                                     np.concatenate([np.full(len(gone.block_ids), gone.gone_at)
-                                                     for gone in self._finished.values()]))
-        ids, gone_at = self._finished_joined
+        ids, gone_at, _ = self._joined()
         in_pool = ids < snapshot.num_blocks
         keep = np.zeros(len(ids), np.bool_)
         keep[in_pool] = ((_gather(snapshot, "states", ids[in_pool]) == BLOCK_STATE_CACHED)
@@ -135,13 +145,35 @@ class ImageBlocks:
         self._finished_joined = None
         return True
 
-    def images_at(self, block_id: int) -> list[tuple[str, ImageSpan, bool]]:
-        """(request id, span, still running) of each image whose tokens ``block_id`` holds."""
+    def _joined(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The finished requests' block ids, each one's ``gone_at`` and its request's place in ``_finished``."""
+        if self._finished_joined is None:
+            finished = list(self._finished.values())
+            self._finished_joined = (
+                np.concatenate([gone.block_ids for gone in finished]),
+                np.concatenate([np.full(len(gone.block_ids), gone.gone_at) for gone in finished]),
+                np.concatenate([np.full(len(gone.block_ids), place) for place, gone in enumerate(finished)]))
+        return self._finished_joined
+
+    def _cached_by_finished(self, block_ids: np.ndarray) -> dict[int, str]:
+        """Which of ``block_ids`` a finished request left in the prefix cache: block id -> that request."""
+        if not self._finished or not len(block_ids):
+            return {}
+        ids, _, place = self._joined()
+        hit = np.isin(ids, block_ids)
+        if not hit.any():
+            return {}
+        names = list(self._finished)
+        return {int(block): names[int(where)] for block, where in zip(ids[hit], place[hit])}
+
+    def images_at(self, block_id: int) -> list[ImageAt]:
+        """Each image whose tokens ``block_id`` holds."""
         found = []
         for live, requests in ((True, self._live), (False, self._finished)):
             for request_id, images in requests.items():
                 for index in np.flatnonzero(images.block_ids == block_id):
-                    found.append((request_id, images.spans[int(images.span_of[index])], live))
+                    found.append(ImageAt(request_id, images.spans[int(images.span_of[index])], live,
+                                         images.reused_from.get(block_id, "")))
         return found
 
     def describe(self, snapshot: KVSnapshot, blocks: range, owner_name: Callable[[str], str],
@@ -156,16 +188,8 @@ class ImageBlocks:
         block_id = blocks[0]
         owners = {owner_name(r) for r in snapshot.owners_of(block_id)}
         lines = []
-        for request_id, span, live in self.images_at(block_id):
-            label = owner_name(request_id)
-            names = image_names(request_id)
-            name = names[span.index] if span.index < len(names) else f"image {span.index + 1}"
-            line = f"{label} · {name}, tokens {span.offset}–{span.offset + span.length - 1} of the prompt"
-            others = sorted(owners - {label})
-            if others:
-                line += f", shared with {', '.join(others)}"
-            elif not live:
-                line += " (finished; cached for a request with the same image)"
+        for image in self.images_at(block_id):
+            line = _image_line(image, owner_name, image_names, owners)
             if line not in lines:
                 lines.append(line)
         return "image tokens:\n" + "\n".join(lines) if lines else ""
@@ -174,9 +198,27 @@ class ImageBlocks:
         inside = self.block_ids[(self.block_ids >= blocks.start) & (self.block_ids < blocks.stop)]
         if not len(inside):
             return ""
-        labels = sorted({owner_name(request_id) for block_id in inside.tolist()
-                         for request_id, _, _ in self.images_at(block_id)})
+        labels = sorted({owner_name(image.request_id) for block_id in inside.tolist()
+                         for image in self.images_at(block_id)})
         return f"image tokens in {len(inside)} of its blocks: {', '.join(labels)}"
+
+
+def _image_line(image: ImageAt, owner_name: Callable[[str], str], image_names: Callable[[str], tuple[str, ...]],
+                owners: set[str]) -> str:
+    """"Chat 3 · cat.png, tokens 12–31 of the prompt", then who else holds the block or where it came from."""
+    span, label = image.span, owner_name(image.request_id)
+    names = image_names(image.request_id)
+    name = names[span.index] if span.index < len(names) else f"image {span.index + 1}"
+    line = f"{label} · {name}, tokens {span.offset}–{span.offset + span.length - 1} of the prompt"
+    others = sorted(owners - {label})
+    if others:
+        return f"{line}, shared with {', '.join(others)}"
+    if not image.live:
+        return f"{line} (finished; cached for a request with the same image)"
+    if image.reused_from:
+        earlier = owner_name(image.reused_from)
+        return f"{line}, reused from the prefix cache ({'an earlier request' if earlier == label else earlier})"
+    return line
 
 
 def hatch_lines(grid: tuple[int, int, int], block_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
