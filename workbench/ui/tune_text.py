@@ -3,6 +3,7 @@ the verdict as the ratio to vLLM's defaults with its spread."""
 from __future__ import annotations
 
 import html
+import math
 
 from workbench.tune.values import Goal, TrialResult, TuneProgress, Verdict
 from workbench.ui.tune_table import param_text
@@ -25,6 +26,8 @@ def duration_text(seconds: float | None) -> str:
 def goal_value_text(value: float | None, goal: Goal) -> str:
     if value is None:
         return "—"
+    if math.isnan(value):  # a rerun that failed
+        return "failed"
     if goal.kind == "ttft":
         return f"p99 TTFT {value:.3f} s"
     return f"{value:,.1f} {'goodput ' if goal.kind == 'goodput' else ''}tok/s"
@@ -54,7 +57,10 @@ def settings_text(params: dict) -> str:
 
 def verdict_html(verdict: Verdict, goal: Goal) -> str:
     """The winner against vLLM's defaults: the ratio's median and its spread over the paired repeats,
-    the values each repeat measured, the settings, and the search's own words."""
+    the values each repeat measured and the settings; the search's own words where there is no ratio
+    (no rerun pair completed) or where reruns failed."""
+    if math.isnan(verdict.ratio_median):
+        return f"<b style='color:{WORSE_COLOUR}'>{html.escape(verdict.text)}</b>"
     colour = BETTER_COLOUR if verdict.ratio_median >= 1.0 and verdict.goal_met else WORSE_COLOUR
     repeats = len(verdict.best_values)
     headline = (f"<b style='color:{colour}'>{verdict.ratio_median:.2f}× the defaults</b> "
@@ -64,6 +70,6 @@ def verdict_html(verdict: Verdict, goal: Goal) -> str:
     values = ("Best: " + ", ".join(goal_value_text(v, goal) for v in verdict.best_values)
               + " · defaults: " + ", ".join(goal_value_text(v, goal) for v in verdict.default_values))
     parts = [headline, html.escape(values), "Settings: " + html.escape(settings_text(verdict.best_params))]
-    if verdict.text:
+    if "failed" in verdict.text:
         parts.append(html.escape(verdict.text))
     return "<br>".join(parts)

@@ -1,0 +1,59 @@
+"""Tools > Tune… in the app's window with the real engine: a two-trial search on the demo model started
+from the Tune tab, its trials run on the window's own engine (the heatmap shows them), the table and the
+plot filled as they end, the verdict's ratio shown, the serve line copied, the user's engine back after."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
+
+from chat_driver import ENGINE_START_TIMEOUT_MS
+
+pytestmark = pytest.mark.slow  # trials are engine starts: five here (two trials, two reruns, the user's back)
+
+SEARCH_TIMEOUT_MS = 5 * ENGINE_START_TIMEOUT_MS
+
+
+def small_search(pane, name: str) -> None:
+    """Eight short generated requests, two trials (vLLM's defaults, then the next setting), one rerun each."""
+    form = pane.form
+    form.workload_kind.setCurrentIndex(form.workload_kind.findData("generated"))
+    for key, value in (("num_requests", 8), ("prompt_tokens_mean", 24), ("prompt_tokens_spread", 4),
+                       ("output_tokens_mean", 8), ("output_tokens_spread", 0)):
+        form.gen[key].setValue(value)
+    form.max_trials.setValue(2)
+    form.repeats.setValue(1)
+    form.budget.setValue(60)
+    form.name.setText(name)
+
+
+@pytest.mark.timeout(1800)  # five engine starts, each up to minutes on a busy 2-core machine
+def test_a_two_trial_search_from_the_tune_tab_fills_its_table(window, qtbot):
+    user_config = window.model.config
+    pane = window.tune.show_tab()
+    assert window.panes.currentWidget() is pane and window.panes.tabText(window.panes.indexOf(pane)) == "Tune"
+    small_search(pane, f"window-search-{time.time_ns()}")
+    qtbot.mouseClick(pane.buttons["start"], Qt.LeftButton)
+    assert pane.running, pane.message.text()
+    assert not pane.buttons["start"].isEnabled() and pane.buttons["stop"].isEnabled()
+    # the trial's engine is the window's: its heatmap draws the trial's requests
+    qtbot.waitUntil(lambda: pane.trials.rowCount() >= 1 and window.heatmap.snapshot is not None
+                    and window.heatmap.snapshot.num_in_use > 0, timeout=ENGINE_START_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: not pane.running, timeout=SEARCH_TIMEOUT_MS)
+    trials = pane.trials.trials
+    assert [t.number for t in trials] == [0, 1], [(t.number, t.state, t.error) for t in trials]
+    assert trials[0].state == "complete", trials[0].error
+    assert pane.trials.cell(trials[0], 0) == "0 (defaults)"
+    tok_s_column = pane.trials.headers().index("Output tok/s")
+    assert float(pane.trials.cell(trials[0], tok_s_column).replace(",", "")) > 0
+    assert pane.plot.num_points == 2
+    assert "× the defaults" in pane.verdict_label.text(), pane.message.text()
+    assert pane.progress.format() == "Finished"
+    line = pane.copy_serve_line()
+    assert line.startswith("vllm serve") and QApplication.clipboard().text() == line
+    # the user's own engine again (the search's last start), on their configuration, which trials never changed
+    model = window.model
+    qtbot.waitUntil(lambda: model.engine.settled(model.latest_start_id), timeout=ENGINE_START_TIMEOUT_MS)
+    assert model.engine.ready and model.config == user_config, model.engine.message
