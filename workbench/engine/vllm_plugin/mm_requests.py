@@ -41,9 +41,8 @@ def process_request(engine, request_id: str, prompt: dict, params, priority: int
     ``process_inputs``: its ``ValueError`` names a prompt that is too long."""
     processor = _input_processor(engine)
     renderer = getattr(processor, "renderer", None)
-    if renderer is not None and hasattr(renderer, "render_cmpl"):
-        from vllm.renderers.inputs.preprocess import parse_model_prompt
-
+    parse_model_prompt = _prompt_parser()
+    if renderer is not None and hasattr(renderer, "render_cmpl") and parse_model_prompt is not None:
         (prompt,) = renderer.render_cmpl([parse_model_prompt(engine.model_config, prompt)])
         placed = (prompt.get("mm_placeholders") or {}).get("image") or ()
         check_length(len(prompt.get("prompt_token_ids") or ()), sum(int(p.length) for p in placed))
@@ -52,6 +51,15 @@ def process_request(engine, request_id: str, prompt: dict, params, priority: int
     spans = tuple(ImageSpan(index, int(f.mm_position.offset), int(f.mm_position.length), str(f.identifier or ""))
                   for index, f in enumerate(features))
     return request, spans
+
+
+def _prompt_parser():
+    """0.32 and 0.33's ``parse_model_prompt``; None where the version renders inside ``process_inputs``."""
+    try:
+        from vllm.renderers.inputs.preprocess import parse_model_prompt
+    except ImportError:
+        return None
+    return parse_model_prompt
 
 
 def is_too_long(exc: Exception) -> bool:
