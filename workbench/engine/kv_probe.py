@@ -2,14 +2,15 @@
 
 The plugin's ``workbench_kv_delta`` answers with what changed since the version the client holds;
 the probe sends the call without waiting (see ``vllm_plugin.utility_call``), applies the delta to
-its mirror when it arrives, and hands out immutable snapshots.
+its mirror when it arrives, and hands out immutable snapshots, with the session's image spans of the
+requests whose tables they hold.
 """
 from __future__ import annotations
 
 import time
 
 from workbench.engine.vllm_plugin.utility_call import request_utility
-from workbench.engine.kv_snapshot import NO_IMAGE_SPANS, KVPoolMirror, KVSnapshot, scan_matches
+from workbench.engine.kv_snapshot import KVPoolMirror, KVSnapshot, scan_matches
 
 
 class LocalKVProbe:
@@ -41,7 +42,7 @@ class LocalKVProbe:
         problems = tuple(scan_matches(self.mirror, delta["scan"])) if checked else None
         return self.mirror.snapshot(id_map, (received - started) * 1e3, scan_problems=problems,
                                     client_since=received, transport_ms=_transport_ms(future, delta),
-                                    image_spans=getattr(self.session, "image_spans", NO_IMAGE_SPANS))
+                                    image_spans=self.session.image_spans)
 
     def reset(self) -> None:
         """Forgets the pool: the next snapshot is a full resync."""
