@@ -196,3 +196,24 @@ def test_the_panel_applies_it_on_a_vision_model_and_plans_its_images(qtbot, demo
     assert applied(qtbot, panel) and restarts == [1]
     config = panel.model.config
     assert config.option("limit_mm_per_prompt") == {"image": 5} and config.option("mm_processor_cache_gb") == 1
+
+
+def test_the_panel_edits_a_table_value_for_this_platform(qtbot, demo_folders):
+    from test_presets import preset_panel, values_row
+
+    panel = preset_panel(qtbot, read_model_facts(demo_folders["idefics3"]), [])
+    panel.choose("multimodal")
+    for key, typed, written in (
+            ("limit_mm_per_prompt", '{"image": 3}', {"image": 3}),
+            ("mm_processor_kwargs", '{"max_pixels": 100352}',
+             {"cpu": {"max_pixels": 100352}, "cuda": {"max_pixels": 1003520, "min_pixels": 3136}})):
+        editor = panel.values.cellWidget(values_row(panel, key), 1)
+        assert editor.text().startswith("{"), "shown as JSON"
+        editor.setText(typed)
+        editor.editingFinished.emit()
+        assert panel.document.engine()[key] == written, key
+    assert panel.resolved.config.option("limit_mm_per_prompt") == {"image": 3}
+    assert panel.resolved.config.option("mm_processor_kwargs") == {"max_pixels": 100352}
+    text = panel.document.text()
+    assert "limit_mm_per_prompt = {image = 3}" in text and "# Up to 5 images a prompt" in text, "inline, comments kept"
+    assert "3 images at longest edge 112: 102 tokens" in panel.capacity.text()

@@ -18,7 +18,7 @@ import tomlkit
 from workbench.presets.checks import check_tensor_parallel
 from workbench.presets.command_out import PYTHON, SERVE, SWIFT, YAML
 from workbench.presets.command_text import CommandTextError, looks_like_python, looks_like_yaml, shell_words, split_blocks
-from workbench.presets.document import PresetDocument
+from workbench.presets.document import PresetDocument, inline
 from workbench.presets.import_result import (  # noqa: F401 (the kinds, for the dialog and the tests)
     ASK, CHECK, NON_OPTION, NOTE, VALUE, ImportedCommand, ImportMessage, engine_args,
 )
@@ -144,12 +144,3 @@ def reads_images(tables: dict) -> bool:
     pixels = set(tables.get("mm_processor_kwargs") or {}) & {"max_pixels", "min_pixels"}
     return bool(pixels) or (isinstance(count, int) and count > 0)
 
-
-def inline(value):
-    """A dict as a TOML inline table (``{ image = 5 }``), nested ones too."""
-    if not isinstance(value, dict):
-        return value
-    table = tomlkit.inline_table()
-    for key, item in value.items():
-        table[key] = inline(item)
-    return table

@@ -45,6 +45,16 @@ def is_platform_table(value) -> bool:
     return isinstance(value, dict) and bool(value) and all(key in TABLE_KEYS for key in value)
 
 
+def inline(value):
+    """A dict as a TOML inline table (``{ image = 5 }``), nested ones too; other values as they are."""
+    if not isinstance(value, dict):
+        return value
+    table = tomlkit.inline_table()
+    for key, item in value.items():
+        table[key] = inline(item)
+    return table
+
+
 def plain(value):
     """A tomlkit item as a plain Python value (tables as dicts)."""
     return value.unwrap() if hasattr(value, "unwrap") else value
@@ -88,10 +98,11 @@ class PresetDocument:
         return plain(self.doc.get("origin", {})) or {}
 
     def set_engine_value(self, key: str, value) -> None:
-        """Sets one engine value; the comment lines above it stay."""
+        """Sets one engine value (a table inline, as the shipped files write them); the comment lines above
+        it stay."""
         if "engine" not in self.doc:
             self.doc["engine"] = tomlkit.table()
-        self.doc["engine"][key] = value
+        self.doc["engine"][key] = inline(value)
 
     def set_name(self, name: str) -> None:
         if "preset" not in self.doc:
