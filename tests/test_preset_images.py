@@ -112,7 +112,7 @@ def test_bad_image_settings_are_refused_naming_the_fix(facts, engine, expected):
 
 
 def test_a_table_that_names_a_platform_and_something_else_is_refused_on_reading():
-    with pytest.raises(PresetFileError, match="per-platform values take the keys cpu, cpu_avx512 and cuda, not 'image'"):
+    with pytest.raises(PresetFileError, match="per-platform values take the keys cpu, cpu_avx512 and cuda, not 'imag"):
         parse_preset(b'[engine]\nlimit_mm_per_prompt = { cpu = 2, image = 5 }\n', "t.toml")
     with pytest.raises(PresetFileError, match="needs_vision_model = 'yes': true or false"):
         parse_preset(b'[preset]\nneeds_vision_model = "yes"\n', "t.toml")

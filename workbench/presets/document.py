@@ -152,7 +152,8 @@ def check_structure(doc, path: str) -> None:
                                     f"and at most 1 (e.g. 0.5 for half the card)", key="preset.gpu_memory_budget")
     vision = plain(doc.get("preset", {}).get("needs_vision_model", False))
     if not isinstance(vision, bool):
-        raise PresetFileError(path, f"preset.needs_vision_model = {vision!r}: true or false", key="preset.needs_vision_model")
+        raise PresetFileError(path, f"preset.needs_vision_model = {vision!r}: true or false",
+                              key="preset.needs_vision_model")
     for key, value in plain(doc.get("engine", {})).items():
         if isinstance(value, dict) and any(k in TABLE_KEYS for k in value) and not is_platform_table(value):
             other = sorted(set(value) - set(TABLE_KEYS))[0]

@@ -56,8 +56,8 @@ class ImageProcessorFacts:
             changes["min_pixels"] = kwargs.get("min_pixels", size.get("shortest_edge", self.min_pixels))
         else:
             changes["longest_edge"] = size.get("longest_edge", self.longest_edge)
-            tile = kwargs.get("max_image_size")
-            changes["tile_size"] = tile.get("longest_edge", self.tile_size) if isinstance(tile, dict) else self.tile_size
+            tile = kwargs.get("max_image_size") if isinstance(kwargs.get("max_image_size"), dict) else {}
+            changes["tile_size"] = tile.get("longest_edge", self.tile_size)
             changes["do_image_splitting"] = bool(kwargs.get("do_image_splitting", self.do_image_splitting))
         return replace(self, **{k: int(v) if k != "do_image_splitting" else v for k, v in changes.items()})
 
