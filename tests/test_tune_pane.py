@@ -114,6 +114,9 @@ def test_the_form_reads_as_the_spec_the_search_starts_with(pane):
     assert (spec.goal.kind, spec.goal.ttft_p99_limit_s, spec.goal.itl_p99_limit_ms) == ("goodput", 1.5, 40)
     assert (spec.sampler, spec.time_budget_s, spec.repeats) == ("nsga2", 720, 3)
     assert not pane.buttons["start"].isEnabled() and pane.buttons["stop"].isEnabled()
+    assert pane.setup_area.isHidden() and "16 generated requests" in pane.summary.text()  # the results take the room
+    pane.setup_button.click()
+    assert not pane.setup_area.isHidden() and pane.summary.isHidden()
     pane.stop()
     assert pane.tune.stopped
 
@@ -150,7 +153,10 @@ def test_trials_are_drawn_and_tabled_as_they_end_and_the_verdict_shown(pane):
     search.progress_changed.emit(TuneProgress(4, None, 60.0, 240.0, best, (1, 3), 4, "Trial 4: starting the engine"))
     assert pane.trials.rowCount() == 4 and pane.plot.num_points == 4
     assert pane.plot.front == (1, 3)
-    assert pane.trials.cell(pane.trials.trials[2], pane.trials.columnCount() - 1).startswith("the engine did not start")
+    failed_row = pane.trials.trials[2]
+    assert pane.trials.cell(failed_row, pane.trials.columnCount() - 1).startswith("the engine did not start")
+    assert pane.trials.data(pane.trials.index(2, 1), Qt.ToolTipRole).startswith("Trial 2 failed: the engine")
+    assert pane.trials.cell(failed_row, pane.trials.headers().index("Output tok/s")) == ""  # nothing measured
     assert "4 trials done" in pane.progress.format() and "4 min 00 s left" in pane.progress.format()
     assert "trial 3" in pane.progress.format() and pane.phase.text() == "Trial 4: starting the engine"
     verdict = Verdict(3, {"max_num_seqs": 64}, (1500, 1480, 1520), (1000, 1010, 990), 1.5, 1.46, 1.54, "")

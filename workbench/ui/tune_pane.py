@@ -23,7 +23,7 @@ from workbench.ui.tune_form import ERROR_STYLE, TuneForm
 from workbench.ui.tune_plot import TunePlot
 from workbench.ui.tune_space import SpaceProblem, SpaceTable
 from workbench.ui.tune_table import TrialTableModel, trials_view
-from workbench.ui.tune_text import progress_text, verdict_html
+from workbench.ui.tune_text import duration_text, progress_text, verdict_html
 
 PROGRESS_STEPS = 1000
 
@@ -64,6 +64,10 @@ class TunePane(QWidget):
             button = QPushButton(text, objectName=f"tune{key.capitalize()}Button")
             button.clicked.connect(lambda _=False, s=slot: s())
             self.buttons[key] = button
+        self.setup_button = QPushButton("Setup", objectName="tuneSetupButton", checkable=True, checked=True)
+        self.setup_button.setToolTip("Show or hide the workload, goal and search space")
+        self.setup_button.toggled.connect(self._on_setup_button_toggled)
+        self.summary = QLabel(objectName="tuneSummary", wordWrap=True, visible=False)
         self.resumable = QComboBox(objectName="tuneResumable")
         self.progress = QProgressBar(objectName="tuneProgress", maximum=PROGRESS_STEPS, textVisible=True)
         self.progress.setFormat("No search yet")
@@ -92,8 +96,8 @@ class TunePane(QWidget):
         self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 2)
         row = QHBoxLayout()
-        for key in ("start", "stop"):
-            row.addWidget(self.buttons[key])
+        for widget in (self.buttons["start"], self.buttons["stop"], self.setup_button):
+            row.addWidget(widget)
         row.addStretch(1)
         for widget in (self.resumable, self.buttons["resume"], self.buttons["preset"], self.buttons["serve"]):
             row.addWidget(widget)
@@ -101,6 +105,7 @@ class TunePane(QWidget):
         layout.addLayout(row)
         layout.addWidget(self.progress)
         layout.addWidget(self.phase)
+        layout.addWidget(self.summary)
         layout.addWidget(self.splitter, 1)
         layout.addWidget(self.verdict_label)
         layout.addWidget(self.message)
@@ -155,8 +160,18 @@ class TunePane(QWidget):
             return
         self.form.set_enabled_while_running(True)
         self.space.setEnabled(False)
-        self.splitter.setSizes([1, 4 * max(self.splitter.height(), 400)])  # the results take the room
+        self.setup_button.setChecked(False)  # the results take the room; the setup is a click away
         self._update_buttons()
+
+    def _on_setup_button_toggled(self, shown: bool) -> None:
+        """The setup shown, or in its place one line saying what the search shown runs."""
+        self.setup_area.setVisible(shown)
+        spec = self.spec
+        self.summary.setVisible(not shown and spec is not None)
+        if spec is not None:
+            self.summary.setText(f"{spec.name}: {spec.workload.describe()} · {spec.goal.describe()} · "
+                                 f"{spec.sampler.upper()} · budget {duration_text(spec.time_budget_s)} · "
+                                 f"{len(spec.space.searched())} settings searched")
 
     def stop(self) -> None:
         """Stops after the running trial's measure: what was measured stays in the table."""

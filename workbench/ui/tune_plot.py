@@ -61,6 +61,8 @@ class TunePlot(QWidget):
         plot.setLabel("left", "output tok/s", **{"font-size": size})
         plot.setLabel("bottom", "p99 TTFT, s", **{"font-size": size})
         plot.getAxis("left").setWidth(LEFT_AXIS_PX + 8)
+        for side in ("left", "bottom"):  # seconds stay seconds: no "(x0.001)" rescaling of the axis
+            plot.getAxis(side).enableAutoSIPrefix(False)
         plot.showGrid(x=True, y=True, alpha=0.15)
         self.front_curve = plot.plot(pen=pg.mkPen(FRONT_COLOUR, width=2))
         self.trials_item = self._scatter(TRIAL_COLOUR, "o")

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 from workbench.tune.values import TrialResult
 
 # (key, header, format): keys are TrialResult's flat names; the settings' columns follow them
-FIGURE_COLUMNS = (("goal_value", "Goal", "{:,.3g}"), ("output_tokens_per_s", "Output tok/s", "{:,.1f}"),
+FIGURE_COLUMNS = (("goal_value", "Goal", "goal"), ("output_tokens_per_s", "Output tok/s", "{:,.1f}"),
                   ("goodput_tokens_per_s", "Goodput tok/s", "{:,.1f}"), ("ttft_p50_s", "TTFT p50 s", "{:.3f}"),
                   ("ttft_p99_s", "TTFT p99 s", "{:.3f}"), ("itl_p99_ms", "ITL p99 ms", "{:.1f}"),
                   ("num_requests_done", "Done", "{:,}"), ("duration_s", "Took s", "{:.1f}"),
@@ -25,6 +25,11 @@ def param_text(value) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
+
+
+def goal_text(value: float) -> str:
+    """A goal's figure whatever its unit: tok/s in whole numbers, seconds to three figures."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 class TrialTableModel(QAbstractTableModel):
@@ -57,8 +62,8 @@ class TrialTableModel(QAbstractTableModel):
         trial = self.trials[index.row()]
         if role == Qt.DisplayRole:
             return self.cell(trial, index.column())
-        if role == Qt.ToolTipRole and index.column() == self.columnCount() - 1 and trial.error:
-            return trial.error
+        if role == Qt.ToolTipRole and trial.error:  # why it failed, wherever the pointer is on its row
+            return f"Trial {trial.number} failed: {trial.error}"
         if role == Qt.ForegroundRole:
             colour = STATE_COLOURS.get(trial.state) or (DEFAULTS_COLOUR if trial.number == 0 else None)
             return QBrush(QColor(colour)) if colour else None
@@ -83,9 +88,10 @@ class TrialTableModel(QAbstractTableModel):
             return param_text(trial.params[name]) if name in trial.params else "default"
         key, _, pattern = FIGURE_COLUMNS[column - 2]
         value = getattr(trial, key)
-        if trial.state != "complete" and key not in ("engine_start_s", "duration_s") or value is None:
-            return ""
-        return pattern.format(value)
+        timing = key in ("engine_start_s", "duration_s")  # a failed trial's too, where it got that far
+        if value is None or (timing and not value) or (not timing and trial.state != "complete"):
+            return ""  # nothing measured
+        return goal_text(value) if pattern == "goal" else pattern.format(value)
 
     def set_param_names(self, names: list[str]) -> None:
         self.beginResetModel()
