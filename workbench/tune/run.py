@@ -65,9 +65,15 @@ class TuneRun:
     def running(self) -> bool:
         return self.phase in ("search", "verdict")
 
-    def start(self, spec: TuneSpec) -> None:
+    def _refuse_while_busy(self) -> None:
         if self.running:
             raise TuneRefused(["A search is running: stop it before starting another."])
+        if self.model.num_in_flight() or any(r.state == "running" for r in self.model.batch_runs.values()):
+            raise TuneRefused(["The engine is answering a reply or a batch run, and each trial restarts it: let "
+                               "them finish (or pause the batch run), then start the search."])
+
+    def start(self, spec: TuneSpec) -> None:
+        self._refuse_while_busy()
         if not spec.name:
             spec = replace(spec, name=time.strftime("search %Y-%m-%d %H.%M.%S"))
         elif spec.name in study_names(self.folder):
@@ -84,8 +90,7 @@ class TuneRun:
         self._begin(SearchStudy.create(self.folder, spec), workload)
 
     def resume(self, name: str) -> None:
-        if self.running:
-            raise TuneRefused(["A search is running: stop it before resuming another."])
+        self._refuse_while_busy()
         study = SearchStudy.load(self.folder, name)
         spec = study.spec
         self._begin(study, build_workload(spec.workload, spec.goal, self.model.config.max_model_len, self.database))

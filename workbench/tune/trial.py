@@ -62,7 +62,9 @@ class TrialRun:
         elif status.state is EngineState.READY and self.state == "starting":
             self._send()
         elif status.state is EngineState.FAILED:
-            self._end(f"the engine did not start: {status.message}")
+            said = status.message
+            self._end(said if said.lower().startswith("the engine did not start") else
+                      f"The engine did not start: {said}")
         elif status.state in (EngineState.DIED, EngineState.STOPPED):
             self._end(f"the engine stopped during the trial: {status.message}")
 
