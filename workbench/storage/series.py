@@ -4,7 +4,7 @@ drawn again. No Qt.
 :class:`SeriesRecorder` takes the engine's published :class:`~workbench.engine.stats.StatsSeries`
 (the window hands it the latest it read, a few times a second), keeps the points it has not seen,
 and every :data:`CHUNK_S` seconds puts them on the writer's queue as one record: a chunk of float64
-rows, 104 bytes a point (13 columns, 4 points a second: about 1.5 MB an hour of engine time), one
+rows, 112 bytes a point (14 columns, 4 points a second: about 1.6 MB an hour of engine time), one
 insert per chunk. Times are stored as ``time.time()`` seconds.
 
 A second recorder keeps the memory panel's series (:data:`MEMORY_COLUMNS`, 64 bytes a point) in the
