@@ -58,6 +58,7 @@ class TuneRun:
         self._restore = None  # the configuration to start again after the search (None: leave it)
         self._last_progress_s = 0.0
         self._phase_text = ""
+        self._checked = None  # (spec, base configuration, workload) of the last check that found no problem
         model.engine_changed.connect(self._on_model_engine_changed)
 
     # ------------------------------------------------------------------ the window's face
@@ -72,12 +73,11 @@ class TuneRun:
             raise TuneRefused(["The engine is answering a reply or a batch run, and each trial restarts it: let "
                                "them finish (or pause the batch run), then start the search."])
 
-    def start(self, spec: TuneSpec) -> None:
-        self._refuse_while_busy()
-        if not spec.name:
-            spec = replace(spec, name=time.strftime("search %Y-%m-%d %H.%M.%S"))
-        elif spec.name in study_names(self.folder):
-            raise TuneRefused([f"A search named {spec.name!r} exists: choose another name, or resume it."])
+    def check(self, spec: TuneSpec) -> list[str]:
+        """Every reason ``spec`` cannot run, each naming its fix ([] when it can): the space's values against
+        vLLM (in the presets' checking process), the budget, the workload (a file read whole). Blocks for
+        seconds the first time: the window calls it on a worker thread, then :meth:`start` with the same spec
+        (which then does not check again)."""
         start_s = self.last_start_s if self.last_start_s is not None else checks.stored_start_s(self.database)
         problems = checks.spec_problems(spec, self.model.config, start_s)
         workload = None
@@ -85,8 +85,23 @@ class TuneRun:
             workload = build_workload(spec.workload, spec.goal, self.model.config.max_model_len, self.database)
         except TuneRefused as refused:
             problems += list(refused.messages)
-        if problems:
-            raise TuneRefused(problems)
+        self._checked = (spec, self.model.config, workload) if not problems else None
+        return problems
+
+    def start(self, spec: TuneSpec) -> None:
+        """Starts the search (on the GUI thread); TuneRefused names what stops it."""
+        self._refuse_while_busy()
+        if spec.name and spec.name in study_names(self.folder):
+            raise TuneRefused([f"A search named {spec.name!r} exists: choose another name, or resume it."])
+        checked = self._checked
+        if checked is None or checked[:2] != (spec, self.model.config):
+            problems = self.check(spec)
+            if problems:
+                raise TuneRefused(problems)
+        workload = self._checked[2]
+        self._checked = None
+        if not spec.name:
+            spec = replace(spec, name=time.strftime("search %Y-%m-%d %H.%M.%S"))
         self._begin(SearchStudy.create(self.folder, spec), workload)
 
     def resume(self, name: str) -> None:

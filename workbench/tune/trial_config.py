@@ -2,8 +2,10 @@
 ``EngineArgs`` (through the presets' checks) before a search starts."""
 from __future__ import annotations
 
+import tomlkit
+
 from workbench.engine.spec import EngineConfig
-from workbench.presets.checks import check_name, check_on_machine, check_value
+from workbench.presets.document import PresetDocument
 from workbench.presets.machine import Machine
 from workbench.presets.model_facts import ModelFacts
 from workbench.tune.space import engine_value
@@ -33,24 +35,29 @@ def config_problem(config: EngineConfig) -> str:
 
 
 def space_problems(space: SearchSpace, machine: Machine, facts: ModelFacts | None) -> list[str]:
-    """Each searched value vLLM's ``EngineArgs`` (or this machine) rejects, named with its fix; [] for none."""
-    from workbench.engine.vllm_plugin.engine_args import engine_arg_types
+    """Each searched value vLLM's ``EngineArgs`` (or this machine) rejects, named with its fix; [] for none.
+    The values go to the presets' checking process as presets (vLLM is imported there, not here): the
+    k-th preset holds each parameter's k-th value (the ends of a range, each choice). Blocks the caller."""
+    from workbench.presets.check_process import check_in_process
 
-    args = engine_arg_types()
-    problems = []
+    problems, values = [], {}
     for parameter in space.searched():
-        found = check_name(parameter.name, parameter.values_to_check(), args)
-        if found is None and parameter.kind in ("int", "float") and parameter.low > parameter.high:
+        if parameter.kind in ("int", "float") and parameter.low > parameter.high:
             problems.append(f"Search space: {parameter.name} runs from {parameter.low} to {parameter.high}: "
                             "its low end must not be above its high end.")
             continue
-        for value in () if found is not None else parameter.values_to_check():
-            value = engine_value(parameter.name, value)
-            found = (check_value(parameter.name, value, args[parameter.name]) if value is not None else None) \
-                or check_on_machine(parameter.name, value, machine, facts)
-            if found is not None:
-                break
-        if found is not None:
-            problems.append(f"Search space: {found.message} Change the range or the choices, or untick "
-                            f"{parameter.name}.")
-    return problems
+        # vLLM's default (None) needs no check; a dict (speculative_config) is one value, not a platform table
+        kept = [v for v in map(lambda v: engine_value(parameter.name, v), parameter.values_to_check())
+                if v is not None and not isinstance(v, dict)]
+        values[parameter.name] = kept or [None]
+    found = {}
+    for k in range(max((len(v) for v in values.values()), default=0)):
+        document = PresetDocument(tomlkit.document())
+        for name, kept in values.items():
+            value = kept[min(k, len(kept) - 1)]
+            if value is not None and name not in found:
+                document.set_engine_value(name, value)
+        for problem in check_in_process(document, machine, facts)[0]:
+            found.setdefault(problem.key.removeprefix("engine."), problem)
+    return problems + [f"Search space: {problem.message} Change the range or the choices, or untick {name}."
+                       for name, problem in found.items()]
