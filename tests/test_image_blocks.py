@@ -152,3 +152,26 @@ def test_hatch_lines_cross_each_marked_cell_once():
     grid = grid_shape(1000)
     x, y = hatch_lines(grid, np.array([3, 3, 7]))
     assert len(x) == len(y) == 2 * 6, "three segments, two points each, for each of two cells"
+
+
+def test_the_reports_heatmap_picture_hatches_running_image_blocks():
+    from PySide6.QtGui import QImage
+
+    from workbench.export.report import PICTURE_SCALE
+    from workbench.ui.heatmap_picture import GRID_ASPECT, MARGIN_PX, heatmap_caption, heatmap_png
+    from workbench.ui.live_plot import window_font
+
+    snapshot = _with_first_request(_pool(1024))
+    image = QImage.fromData(heatmap_png(snapshot, window_font()))
+    _, rows, columns = grid_shape(1024, aspect=GRID_ASPECT)
+    margin = MARGIN_PX * PICTURE_SCALE
+    cell = (image.width() - 2 * margin) // columns
+
+    def dark_pixels(block: int) -> int:
+        row, column = divmod(block, columns)
+        return sum(max(image.pixelColor(margin + column * cell + dx, margin + row * cell + dy).getRgb()[:3]) < 60
+                   for dx in range(1, cell - 1) for dy in range(1, cell - 1))
+
+    assert dark_pixels(11) > cell, "an image block: hatched"
+    assert dark_pixels(14) == 0, "the same state, text only: not hatched"
+    assert "Hatched: the 4 blocks holding images' tokens." in heatmap_caption(snapshot)
