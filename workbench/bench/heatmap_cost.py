@@ -1,8 +1,8 @@
 """What one heatmap frame costs the GUI thread: ``heatmap_image`` on a pool of the given size, with
 about 2 % of its blocks changed since the previous frame, and the image marks' update
-(``ImageBlocks.update``) with 256 image requests running and 512 finished ones' blocks cached. No Qt (the image is computed in the engine
-layer, as the GUI thread computes it) and no engine: the cost depends on the pool's size, not on which
-model filled it.
+(``ImageBlocks.update``) with 256 image requests running and 512 finished ones' blocks cached. No Qt
+(the image is computed in the engine layer, as the GUI thread computes it) and no engine: the cost
+depends on the pool's size, not on which model filled it.
 """
 from __future__ import annotations
 
@@ -71,7 +71,8 @@ def image_marks_cost(num_blocks: int, frames: int, num_running: int = 256, num_f
     marks = ImageBlocks()
     marks.update(mirror.snapshot({}, 0.0, image_spans=spans))
     done = used[:12 * num_finished]
-    mirror.apply(_delta(3, False, num_blocks, done, np.full(done.size, 2), removed=[r for r, _ in tables[:num_finished]]))
+    finished = [request_id for request_id, _ in tables[:num_finished]]
+    mirror.apply(_delta(3, False, num_blocks, done, np.full(done.size, 2), removed=finished))
     marks.update(mirror.snapshot({}, 0.0, image_spans=spans))
     times = []
     for version in range(4, 4 + frames):

@@ -74,7 +74,8 @@ class StatsPlotsView(LivePlotsWidget):
         self.grid = PlotGrid(self.graphics, list(self.plots.values()))
         self.grid.fit(self.width())
         self.marks = EngineMarks(list(self.all_plots.values()))
-        self.view = FollowView(list(self.all_plots.values()), {list(PLOTS).index(n): top for n, top in PERCENT_PLOTS.items()})
+        fixed_tops = {list(PLOTS).index(name): top for name, top in PERCENT_PLOTS.items()}
+        self.view = FollowView(list(self.all_plots.values()), fixed_tops)
         self._x = None
         self._shown = dict.fromkeys(PLOTS, -1)  # plot name -> the series version it shows
         self._next = 0  # the plot whose turn it is

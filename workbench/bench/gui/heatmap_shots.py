@@ -7,8 +7,9 @@ writes ``heatmap-images.png``: a first chat asked about two pictures has finishe
 image tokens' blocks still hatched); a second chat sends the first picture again and is still answering,
 the heatmap following it (Follow chat): its image blocks are the first chat's, reused from the prefix
 cache, hatched; below, the plots scrolled to the multimodal cache's hit rate (the first chat's two
-images looked up and missed, the second's found). Prints the hover of the second chat's first image block. The pictures are drawn here with Pillow, in a temporary folder, and attached
-through the chat pane's own Attach image… path.
+images looked up and missed, the second's found). Prints the hover of the second chat's first image
+block. The pictures are drawn here with Pillow, in a temporary folder, and attached through the chat
+pane's own Attach image… path.
 """
 from __future__ import annotations
 
