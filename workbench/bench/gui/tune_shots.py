@@ -1,0 +1,81 @@
+"""Offscreen pictures of Tools > Tune… for the docs, a real search on the demo model through the app's
+window, on this machine as it is:
+
+    python -m workbench.bench.gui.tune_shots docs [--trials 6] [--repeats 2]
+
+writes ``tune-running.png`` (the Tune tab mid-search: the progress bar with trials done, time left and the
+best so far, the plot's points and Pareto front, the table, and the engine region's heatmap and plots on
+the running trial's requests) and ``tune-result.png`` (the finished search: every trial in the table, the
+verdict's ratio to vLLM's defaults with its spread, Apply as preset and the serve line).
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+
+SEARCH_TIMEOUT_S = 3600.0
+WORKLOAD = (("num_requests", 48), ("rate_per_s", 16.0), ("prompt_tokens_mean", 160), ("prompt_tokens_spread", 48),
+            ("output_tokens_mean", 48), ("output_tokens_spread", 12), ("shared_prefix_share", 50),
+            ("shared_prefix_tokens", 64))
+
+
+def set_up(pane, trials: int, repeats: int) -> None:
+    """A Poisson workload with a shared prefix, the highest output tok/s, TPE, ``trials`` trials."""
+    form = pane.form
+    form.workload_kind.setCurrentIndex(form.workload_kind.findData("generated"))
+    for key, value in WORKLOAD:
+        form.gen[key].setValue(value)
+    form.max_trials.setValue(trials)
+    form.repeats.setValue(repeats)
+    form.budget.setValue(20)
+    form.name.setText(time.strftime("docs-%Y%m%d-%H%M%S"))
+
+
+def running_enough(window, pane) -> bool:
+    """Three trials ended (one of them a point off the defaults), a quarter of the next one's requests done
+    and more of them in the engine."""
+    ended = [t for t in pane.trials.trials if t.state != "running"]
+    snapshot = window.heatmap.snapshot
+    done = re.search(r"(\d+) of (\d+) requests done", pane.phase.text())
+    return (len(ended) >= 3 and pane.plot.num_points >= 3 and any(t.state == "running" for t in pane.trials.trials)
+            and done is not None and 4 * int(done[1]) >= int(done[2]) and snapshot is not None
+            and snapshot.num_in_use > 20 and window.plots.num_draws >= 20)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", nargs="?", default="docs")
+    parser.add_argument("--trials", type=int, default=6)
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args(argv)
+    from workbench.bench.gui.screenshot import _started_window, save_small
+
+    window, wait = _started_window((1500, 940))
+    if window is None:
+        return 1
+    docs = Path(args.folder)
+    pane = window.tune.show_tab()
+    set_up(pane, args.trials, args.repeats)
+    if not pane.start():
+        print("the search did not start:", pane.message.text())
+        window.close()
+        return 1
+    if wait(lambda: running_enough(window, pane), SEARCH_TIMEOUT_S):
+        size = save_small(window, str(docs / "tune-running.png"), max_bytes=250_000)
+        print("saved tune-running.png", f"{size:,} bytes |", pane.progress.format(), "|", pane.phase.text())
+    wait(lambda: not pane.running, SEARCH_TIMEOUT_S)
+    pane.table.selectRow(pane.trials.row_of(pane.trials.best_number or 0) or 0)
+    model = window.model
+    wait(lambda: model.engine.settled(model.latest_start_id), 600)  # the user's engine back: the search's last start
+    wait(lambda: False, 0.5)
+    size = save_small(window, str(docs / "tune-result.png"), max_bytes=250_000)
+    print("saved tune-result.png", f"{size:,} bytes |", pane.message.text() or pane.verdict_label.text()[:200])
+    window.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
