@@ -27,6 +27,9 @@ class SearchStandIn:
     def __init__(self, refusal: list[str] | None = None):
         self.refusal, self.started, self.stopped = refusal, None, False
 
+    def check(self, spec):  # on the pane's worker thread
+        return list(self.refusal or ())
+
     def start(self, spec):
         if self.refusal:
             raise TuneRefused(self.refusal)
@@ -95,7 +98,7 @@ def test_an_edited_range_is_read_back_and_a_bad_one_named_on_its_row(pane):
         read_range(default_space("0.32.0", "cpu").parameter("block_size"), "32, big")
 
 
-def test_the_form_reads_as_the_spec_the_search_starts_with(pane):
+def test_the_form_reads_as_the_spec_the_search_starts_with(pane, qtbot):
     form = pane.form
     form.workload_kind.setCurrentIndex(form.workload_kind.findData("generated"))
     form.gen["num_requests"].setValue(16)
@@ -108,6 +111,8 @@ def test_the_form_reads_as_the_spec_the_search_starts_with(pane):
     form.sampler.setCurrentIndex(form.sampler.findData("nsga2"))
     form.budget.setValue(12)
     assert pane.start()
+    assert not pane.buttons["start"].isEnabled() and "Checking" in pane.phase.text()  # checked off the GUI thread
+    qtbot.waitUntil(lambda: pane.running)
     spec = pane.tune.started
     assert (spec.workload.num_requests, spec.workload.rate_per_s, spec.workload.shared_prefix_share) == (16, 4.0, 0.5)
     assert spec.workload.shared_prefix_tokens == 128
@@ -130,7 +135,9 @@ def test_a_refusal_is_shown_beside_each_field_it_is_about(qtbot):
     qtbot.addWidget(pane)
     pane.form.workload_kind.setCurrentIndex(pane.form.workload_kind.findData("file"))
     pane.form.file_path.setText("/data/prompts.jsonl")
-    assert not pane.start()
+    assert pane.start()
+    qtbot.waitUntil(lambda: pane.buttons["start"].isEnabled())
+    assert not pane.running and pane.tune.started is None
     assert "shorter than one engine start" in pane.form.problems["budget"].text()
     assert "line 3" in pane.form.problems["workload"].text()
     assert "block_size 48" in pane.space.problem.text()
@@ -139,8 +146,9 @@ def test_a_refusal_is_shown_beside_each_field_it_is_about(qtbot):
     assert pane.buttons["start"].isEnabled()
 
 
-def test_trials_are_drawn_and_tabled_as_they_end_and_the_verdict_shown(pane):
+def test_trials_are_drawn_and_tabled_as_they_end_and_the_verdict_shown(pane, qtbot):
     assert pane.start()
+    qtbot.waitUntil(lambda: pane.running)
     search = pane.tune
     assert [(t.number, t.state) for t in pane.trials.trials] == [(0, "running")]
     search.trial_finished.emit(trial(0, 1000, 0.8))
@@ -168,6 +176,7 @@ def test_trials_are_drawn_and_tabled_as_they_end_and_the_verdict_shown(pane):
     assert pane.apply_as_preset() == "/presets/my-best.toml"
     assert "my-best" in pane.message.text()
     search.refusal = ["The time budget (6 s) is shorter than one engine start here (40 s)."]
-    assert not pane.start()
+    assert pane.start()
+    qtbot.waitUntil(lambda: pane.buttons["start"].isEnabled())
     assert pane.trials.rowCount() == 4 and "1.50×" in pane.verdict_label.text()  # the last search stays shown
     assert "shorter than one engine start" in pane.form.problems["budget"].text()

@@ -36,6 +36,7 @@ def test_a_two_trial_search_from_the_tune_tab_fills_its_table(window, qtbot):
     assert window.panes.currentWidget() is pane and window.panes.tabText(window.panes.indexOf(pane)) == "Tune"
     small_search(pane, f"window-search-{time.time_ns()}")
     qtbot.mouseClick(pane.buttons["start"], Qt.LeftButton)
+    qtbot.waitUntil(lambda: pane.running or pane.buttons["start"].isEnabled(), timeout=300_000)  # checked first
     assert pane.running, pane.message.text()
     assert not pane.buttons["start"].isEnabled() and pane.buttons["stop"].isEnabled()
     # the trial's engine is the window's: its heatmap draws the trial's requests

@@ -41,6 +41,7 @@ class TunePane(QWidget):
         self._asked: TuneSpec | str | None = None  # a search asked for (a spec, or a name to resume), not yet shown
         self.goal = Goal()
         self.running = False
+        self.checking = False  # a search's settings being checked before it starts
         self.verdict: Verdict | None = None
         self.workers = set()
         self.form = TuneForm()
@@ -112,8 +113,9 @@ class TunePane(QWidget):
 
     # ------------------------------------------------------------------ actions
     def start(self) -> bool:
-        """Starts the search the form and table describe; a refusal is shown beside its fields (nothing
-        typed is lost, and the last search's results stay shown). True if it started."""
+        """Checks the search the form and table describe on a worker thread (vLLM's view of the space, the
+        workload read whole: seconds, the first time), then starts it; a refusal is shown beside its
+        fields (nothing typed is lost, and the last search's results stay shown). True if the check began."""
         self.form.clear_problems()
         self.space.show_problems([])
         try:
@@ -121,15 +123,29 @@ class TunePane(QWidget):
         except SpaceProblem as problem:
             self.space.show_problems([str(problem)])
             return False
-        self._asked = spec
-        try:
-            self.tune.start(spec)
-        except TuneRefused as refused:
-            self._asked = None
-            self._show_refusal(list(refused.messages))
-            return False
-        self._show_running()
+        self.checking = True
+        self._set_setup_enabled(False)
+        self.phase.setText("Checking the settings against vLLM and reading the workload…")
+        self._update_buttons()
+        self._off_thread(lambda: self.tune.check(spec), lambda problems: self._on_checked(spec, problems),
+                         lambda error: self._on_checked(spec, [f"The check failed: {error}"]))
         return True
+
+    def _on_checked(self, spec: TuneSpec, problems: list[str]) -> None:
+        self.checking = False
+        self.phase.setText("")
+        if not problems:
+            self._asked = spec
+            try:
+                self.tune.start(spec)
+            except TuneRefused as refused:
+                self._asked, problems = None, list(refused.messages)
+        if problems:
+            self._show_refusal(problems)
+            self._set_setup_enabled(True)
+            self._update_buttons()
+            return
+        self._show_running()
 
     def _show_refusal(self, messages: list[str]) -> None:
         named = self.space.show_problems(messages)
@@ -154,12 +170,15 @@ class TunePane(QWidget):
         self.progress.setValue(0)
         self.progress.setFormat("Starting…")
 
+    def _set_setup_enabled(self, enabled: bool) -> None:
+        self.form.set_enabled_while_running(not enabled)
+        self.space.setEnabled(enabled)
+
     def _show_running(self) -> None:
         self._take_search()
         if not self.running:  # it ended already, within its start (its end is shown)
             return
-        self.form.set_enabled_while_running(True)
-        self.space.setEnabled(False)
+        self._set_setup_enabled(False)
         self.setup_button.setChecked(False)  # the results take the room; the setup is a click away
         self._update_buttons()
 
@@ -182,7 +201,7 @@ class TunePane(QWidget):
 
     def resume(self, name: str | None = None) -> bool:
         name = name or self.resumable.currentText()
-        if not name or self.running:
+        if not name or self.running or self.checking:
             return False
         self._asked = name
         try:
@@ -243,8 +262,7 @@ class TunePane(QWidget):
     def _on_tune_finished(self, verdict: Verdict | None, message: str) -> None:
         self._take_search()
         self.running, self.verdict = False, verdict
-        self.form.set_enabled_while_running(False)
-        self.space.setEnabled(True)
+        self._set_setup_enabled(True)
         self.phase.setText("")
         self.progress.setValue(PROGRESS_STEPS if verdict is not None else self.progress.value())
         self.progress.setFormat("Finished" if verdict is not None else "Stopped")
@@ -274,9 +292,9 @@ class TunePane(QWidget):
             return
         self._off_thread(self.list_sessions, self.form.set_sessions)
 
-    def _off_thread(self, function, done) -> None:
-        worker = create_worker(function, _start_thread=False,
-                               _connect={"errored": lambda error: self._set_message(str(error), error=True)})
+    def _off_thread(self, function, done, failed=None) -> None:
+        failed = failed or (lambda error: self._set_message(str(error), error=True))
+        worker = create_worker(function, _start_thread=False, _connect={"errored": failed})
         worker.returned.connect(done)
         worker.finished.connect(lambda: self.workers.discard(worker))
         self.workers.add(worker)
@@ -285,9 +303,9 @@ class TunePane(QWidget):
     # ------------------------------------------------------------------ state shown
     def _update_buttons(self) -> None:
         has_result = not self.running and any(t.state == "complete" for t in self.trials.trials)
-        self.buttons["start"].setEnabled(not self.running)
+        self.buttons["start"].setEnabled(not self.running and not self.checking)
         self.buttons["stop"].setEnabled(self.running)
-        offered = not self.running and self.resumable.count() > 0
+        offered = not self.running and not self.checking and self.resumable.count() > 0
         self.resumable.setVisible(offered)
         self.buttons["resume"].setVisible(offered)
         self.buttons["preset"].setEnabled(has_result)

@@ -59,7 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     docs = Path(args.folder)
     pane = window.tune.show_tab()
     set_up(pane, args.trials, args.repeats)
-    if not pane.start():
+    pane.start()  # checked on a worker thread first
+    wait(lambda: pane.running or pane.buttons["start"].isEnabled(), 600)
+    if not pane.running:
         print("the search did not start:", pane.message.text())
         window.close()
         return 1
