@@ -1,11 +1,14 @@
 """The Tune tab against the real search (``TuneRun``), no engine: a search that cannot run is refused with each
-message beside the field it is about, nothing typed lost and no engine command posted; and a search the
+message beside the field it is about, nothing typed lost and no engine command posted; a stored session
+listed as a workload (through the sessions layer, off the GUI thread), its search started and stopped; a search the
 app did not finish (closed or killed during it: its study kept without an end) is offered at the next
 start, as an unfinished download is: a notice above the regions naming it, and the tab's Resume beside it."""
 from __future__ import annotations
 
 import json
 
+from workbench.engine.commands import StartEngine
+from workbench.engine.events import EngineState, StateChanged
 from workbench.engine.spec import EngineConfig
 from workbench.model.app_model import AppModel
 from workbench.model.engine_commands import EngineCommands
@@ -14,6 +17,7 @@ from workbench.tune.run import TuneRun
 from workbench.tune.space import default_space
 from workbench.tune.study import SearchStudy
 from workbench.tune.values import Goal, TuneSpec, WorkloadSpec
+from workbench.ui.tune_actions import stored_sessions
 from workbench.ui.tune_pane import TunePane
 
 SHUTDOWN_TIMEOUT_S = 120
@@ -43,6 +47,37 @@ def test_a_refused_search_names_each_cause_beside_its_field(tmp_path, qtbot):
     assert posted == [] and not search.running and pane.buttons["start"].isEnabled()
     assert form.file_path.text() == str(prompts) and pane.space.table.item(pane.space.row_of("block_size"), 2).text() \
         == "16, 32"  # what the user typed stays
+
+
+def test_a_stored_session_is_offered_as_the_workload_and_its_search_stops_keeping_the_user_engine(tmp_path, qtbot):
+    from test_session_storage import FACTS, ran_batch
+
+    path = tmp_path / "workbench.db"
+    storage, model = Storage.open(path), AppModel(EngineConfig("demo", max_model_len=512), "")
+    storage.restore_into(model)
+    storage.start(model, FACTS)
+    for event in (StateChanged(EngineState.STARTING, "starting", 1), StateChanged(EngineState.READY, "ready", 1)):
+        model.apply(event)
+    ran_batch(model)  # two rows finished with vLLM's figures, one aborted before it ran
+    assert storage.flush()
+    posted = []
+    search = TuneRun(model, EngineCommands(model, posted.append), tmp_path / "tune", path)
+    pane = TunePane(search, default_space("0.32.0", "cpu"), lambda: stored_sessions(path))
+    qtbot.addWidget(pane)
+    form = pane.form
+    form.workload_kind.setCurrentIndex(form.workload_kind.findData("session"))  # the list is read then
+    qtbot.waitUntil(lambda: form.session.count() == 1)
+    assert form.session.currentData() == storage.session_id and "demo · 2 requests" in form.session.currentText()
+    assert pane.start()
+    qtbot.waitUntil(lambda: pane.running or pane.buttons["start"].isEnabled(), timeout=300_000)
+    assert pane.running, pane.message.text()
+    assert search.workload.num_requests == 2  # the session's requests that ran, replayed
+    assert [type(c) for c in posted] == [StartEngine]  # trial 0's engine, through the one owner
+    pane.stop()
+    qtbot.waitUntil(lambda: not pane.running)
+    assert pane.progress.format() == "Stopped" and pane.buttons["start"].isEnabled()
+    assert posted[-1].config == model.config  # the user's engine started again
+    storage.close()
 
 
 def test_an_unfinished_search_is_offered_at_the_next_start(tmp_path, monkeypatch, qtbot):
