@@ -53,6 +53,17 @@ for item in ${COMPARE_SHAPES:-}; do
     ${CLIENT:+--client $CLIENT} --out "$OUT/compare-$shape${CLIENT:+-$CLIENT}" > "$OUT/compare-$shape${CLIENT:+-$CLIENT}.log" 2>&1
   show '^Workload' 28 "$OUT/compare-$shape${CLIENT:+-$CLIENT}.log"
 done
+# A search of engine arguments, headless (bench tune), e.g. TUNE_SHAPES=qwen2.5-7b: each call may end mid-search (a
+# trial cut short runs again), so keep $OUT/tune-$shape/tune and carry it back with TUNE_RESUME=NAME. TUNE_ARGS: the
+# workload and goal (default: the W1 at a fixed rate).
+for shape in ${TUNE_SHAPES:-}; do
+  step "tune $shape"
+  timeout ${TUNE_TIMEOUT:-580} python3 -m workbench bench --shape $shape --max-model-len 4096 tune \
+    ${TUNE_RESUME:+--resume "$TUNE_RESUME"} ${TUNE_ARGS:---goal goodput --ttft-limit-s 2 --itl-limit-ms 50 --requests 1000 \
+    --prompt-len 2048 --output-len 128 --rate 8} --budget-s ${TUNE_BUDGET_S:-3000} --store "${TUNE_STORE:-$OUT/tune-$shape/tune}" \
+    --out "$OUT/tune-$shape" > "$OUT/tune-$shape.log" 2>&1
+  show '^| trial' 40 "$OUT/tune-$shape.log"
+done
 # The batch path against LLM.generate on one 1,000-prompt file, e.g. BATCH_SHAPES=qwen2.5-7b (each path in
 # a process of its own, taking turns; raw output per run under $OUT/batch-$shape/).
 for shape in ${BATCH_SHAPES:-}; do

@@ -82,7 +82,9 @@ def _vllm_version() -> str:
             return version(name)
         except PackageNotFoundError:
             continue
-    return "0"
+    import vllm  # on PYTHONPATH without its package metadata (the GPU machine's unpacked copy)
+
+    return vllm.__version__
 
 
 def cmd_tune(args, config: EngineConfig) -> int:
