@@ -24,7 +24,7 @@ from test_batch_engine import open_and_wait, run_and_wait
 from workbench.engine.metrics import percentile
 from workbench.storage.series import MEMORY, STATS, load_series
 from workbench.ui.session_export_action import start_session_export, write_conversation
-from workbench.ui.stats_plots import PLOTS
+from workbench.ui.stats_plots import OPTIONAL_PLOTS, PLOTS
 
 pytestmark = pytest.mark.slow  # the real engine, shared with the other slow tests
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -226,7 +226,10 @@ def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, t
     assert sum(float(p["generation_tokens_per_s"]) for p in points) > 0
 
     names = {path.name for path in folder.iterdir()}
-    plots = [*PLOTS, "memory"]  # the memory panel's plot, from its stored series
+    # every plot the text engine drew (the multimodal cache's is drawn only where images were looked up),
+    # and the memory panel's, from its stored series
+    plots = [*(n for n in PLOTS if n not in OPTIONAL_PLOTS), "memory"]
+    assert not names & {f"plot-{n}.png" for n in OPTIONAL_PLOTS}, "an empty plot exported"
     assert {f"plot-{n}.{s}" for n in plots for s in ("png", "svg")} | {"heatmap.png", "report.html"} <= names
     assert all(QImage(str(folder / f"plot-{n}.png")).width() >= 900 for n in plots)
     assert_heatmap_is_the_block_grid(QImage(str(folder / "heatmap.png")), window.heatmap.snapshot)
