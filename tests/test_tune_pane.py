@@ -120,6 +120,7 @@ def test_the_form_reads_as_the_spec_the_search_starts_with(pane, qtbot):
     assert (spec.sampler, spec.time_budget_s, spec.repeats) == ("nsga2", 720, 3)
     assert not pane.buttons["start"].isEnabled() and pane.buttons["stop"].isEnabled()
     assert pane.setup_area.isHidden() and "16 generated requests" in pane.summary.text()  # the results take the room
+    assert not pane.table.isColumnHidden(pane.trials.headers().index("Goodput tok/s"))  # a goodput goal's figure
     pane.setup_button.click()
     assert not pane.setup_area.isHidden() and pane.summary.isHidden()
     pane.stop()
@@ -160,6 +161,7 @@ def test_trials_are_drawn_and_tabled_as_they_end_and_the_verdict_shown(pane, qtb
     best = pane.trials.trials[3]
     search.progress_changed.emit(TuneProgress(4, None, 60.0, 240.0, best, (1, 3), 4, "Trial 4: starting the engine"))
     assert pane.trials.rowCount() == 4 and pane.plot.num_points == 4
+    assert pane.table.isColumnHidden(pane.trials.headers().index("Goodput tok/s"))  # output tok/s says it all
     assert pane.plot.front == (1, 3)
     failed_row = pane.trials.trials[2]
     assert pane.trials.cell(failed_row, pane.trials.columnCount() - 1).startswith("the engine did not start")

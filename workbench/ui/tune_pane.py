@@ -22,7 +22,7 @@ from workbench.tune.values import Goal, SearchSpace, TrialResult, TuneProgress, 
 from workbench.ui.tune_form import ERROR_STYLE, TuneForm
 from workbench.ui.tune_plot import TunePlot
 from workbench.ui.tune_space import SpaceProblem, SpaceTable
-from workbench.ui.tune_table import TrialTableModel, trials_view
+from workbench.ui.tune_table import TrialTableModel, columns_for_goal, trials_view
 from workbench.ui.tune_text import duration_text, progress_text, verdict_html
 
 PROGRESS_STEPS = 1000
@@ -164,6 +164,8 @@ class TunePane(QWidget):
         self.running, self.verdict = True, None
         self.trials.set_param_names([p.name for p in self.spec.space.searched()] if self.spec else [])
         self.trials.set_trials(self.tune.trials())
+        for header, shown in columns_for_goal(self.goal.kind).items():  # figure columns keep their places
+            self.table.setColumnHidden(self.trials.headers().index(header), not shown)
         self._show_trials(None)
         self.verdict_label.clear()
         self._set_message("")

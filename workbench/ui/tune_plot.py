@@ -14,6 +14,8 @@ from workbench.ui.plot_export import add_export_actions
 TRIAL_COLOUR, DEFAULTS_COLOUR, BEST_COLOUR = "#4fc3f7", "#bdbdbd", "#ffd54f"
 FAILED_COLOUR, FRONT_COLOUR, RUNNING_COLOUR = "#ef5350", "#ffb74d", "#81c784"
 POINT_SIZE = 10
+LABEL_COLOUR = "#c8c8c8"  # the axis labels, readable on the dark background
+BOTTOM_AXIS_PX = 48
 
 
 def pareto_staircase(points: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
@@ -58,8 +60,10 @@ class TunePlot(QWidget):
         plot = self.plot = self.widget.getPlotItem()
         size = text_size()
         plot.setTitle(legend_html(), size=size)  # the legend above the points, never over them
-        plot.setLabel("left", "output tok/s", **{"font-size": size})
-        plot.setLabel("bottom", "p99 TTFT, s", **{"font-size": size})
+        label_style = {"font-size": size, "color": LABEL_COLOUR}
+        plot.setLabel("left", "output tok/s", **label_style)
+        plot.setLabel("bottom", "p99 TTFT, s", **label_style)
+        plot.getAxis("bottom").setHeight(BOTTOM_AXIS_PX)  # room for the tick labels and the label under them
         plot.getAxis("left").setWidth(LEFT_AXIS_PX + 8)
         for side in ("left", "bottom"):  # seconds stay seconds: no "(x0.001)" rescaling of the axis
             plot.getAxis(side).enableAutoSIPrefix(False)

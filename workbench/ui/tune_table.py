@@ -130,6 +130,13 @@ class TrialTableModel(QAbstractTableModel):
         return next((i for i, t in enumerate(self.trials) if t.number == number), None)
 
 
+def columns_for_goal(goal_kind: str) -> dict[str, bool]:
+    """Which figure columns a goal shows (header -> shown): the goal's own figure where it is not one of
+    the others (goodput under limits), goodput where limits make it differ from output tok/s."""
+    goodput = goal_kind == "goodput"
+    return {"Goal": goodput, "Goodput tok/s": goodput}
+
+
 def trials_view(model: TrialTableModel) -> QTableView:
     table = QTableView(objectName="tuneTrials")
     table.setModel(model)
