@@ -70,9 +70,9 @@ class TunePane(QWidget):
         self.setup_button.toggled.connect(self._on_setup_button_toggled)
         self.summary = QLabel(objectName="tuneSummary", wordWrap=True, visible=False)
         self.resumable = QComboBox(objectName="tuneResumable")
-        self.progress = QProgressBar(objectName="tuneProgress", maximum=PROGRESS_STEPS, textVisible=True)
-        self.progress.setFormat("No search yet")
-        self.phase = QLabel(objectName="tunePhase", wordWrap=True)
+        self.progress = QProgressBar(objectName="tuneProgress", maximum=PROGRESS_STEPS, textVisible=True,
+                                     visible=False)  # shown with the first search
+        self.phase = QLabel(objectName="tunePhase", wordWrap=True, visible=False)
         self.message = QLabel(objectName="tuneMessage", wordWrap=True,
                               textInteractionFlags=Qt.TextSelectableByMouse)
         self.verdict_label = QLabel(objectName="tuneVerdict", wordWrap=True,
@@ -88,9 +88,10 @@ class TunePane(QWidget):
         self.setup_area = QScrollArea(objectName="tuneSetup", widgetResizable=True)
         self.setup_area.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.setup_area.setWidget(setup)
-        results = QSplitter(Qt.Vertical, objectName="tuneResultsSplitter")
+        results = self.results = QSplitter(Qt.Vertical, objectName="tuneResultsSplitter")
         results.addWidget(self.plot)
         results.addWidget(self.table)
+        results.hide()  # until a search is shown: the setup has the room before
         self.splitter = QSplitter(Qt.Vertical, objectName="tuneSplitter")
         self.splitter.addWidget(self.setup_area)
         self.splitter.addWidget(results)
@@ -125,7 +126,7 @@ class TunePane(QWidget):
             return False
         self.checking = True
         self._set_setup_enabled(False)
-        self.phase.setText("Checking the settings against vLLM and reading the workload…")
+        self._set_phase("Checking the settings against vLLM and reading the workload…")
         self._update_buttons()
         self._off_thread(lambda: self.tune.check(spec), lambda problems: self._on_checked(spec, problems),
                          lambda error: self._on_checked(spec, [f"The check failed: {error}"]))
@@ -133,7 +134,7 @@ class TunePane(QWidget):
 
     def _on_checked(self, spec: TuneSpec, problems: list[str]) -> None:
         self.checking = False
-        self.phase.setText("")
+        self._set_phase("")
         if not problems:
             self._asked = spec
             try:
@@ -171,6 +172,8 @@ class TunePane(QWidget):
         self._set_message("")
         self.progress.setValue(0)
         self.progress.setFormat("Starting…")
+        self.progress.show()
+        self.results.show()
 
     def _set_setup_enabled(self, enabled: bool) -> None:
         self.form.set_enabled_while_running(not enabled)
@@ -199,7 +202,7 @@ class TunePane(QWidget):
         if self.running:
             self.tune.stop()
             self.buttons["stop"].setEnabled(False)
-            self.phase.setText("Stopping: the running trial's figures are kept…")
+            self._set_phase("Stopping: the running trial's figures are kept…")
 
     def resume(self, name: str | None = None) -> bool:
         name = name or self.resumable.currentText()
@@ -251,7 +254,7 @@ class TunePane(QWidget):
         self._take_search()
         self.progress.setValue(_fraction(progress))
         self.progress.setFormat(progress_text(progress, self.goal))
-        self.phase.setText(progress.phase_text)
+        self._set_phase(progress.phase_text)
         self.trials.set_best(progress.best.number if progress.best else None)
         self._show_trials(progress)
 
@@ -265,7 +268,7 @@ class TunePane(QWidget):
         self._take_search()
         self.running, self.verdict = False, verdict
         self._set_setup_enabled(True)
-        self.phase.setText("")
+        self._set_phase("")
         self.progress.setValue(PROGRESS_STEPS if verdict is not None else self.progress.value())
         self.progress.setFormat("Finished" if verdict is not None else "Stopped")
         self.verdict_label.setText(verdict_html(verdict, self.goal) if verdict is not None else "")
@@ -312,6 +315,10 @@ class TunePane(QWidget):
         self.buttons["resume"].setVisible(offered)
         self.buttons["preset"].setEnabled(has_result)
         self.buttons["serve"].setEnabled(has_result)
+
+    def _set_phase(self, text: str) -> None:
+        self.phase.setText(text)
+        self.phase.setVisible(bool(text))
 
     def _set_message(self, text: str, error: bool = False) -> None:
         self.message.setText(text)
