@@ -1,6 +1,7 @@
 """Tools > Tune… in the app's window with the real engine: a two-trial search on the demo model started
 from the Tune tab, its trials run on the window's own engine (the heatmap shows them), the table and the
-plot filled as they end, the verdict's ratio shown, the serve line copied, the user's engine back after."""
+plot filled as they end, the verdict's ratio shown, the serve line copied, the best saved as a preset and
+chosen in the Presets tab, the user's engine back after."""
 from __future__ import annotations
 
 import time
@@ -30,7 +31,8 @@ def small_search(pane, name: str) -> None:
 
 
 @pytest.mark.timeout(1800)  # five engine starts, each up to minutes on a busy 2-core machine
-def test_a_two_trial_search_from_the_tune_tab_fills_its_table(window, qtbot):
+def test_a_two_trial_search_from_the_tune_tab_fills_its_table(window, qtbot, tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_CONFIG_DIR", str(tmp_path / "config"))  # where the user's presets go
     user_config = window.model.config
     pane = window.tune.show_tab()
     assert window.panes.currentWidget() is pane and window.panes.tabText(window.panes.indexOf(pane)) == "Tune"
@@ -54,6 +56,10 @@ def test_a_two_trial_search_from_the_tune_tab_fills_its_table(window, qtbot):
     assert pane.progress.format() == "Finished"
     line = pane.copy_serve_line()
     assert line.startswith("vllm serve") and QApplication.clipboard().text() == line
+    pane.ask_name = lambda: "tuned-on-demo"
+    assert pane.apply_as_preset().endswith(".toml")
+    assert window.presets.choice.currentText() == "tuned-on-demo"  # chosen in the Presets tab, in front
+    assert window.engine_region.currentWidget() is window.engine_region.panels["Presets"]
     # the user's own engine again (the search's last start), on their configuration, which trials never changed
     model = window.model
     qtbot.waitUntil(lambda: model.engine.settled(model.latest_start_id), timeout=ENGINE_START_TIMEOUT_MS)

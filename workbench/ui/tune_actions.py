@@ -78,12 +78,17 @@ class TuneActions(QObject):
             database = storage.path if storage is not None else None
             self.search = TuneRun(window.model, window.commands, self.folder, database)
             sessions = (lambda: stored_sessions(database)) if database is not None else None
-            self.pane = TunePane(self.search, self.space(), sessions, lambda name: window.presets.reload(name))
+            self.pane = TunePane(self.search, self.space(), sessions, self._on_preset_saved)
             window.panes.addTab(self.pane, TAB_TITLE)
         if window.regions.whole_window is window.engine_region:  # the tab's region was hidden
             window.regions.show_both()
         window.panes.setCurrentWidget(self.pane)
         return self.pane
+
+    def _on_preset_saved(self, name: str) -> None:
+        """The saved preset chosen in the Presets tab, in front: its diff and capacity shown, Apply a click away."""
+        self.window.presets.reload(name)
+        self.window.show_panel("Presets")
 
     def space(self) -> SearchSpace:
         """The space vLLM offers here: the running engine's version and device, else the installed vLLM's
