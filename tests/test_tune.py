@@ -6,15 +6,17 @@ import json
 
 import pytest
 
-from workbench.engine.backend import ChatRequest
+from workbench.engine.backend import ChatRequest, SamplingSettings
+from workbench.engine.commands import Abort, StartEngine, SubmitAll, SubmitScheduled
+from workbench.engine.events import EngineState, StateChanged
 from workbench.engine.metrics import RequestFigures
 from workbench.engine.schedule import RequestSchedule
 from workbench.engine.spec import EngineConfig
 from workbench.model.app_model import AppModel
-from workbench.model.engine_commands import EngineCommands
+from workbench.model.engine_commands import EngineCommands, waiting_note
 from workbench.tune.measure import TrialMeasure, pareto_front
 from workbench.tune.problems import TuneRefused
-from workbench.tune.run import TuneRun
+from workbench.tune.run import HOLD, START_LIMIT_FLOOR_S, TuneRun
 from workbench.tune.space import default_space
 from workbench.tune.study import SearchStudy, resumable
 from workbench.tune.values import (Goal, SearchParameter, SearchSpace, TrialFigures, TrialResult, TuneSpec,
@@ -154,3 +156,70 @@ def test_the_session_export_takes_the_searches_begun_in_the_session_whole(tmp_pa
     assert search["trials"][0]["figures"]["output_tokens_per_s"] == 75.0 and search["ended"] == ""
     assert searches_during(tmp_path, created + 1, None) == []  # begun before the session: not its own
     assert searches_during(tmp_path / "none", 0.0, None) == []
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def engine_now(model: AppModel, state: EngineState, start_id: int, message: str = "") -> None:
+    model.apply(StateChanged(state, message, start_id))
+
+
+def test_a_question_asked_during_a_search_waits_saying_why_and_goes_to_the_users_engine_after(tmp_path):
+    model = AppModel(EngineConfig(model="demo", max_model_len=512))
+    posted = []
+    commands = EngineCommands(model, posted.append)
+    commands.start()
+    engine_now(model, EngineState.READY, model.latest_start_id)
+    run = TuneRun(model, commands, tmp_path / "tune")
+    run.start(small_spec(max_trials=1, repeats=1))
+    conversation = model.new_conversation()
+    request = commands.ask(conversation.conversation_id, "Still there?", SamplingSettings())
+    assert not [c for c in posted if isinstance(c, SubmitAll)], "a question sent into a trial's engine"
+    reply = conversation.messages[-1]
+    assert reply.status == "waiting"
+    assert waiting_note(model.engine, False, model.engine_hold) == f"waiting: {HOLD}"
+    run.stop()  # the trial is still starting: the search ends, the user's engine is started again
+    assert not [c for c in posted if isinstance(c, SubmitAll)]  # the old engine is being replaced
+    restart = posted[-1]
+    assert isinstance(restart, StartEngine) and restart.config == EngineConfig(model="demo", max_model_len=512)
+    engine_now(model, EngineState.READY, restart.start_id)
+    sent = [c for c in posted if isinstance(c, SubmitAll)]
+    assert [r.request_id for c in sent for r in c.requests] == [request.request_id] and not model.engine_hold
+
+
+def test_a_trial_past_its_limits_fails_with_its_requests_aborted_and_the_search_goes_on(tmp_path):
+    model = AppModel(EngineConfig(model="demo", max_model_len=512))
+    posted, clock = [], Clock()
+    run = TuneRun(model, EngineCommands(model, posted.append), tmp_path / "tune", clock=clock)
+    heard = []
+    run.trial_finished.connect(heard.append)
+    run.start(small_spec(max_trials=2, trial_overrun_s=30.0, time_budget_s=7200))
+    start_0 = posted[-1]
+    assert run.trial_limits().start_s == START_LIMIT_FLOOR_S
+    clock.now += START_LIMIT_FLOOR_S + 1
+    run.tick()  # trial 0's engine never became ready
+    assert heard[-2].number == 0 and heard[-2].state == "failed", heard
+    assert heard[-2].error.startswith(f"The engine did not start within {START_LIMIT_FLOOR_S:.0f} s (4× the longest")
+    start_1 = posted[-1]
+    assert isinstance(start_1, StartEngine) and start_1.start_id > start_0.start_id
+    assert heard[-1].number == 1 and heard[-1].state == "running"  # the search goes on
+    engine_now(model, EngineState.READY, start_1.start_id)
+    scheduled = posted[-1]
+    assert isinstance(scheduled, SubmitScheduled) and len(scheduled.requests) == 4
+    last_arrival = max(scheduled.offsets_s)
+    clock.now += last_arrival + 29
+    run.tick()
+    assert run.current is not None and heard[-1].state == "running"  # within the limit
+    clock.now += 2
+    run.tick()
+    aborted = [c.request_id for c in posted if isinstance(c, Abort)]
+    assert aborted == [r.request_id for r in scheduled.requests]
+    assert heard[-1].number == 1 and heard[-1].state == "failed"
+    assert heard[-1].error == ("4 of 4 requests were still running 31 s after the workload's last arrival "
+                               "(the limit: 30 s, as the search sets): they were aborted")

@@ -14,10 +14,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from chat_driver import ENGINE_START_TIMEOUT_MS
+from chat_driver import ENGINE_START_TIMEOUT_MS, HANG_TIMEOUT_MS, reply_line, type_and_send, wait_finished
 from workbench.engine.process_guard import is_running
 from workbench.presets.document import read_preset
-from workbench.tune.run import TuneRun
+from workbench.tune.run import HOLD, TuneRun
 from workbench.tune.study import CUT_SHORT
 from workbench.tune.values import Goal, SearchParameter, SearchSpace, TuneSpec, WorkloadSpec
 
@@ -50,6 +50,12 @@ def test_a_search_ends_with_a_verdict_a_failed_start_is_kept_and_the_best_is_app
     heard = Heard(run)
     demo_config = window.model.config
     run.start(spec)
+    # a question asked during the search waits, saying why, for the user's engine after it
+    qtbot.waitUntil(lambda: run.current is not None and run.current.state == "measuring",
+                    timeout=ENGINE_START_TIMEOUT_MS)
+    _, question = type_and_send(window, qtbot, "Are you there?")
+    assert question.status == "waiting"
+    qtbot.waitUntil(lambda: reply_line(window, question) == f"waiting: {HOLD}", timeout=HANG_TIMEOUT_MS)
     qtbot.waitUntil(lambda: bool(heard.ended), timeout=SEARCH_TIMEOUT_MS)
     verdict, message = heard.ended[0]
     trials = run.trials()
@@ -82,6 +88,8 @@ def test_a_search_ends_with_a_verdict_a_failed_start_is_kept_and_the_best_is_app
     qtbot.waitUntil(lambda: window.model.engine.ready and window.model.engine.start_id == window.model.latest_start_id,
                     timeout=ENGINE_START_TIMEOUT_MS)  # the user's own engine again, as it was
     assert window.model.config == demo_config
+    wait_finished(qtbot, question)
+    assert question.status == "done" and question.text, question.error
 
 
 def _children(pid: int) -> list[int]:

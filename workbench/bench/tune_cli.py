@@ -46,6 +46,14 @@ def add_parser(sub) -> None:
     tune.add_argument("--resume", default="", help="carry on the stored search of this name")
     tune.add_argument("--store", default="", help="folder of the searches' storage (default: OUT/tune)")
     tune.add_argument("--seed", type=int, default=0)
+    tune.add_argument("--trial-overrun-s", type=float, default=None,
+                      help="end a trial whose requests run this long past the last arrival (default: 3× the "
+                           "longest trial so far, at least 120 s)")
+    tune.add_argument("--find-rate", action="store_true",
+                      help="first find the Poisson rate at which vLLM's defaults' p99 TTFT first passes "
+                           "--ttft-limit-s (probed on one engine), then search at that rate (--rate is its start)")
+    tune.add_argument("--rate-probes", type=int, default=12, help="--find-rate: at most this many probes")
+    tune.add_argument("--rate-only", action="store_true", help="--find-rate: stop once the rate is found")
     tune.add_argument("--out", default="bench-tune", help="folder for tune.md and tune.json")
 
 
@@ -65,7 +73,7 @@ def tune_spec(args, vllm_version: str, device: str):
                             closed_loop_concurrency=args.concurrency, seed=args.seed)
     goal = Goal(args.goal, args.ttft_limit_s, args.itl_limit_ms, args.goal_rate)
     return TuneSpec(workload, goal, space, args.budget_s, args.sampler, args.repeats, args.name, args.trials,
-                    args.seed)
+                    args.seed, args.trial_overrun_s)
 
 
 def _device() -> str:
@@ -101,20 +109,49 @@ def cmd_tune(args, config: EngineConfig) -> int:
                                   if p.phase_text.endswith("engine") or p.phase == "verdict" else None)
     ended = []
     tune.finished.connect(lambda verdict, message: ended.append((verdict, message)))
+    rate_text = ""
     try:
         if args.resume:
             tune.resume(args.resume)
         else:
+            if args.find_rate:
+                rate_text, rate = _find_rate(app, args, out)
+                if rate is None or args.rate_only:
+                    app.shutdown()
+                    (out / "tune.md").write_text(rate_text + "\n", encoding="utf-8")
+                    return 0 if rate is not None else 1
+                args.rate = rate
             tune.start(tune_spec(args, _vllm_version(), _device()))
     except TuneRefused as refused:
         print("\n".join(refused.messages))
+        app.shutdown()
         return 2
     try:
-        app.loop.run_until(lambda: bool(ended))
+        app.loop.run_until(lambda: tune.tick() or bool(ended))  # tick: a trial past its limits is ended
     finally:
         app.shutdown()
     verdict, message = ended[0]
-    return _report(out, tune, verdict, message)
+    return _report(out, tune, verdict, message, rate_text)
+
+
+def _find_rate(app, args, out: Path) -> tuple[str, float | None]:
+    """The rate search's table and the rate it found (None: none), on vLLM's defaults; its probes kept in
+    ``out/rate.json``."""
+    from workbench.bench.tune_rate import find_rate
+    from workbench.tune.rate import RatePlan, found_rate, probes_table
+    from workbench.tune.trial_config import trial_config
+
+    if args.ttft_limit_s is None:
+        raise SystemExit("--find-rate needs --ttft-limit-s: the p99 TTFT the rate is sought for")
+    spec = tune_spec(args, _vllm_version(), _device())
+    plan = RatePlan(args.ttft_limit_s, args.rate or 1.0, max_probes=args.rate_probes)
+    print(f"Finding the rate where vLLM's defaults' p99 TTFT first passes {plan.limit_s:g} s", flush=True)
+    probes = find_rate(app, trial_config(app.model.config, spec.space, {}), spec.workload, plan)
+    text, rate = probes_table(probes, plan), found_rate(probes, plan)
+    print(text, flush=True)
+    (out / "rate.json").write_text(json.dumps({"plan": asdict(plan), "probes": [asdict(p) for p in probes],
+                                               "rate_per_s": rate}, indent=1), encoding="utf-8")
+    return text, rate
 
 
 def _row(result) -> str:
@@ -132,9 +169,11 @@ HEADER = ("| trial | state | output tok/s | goodput tok/s | p99 TTFT s | p99 ITL
           "engine start s | settings |\n|---|---|---|---|---|---|---|---|---|---|")
 
 
-def _report(out: Path, tune, verdict, message: str) -> int:
+def _report(out: Path, tune, verdict, message: str, rate_text: str = "") -> int:
     lines = [f"# Tune: {tune.study.spec.name}", "", f"Machine: {platform.node()}; goal: "
-             f"{tune.study.spec.goal.describe()}; workload: {tune.study.spec.workload.describe()}.", "", HEADER]
+             f"{tune.study.spec.goal.describe()}; workload: {tune.study.spec.workload.describe()}.", ""]
+    lines += [rate_text, ""] if rate_text else []
+    lines += [HEADER]
     lines += [_row(r) for r in tune.trials()]
     lines += ["", verdict.text if verdict is not None else message, "", "```", tune.serve_line().rstrip(), "```"]
     text = "\n".join(lines)

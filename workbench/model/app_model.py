@@ -74,6 +74,7 @@ class AppModel:
         self.planned_kv_blocks: dict[int, int] = {}  # start id -> the capacity planner's estimate
         self.images_dir: Path | None = None  # where attached images are kept (None: the data folder's store)
         self.request_sinks: dict[str, object] = {}  # owner kind -> what hears of its requests (a search: "tune")
+        self.engine_hold = ""  # why chat questions wait although the engine runs (a search uses it); "": none
 
     # ------------------------------------------------------------------ configuration
 
@@ -110,6 +111,12 @@ class AppModel:
         """Requests in the engine now: chat replies streaming and batch rows sent."""
         return (len(self.open_chat_requests())
                 + sum(run.progress().num_in_flight for run in self.batch_runs.values()))
+
+    def hold_engine(self, reason: str) -> None:
+        """Chat questions wait while ``reason`` holds the engine ("" lets them go; see EngineCommands)."""
+        if reason != self.engine_hold:
+            self.engine_hold = reason
+            self.waiting_changed.emit()
 
     def next_start_id(self) -> int:
         """A number for the next StartEngine command; the loop reports its states under it."""

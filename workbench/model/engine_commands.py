@@ -28,9 +28,19 @@ class EngineCommands:
         model.send_batch_runs_to(self)
 
     def accepting(self) -> bool:
-        """True when the engine the model asked for last is ready: a question goes to it at once."""
+        """True when the engine the model asked for last is ready and nothing holds it (a search's trials
+        restart it and measure it): a question goes to it at once."""
         status = self.model.engine
-        return status.ready and status.start_id >= self.model.latest_start_id
+        return status.ready and status.start_id >= self.model.latest_start_id and not self.model.engine_hold
+
+    def hold(self, reason: str) -> None:
+        """Chat questions and regenerates wait while ``reason`` stands, saying it (:func:`waiting_note`)."""
+        self.model.hold_engine(reason)
+
+    def release(self) -> None:
+        """The hold ends: questions that waited go to the engine once it is ready (now, if it is)."""
+        self.model.hold_engine("")
+        self._on_model_engine_changed(self.model.engine)
 
     # -------------------------------------------------------------- the engine
     def start(self, config: EngineConfig | None = None) -> int:
@@ -106,9 +116,11 @@ class EngineCommands:
             self.model.replies_sent(tuple(r.request_id for r in requests))
 
 
-def waiting_note(status: EngineStatus, start_asked: bool) -> str:
+def waiting_note(status: EngineStatus, start_asked: bool, hold: str = "") -> str:
     """What a question that waits for the engine says. ``start_asked``: a start was asked for that
-    the engine has not reported on yet (Apply, Restart engine)."""
+    the engine has not reported on yet (Apply, Restart engine); ``hold``: what holds the engine."""
+    if hold:
+        return f"waiting: {hold}"
     if status.state is EngineState.STARTING or start_asked:
         progress = status.progress if status.state is EngineState.STARTING else None
         if progress is None:

@@ -24,12 +24,22 @@ from workbench.model.engine_status import EngineStatus
 from workbench.tune.measure import agreement, goal_value, pareto_front
 from workbench.tune.problems import TuneRefused
 from workbench.tune.study import DEFAULTS, SearchStudy, resumable, study_names
-from workbench.tune.trial import STOPPED, TrialOutcome, TrialRun
+from workbench.tune.trial import STOPPED, TrialLimits, TrialOutcome, TrialRun
 from workbench.tune.trial_config import config_problem, trial_config
 from workbench.tune.values import TrialFigures, TrialResult, TuneProgress, TuneSpec, Verdict
 from workbench.tune.verdict import BEST_ROLE, best_trial, goal_unmet, make_verdict, verdict_plan
 from workbench.tune.workload import Workload, build_workload
 from workbench.tune import checks, outputs
+
+
+# What a chat question asked during a search says while it waits (each trial restarts the engine and measures
+# it alone, so a question would be lost at the next restart and would change the trial's figures).
+HOLD = "a tune search is using the engine; the question is sent when the search ends (Stop in the Tune tab)"
+# A trial's limits where the spec sets none: its engine start may take 4× the longest start so far, at least
+# 10 minutes (a first start compiles); its requests may run 3× the longest trial so far past the workload's
+# last arrival, at least 2 minutes.
+START_LIMIT_FLOOR_S, START_LIMIT_TIMES = 600.0, 4.0
+OVERRUN_FLOOR_S, OVERRUN_TIMES = 120.0, 3.0
 
 
 class TuneRun:
@@ -57,6 +67,7 @@ class TuneRun:
         self._stopping = False
         self._restore = None  # the configuration to start again after the search (None: leave it)
         self._last_progress_s = 0.0
+        self._last_tick_s = 0.0
         self._phase_text = ""
         self._checked = None  # (spec, base configuration, workload) of the last check that found no problem
         model.engine_changed.connect(self._on_model_engine_changed)
@@ -153,7 +164,35 @@ class TuneRun:
         status = self.model.engine
         self._restore = self.model.config if status.state in (EngineState.READY, EngineState.STARTING) else None
         self.phase = "verdict" if study.verdict_runs() else "search"
+        self.commands.hold(HOLD)
         self._next()
+
+    def tick(self) -> None:
+        """Time passing (the window's timer, the headless loop): the running trial ended if it is past its
+        limits, the progress's clock moved on. Cheap to call often (it acts twice a second at most)."""
+        now = self.clock()
+        if not self.running or now - self._last_tick_s < 0.5:
+            return
+        self._last_tick_s = now
+        if self.current is not None:
+            self.current.check_time()
+        self._emit_progress()
+
+    def trial_limits(self) -> TrialLimits:
+        """The next trial's limits: the spec's ``trial_overrun_s`` where set, else from the trials so far."""
+        spec = self.study.spec
+        starts = [r.engine_start_s for r in self._results if r.engine_start_s] + \
+            ([self.last_start_s] if self.last_start_s else [])
+        start_s = max(START_LIMIT_FLOOR_S, START_LIMIT_TIMES * max(starts, default=0.0))
+        start_why = f"{START_LIMIT_TIMES:g}× the longest start so far, at least {START_LIMIT_FLOOR_S:.0f} s"
+        if spec.trial_overrun_s is not None:
+            return TrialLimits(start_s, spec.trial_overrun_s, start_why,
+                               f"{spec.trial_overrun_s:g} s, as the search sets")
+        longest = max((r.figures.duration_s for r in self._results if r.state == "complete"), default=0.0)
+        overrun_s = max(OVERRUN_FLOOR_S, OVERRUN_TIMES * longest)
+        return TrialLimits(start_s, overrun_s, start_why,
+                           f"{overrun_s:.0f} s, {OVERRUN_TIMES:g}× the longest trial so far, at least "
+                           f"{OVERRUN_FLOOR_S:.0f} s")
 
     def _base_config(self):
         return self._restore or self.model.config
@@ -191,7 +230,7 @@ class TuneRun:
         self.current = TrialRun(self.model, self.commands, config, self.workload, self._prefix(trial.number),
                                 label, self.study.spec.goal,
                                 lambda outcome: self._on_trial_done(trial, params, outcome),
-                                self._on_phase, self.clock)
+                                self._on_phase, self.clock, self.trial_limits())
         self.running_number = trial.number
         self.trial_finished.emit(TrialResult(trial.number, dict(params), "running"))
         self.current.begin()
@@ -257,7 +296,7 @@ class TuneRun:
         config = trial_config(self._base_config(), spec.space, params)
         self.current = TrialRun(self.model, self.commands, config, self.workload, self._prefix(f"v{len(runs)}"),
                                 label, spec.goal, lambda outcome: self._on_rerun_done(role, outcome),
-                                self._on_phase, self.clock)
+                                self._on_phase, self.clock, self.trial_limits())
         self.current.begin()
 
     def _no_trial_message(self) -> str:
@@ -295,6 +334,7 @@ class TuneRun:
         self._emit_progress(force=True)
         if self._restore is not None:  # the user's own engine again
             self.commands.start_on(self._restore)
+        self.commands.release()  # questions asked meanwhile go to it once it is ready
         self.finished.emit(verdict, message)
 
     def _keep_elapsed(self) -> None:

@@ -22,6 +22,17 @@ STOPPED = "stopped before it finished (Stop)"
 
 
 @dataclass(frozen=True)
+class TrialLimits:
+    """How long a trial may take before it is ended as failed: its engine's start, and its requests after
+    the workload's last arrival (a hung start or a request that never ends costs a trial, not the search)."""
+
+    start_s: float
+    overrun_s: float
+    start_why: str = ""  # how each was set, for the trial's error
+    overrun_why: str = ""
+
+
+@dataclass(frozen=True)
 class TrialOutcome:
     figures: TrialFigures | None  # None: nothing measured (the engine did not start)
     error: str = ""
@@ -35,8 +46,10 @@ class TrialRun:
 
     def __init__(self, model: AppModel, commands: EngineCommands, config: EngineConfig, workload: Workload,
                  prefix: str, label: str, goal: Goal, on_done: Callable[[TrialOutcome], None],
-                 on_phase: Callable[[str], None] = lambda text: None, clock: Callable[[], float] = time.monotonic):
+                 on_phase: Callable[[str], None] = lambda text: None, clock: Callable[[], float] = time.monotonic,
+                 limits: TrialLimits | None = None):
         self.model, self.commands, self.config, self.workload = model, commands, config, workload
+        self.limits = limits
         self.prefix, self.label, self.goal = prefix, label, goal
         self.on_done, self.on_phase, self.clock = on_done, on_phase, clock
         self.measure = TrialMeasure(workload.offsets_s, prefix)
@@ -50,6 +63,15 @@ class TrialRun:
         self._asked_s = self.clock()
         self.on_phase(f"{self.label}: starting the engine")
         self.start_id = self.commands.start_on(self.config)
+
+    def measure_now(self) -> None:
+        """Sends the workload to the engine running now, which must be ready on this trial's configuration
+        (a rate search probes one engine at several rates): no start."""
+        self.state = "starting"
+        self.start_id = self.model.engine.start_id
+        self._asked_s = self.clock()
+        self._send()
+        self.engine_start_s = None
 
     # ------------------------------------------------------------------ the engine
     def engine_changed(self, status: EngineStatus) -> None:
@@ -112,14 +134,39 @@ class TrialRun:
                                            f"the first: {next(iter(failed.values()))}")
             self._end(error)
 
+    # ------------------------------------------------------------------ the time it takes
+    def check_time(self) -> None:
+        """Ends the trial, failed, once it is past its limits (see :class:`TrialLimits`)."""
+        limits = self.limits
+        if limits is None or self.state not in ("starting", "measuring"):
+            return
+        now = self.clock()
+        if self.state == "starting" and now - self._asked_s > limits.start_s:
+            self._end(f"The engine did not start within {limits.start_s:.0f} s ({limits.start_why}); "
+                      "the trial was ended")
+        elif self.state == "measuring":
+            last_arrival_s = max(self.workload.offsets_s, default=0.0)
+            overrun_s = now - self.measure.started_s - last_arrival_s
+            if overrun_s > limits.overrun_s:
+                out = self._take_back()
+                self._end(f"{out} of {self.workload.num_requests} requests were still running {overrun_s:.0f} s "
+                          f"after the workload's last arrival (the limit: {limits.overrun_why}): they were aborted")
+
     # ------------------------------------------------------------------ the end
     def stop(self) -> None:
         """Takes back the requests still out; what they measured so far is kept."""
-        if self.state == "measuring":
-            for index in range(self.workload.num_requests):
-                if index not in self.measure.figures and index not in self.measure.errors:
-                    self.commands.abort(f"{self.prefix}-{index}")
+        self._take_back()
         self._end(STOPPED)
+
+    def _take_back(self) -> int:
+        """Aborts the requests still out (while measuring); how many there were."""
+        if self.state != "measuring":
+            return 0
+        out = [index for index in range(self.workload.num_requests)
+               if index not in self.measure.figures and index not in self.measure.errors]
+        for index in out:
+            self.commands.abort(f"{self.prefix}-{index}")
+        return len(out)
 
     def _end(self, error: str) -> None:
         if self.state == "done":

@@ -169,6 +169,7 @@ class TuneSpec:
     name: str = ""
     max_trials: int | None = None
     seed: int = 0
+    trial_overrun_s: float | None = None  # a trial's requests may run this long past the last arrival (None: auto)
 
     def __post_init__(self):
         if self.sampler not in SAMPLERS:

@@ -356,7 +356,7 @@ class ChatPane(QWidget):
 
     def _waiting_note(self) -> str:
         model = self.model
-        return waiting_note(model.engine, model.latest_start_id > model.engine.start_id)
+        return waiting_note(model.engine, model.latest_start_id > model.engine.start_id, model.engine_hold)
 
     def _on_model_waiting_changed(self, *_status) -> None:
         if self.model.waiting_chat_requests():

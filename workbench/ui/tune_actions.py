@@ -8,7 +8,7 @@ import html
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QLabel
 from superqt.utils import create_worker
@@ -79,6 +79,10 @@ class TuneActions(QObject):
             self.search = TuneRun(window.model, window.commands, self.folder, database)
             sessions = (lambda: stored_sessions(database)) if database is not None else None
             self.pane = TunePane(self.search, self.space(), sessions, self._on_preset_saved)
+            # time passing, for the search: a trial past its limits ended, the progress's clock moved on
+            self.ticks = QTimer(self.pane, interval=500)
+            self.ticks.timeout.connect(self.search.tick)
+            self.ticks.start()
             window.panes.addTab(self.pane, TAB_TITLE)
         if window.regions.whole_window is window.engine_region:  # the tab's region was hidden
             window.regions.show_both()

@@ -166,6 +166,11 @@ class TuneForm(QWidget):
         self.max_trials = _spin(0, 10_000, 0, name="tuneMaxTrials")
         self.max_trials.setSpecialValueText("as many as the budget holds")
         self.repeats = _spin(1, 20, 3, " each", "tuneRepeats")
+        self.overrun = _real(0.0, 24 * 60, 0.0, 1, " min", "tuneTrialOverrun")
+        self.overrun.setSpecialValueText("automatic")
+        self.overrun.setToolTip("A trial whose requests still run this long after the workload's last arrival is "
+                                "ended as failed and the search goes on. Automatic: 3× the longest trial so far, "
+                                "at least 2 minutes")
         self.name = QLineEdit(time.strftime("tune-%Y%m%d-%H%M"), objectName="tuneName")
         form = QFormLayout(box)
         form.addRow("Sampler", self.sampler)
@@ -173,6 +178,7 @@ class TuneForm(QWidget):
         form.addRow(self.problems["budget"])
         form.addRow("Trials at most", self.max_trials)
         form.addRow("Verdict: best and defaults rerun", self.repeats)
+        form.addRow("End a trial past its last arrival by", self.overrun)
         form.addRow("Name", self.name)
         return box
 
@@ -232,7 +238,8 @@ class TuneForm(QWidget):
         return TuneSpec(self.workload(), self.goal(), space, time_budget_s=self.budget.value() * 60,
                         sampler=self.sampler.currentData(), repeats=self.repeats.value(),
                         name=self.name.text().strip() or time.strftime("tune-%Y%m%d-%H%M%S"),
-                        max_trials=self.max_trials.value() or None)
+                        max_trials=self.max_trials.value() or None,
+                        trial_overrun_s=self.overrun.value() * 60 or None)
 
     # ------------------------------------------------------------------ problems
     def show_problem(self, field: str, message: str) -> None:
