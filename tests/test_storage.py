@@ -169,3 +169,41 @@ def test_a_chat_made_while_all_are_removed_is_kept_whichever_receiver_connected_
     storage, model = restarted(storage, tmp_path / "workbench.db")
     assert list(model.conversations) == fresh
     storage.close()
+
+
+def test_images_no_stored_message_holds_are_removed_at_the_next_start_and_only_beside_their_database(tmp_path):
+    from chat_images import image_input
+    from workbench.engine.image_store import path_of
+
+    def opened(path):
+        storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "be brief")
+        model.images_dir = tmp_path / "images"  # the data folder's, beside workbench.db
+        storage.restore_into(model)
+        storage.start(model)
+        return storage, model
+
+    path = tmp_path / "workbench.db"
+    storage, model = opened(path)
+    shared, only_gone = image_input("shared.png"), image_input("gone.png", colour=(0, 0, 200))
+    kept, gone = model.new_conversation(), model.new_conversation()
+    model.ask(kept.conversation_id, "This one?", SamplingSettings(), images=(shared,))
+    model.ask(gone.conversation_id, "And these?", SamplingSettings(), images=(shared, only_gone))
+    model.delete_conversation(gone.conversation_id)
+    part = model.images_dir / ".part-cut-short"
+    part.write_bytes(b"half an image")
+    assert storage.flush()
+    storage.close()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    other = Storage.open(elsewhere / "workbench.db")  # another database never judges this folder's images
+    other_model = AppModel(EngineConfig("demo"))
+    other_model.images_dir = model.images_dir
+    other.restore_into(other_model)
+    other.close()
+    assert path_of(only_gone.ref, model.images_dir).exists() and part.exists()
+
+    storage, model = opened(path)
+    assert path_of(shared.ref, model.images_dir).read_bytes() == shared.data  # a kept message holds it
+    assert not path_of(only_gone.ref, model.images_dir).exists() and not part.exists()
+    assert [m.images for m in model.conversations[kept.conversation_id].messages][0] == (shared.ref,)
+    storage.close()

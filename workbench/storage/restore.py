@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 from workbench.batch.results import CANCELLED, DONE, ERROR, BatchResults
 from workbench.batch.run import BatchRun
@@ -97,3 +98,20 @@ def close_interrupted_engine_runs(connection: sqlite3.Connection) -> None:
         "coalesce(e.ready_s, 0), e.started_s)) FROM engine_runs e WHERE e.session_id = sessions.session_id), 0), "
         "coalesce((SELECT max(c.first_s) FROM series_chunks c JOIN engine_runs e USING (run_key) "
         "WHERE e.session_id = sessions.session_id), 0)) WHERE ended_s IS NULL")
+
+
+def sweep_images(connection: sqlite3.Connection, folder: Path) -> int:
+    """Removes the data folder's image copies that no stored message holds any more (their conversations
+    deleted, their questions edited away); returns how many. Runs at start, where this instance alone
+    writes the database (a second one finds it locked), so no image attached since is left uncommitted.
+    A copy cut short by a kill (``.part-*``) goes too."""
+    if not folder.is_dir():
+        return 0
+    held = {sha256 for (sha256,) in connection.execute("SELECT DISTINCT sha256 FROM message_images")}
+    removed = 0
+    for path in folder.iterdir():
+        name = path.name
+        if path.is_file() and (name.startswith(".part-") or path.stem not in held):
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed

@@ -5,6 +5,7 @@ runs on with what could be read (nothing is written unless the database opened w
 """
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import time
@@ -12,6 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
+from workbench.engine.image_store import images_dir
 from workbench.model.app_model import AppModel
 from workbench.storage.database import (
     CORRUPTED, DB_NAME, LOCKED, InstanceLock, OpenedDatabase, StorageProblem, move_aside, open_database, problem_for,
@@ -19,12 +21,13 @@ from workbench.storage.database import (
 from workbench.storage.recorder import ModelRecorder
 from workbench.storage.records import SessionEnded, SessionStarted
 from workbench.storage.restore import (close_interrupted_engine_runs, highest_chat_number, load_batch_runs,
-                                       load_conversations)
+                                       load_conversations, sweep_images)
 from workbench.storage.series import SeriesRecorder
 from workbench.telemetry.memory_service import MEMORY_COLUMNS
 from workbench.storage.writer import CommitMark, StorageWriter
 
 
+log = logging.getLogger(__name__)
 RUNNING, STOPPING = "running", "stopping"  # what the instance holding the lock says it is doing
 
 
@@ -113,8 +116,19 @@ class Storage:
                           highest_chat_number(connection))
             if self.opened.writable:
                 close_interrupted_engine_runs(connection)
+                self._sweep_images(connection, model.images_dir or images_dir())
         except (sqlite3.Error, ValueError, KeyError, TypeError) as error:  # readable header, unreadable rows
             self._stop_using(problem_for(CORRUPTED, self.path, str(error)))
+
+    def _sweep_images(self, connection: sqlite3.Connection, folder: Path) -> None:
+        """The image copies no stored message holds, removed: only where the folder is this database's own
+        (beside it in one data folder), so a database elsewhere never judges another's images."""
+        if folder.parent.resolve() != Path(self.path).parent.resolve():
+            return
+        try:
+            sweep_images(connection, folder)
+        except OSError as error:  # a copy that cannot go now goes at a later start
+            log.warning("the data folder's unheld images were not all removed: %s", error)
 
     def start(self, model: AppModel, facts: dict | None = None) -> None:
         """Starts the writer thread and records the model's changes from now on (writable databases only),
