@@ -165,7 +165,7 @@ def _row(result) -> str:
             f"{ttft} | {itl} | {f.num_requests_done} | {f.duration_s:.2f} | {start} | {settings}{tail} |")
 
 
-HEADER = ("| trial | state | output tok/s | goodput tok/s | p99 TTFT s | p99 ITL ms | requests | duration s | "
+HEADER = ("| trial | state | output tok/s | goodput tok/s | p99 TTFT s | p99 TPOT ms | requests | duration s | "
           "engine start s | settings |\n|---|---|---|---|---|---|---|---|---|---|")
 
 

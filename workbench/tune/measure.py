@@ -1,6 +1,8 @@
 """One trial's figures from vLLM's own per-request figures (``RequestFinished``): output tok/s, goodput,
-TTFT p50 / p99, ITL p99, and the goal's value. ITL is each request's mean inter-token gap (vLLM's first to
-last token time over its tokens); its p99 is taken over the requests."""
+TTFT p50 / p99, TPOT p99, and the goal's value. Goodput counts the requests within the goal's TTFT and TPOT
+limits, as ``vllm bench serve --goodput ttft:… tpot:…`` does; TPOT is each request's mean inter-token gap
+(vLLM's first to last token time over its tokens after the first), its p99 taken over the requests. (The
+field keeps its first name, ``itl_p99_ms``, so that stored searches read back.)"""
 from __future__ import annotations
 
 import math

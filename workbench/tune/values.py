@@ -147,7 +147,7 @@ class Goal:
     def describe(self) -> str:
         if self.kind == "goodput":
             limits = [f"TTFT ≤ {self.ttft_p99_limit_s:g} s" if self.ttft_p99_limit_s is not None else "",
-                      f"ITL ≤ {self.itl_p99_limit_ms:g} ms" if self.itl_p99_limit_ms is not None else ""]
+                      f"TPOT ≤ {self.itl_p99_limit_ms:g} ms" if self.itl_p99_limit_ms is not None else ""]
             return "highest goodput (" + ", ".join(x for x in limits if x) + ")"
         if self.kind == "ttft":
             return "lowest p99 TTFT" + (f" at {self.rate_per_s:g} requests/s" if self.rate_per_s else "")

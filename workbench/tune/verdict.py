@@ -31,7 +31,7 @@ def goal_unmet(results: list[TrialResult], goal: Goal) -> str:
         return ""
     closest = min(done, key=lambda r: (r.ttft_p99_s if r.ttft_p99_s is not None else float("inf"),
                                        r.itl_p99_ms if r.itl_p99_ms is not None else float("inf")))
-    itl = f", p99 ITL {closest.itl_p99_ms:.1f} ms" if closest.itl_p99_ms is not None else ""
+    itl = f", p99 TPOT {closest.itl_p99_ms:.1f} ms" if closest.itl_p99_ms is not None else ""
     ttft = f"p99 TTFT {closest.ttft_p99_s:.2f} s" if closest.ttft_p99_s is not None else "no TTFT measured"
     return (f"No setting met the goal ({goal.describe()}): not one request of any trial was within the limits. "
             f"The closest was trial {closest.number} ({ttft}{itl}; settings {closest.params or 'vLLM defaults'}). "

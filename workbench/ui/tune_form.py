@@ -1,5 +1,5 @@
 """What a search runs: the workload (a generated one, a batch file, or a stored session's traffic
-replayed), the goal (output tok/s; goodput under p99 TTFT and ITL limits; the lowest p99 TTFT at a
+replayed), the goal (output tok/s; goodput under TTFT and TPOT limits; the lowest p99 TTFT at a
 rate), the sampler, the time budget and the repeats of the verdict. :meth:`TuneForm.spec` reads it as a
 :class:`TuneSpec`; a problem is shown under the field it is about, and what the user typed stays."""
 from __future__ import annotations
@@ -17,7 +17,7 @@ from workbench.tune.values import Goal, SearchSpace, TuneSpec, WorkloadSpec
 
 ERROR_STYLE = "color: #9b1c1c;"
 WORKLOADS = (("generated", "Generated"), ("file", "Batch file"), ("session", "Stored session, replayed"))
-GOALS = (("throughput", "Highest output tok/s"), ("goodput", "Highest goodput, under p99 TTFT and ITL limits"),
+GOALS = (("throughput", "Highest output tok/s"), ("goodput", "Highest goodput, under TTFT and TPOT limits"),
          ("ttft", "Lowest p99 TTFT at a rate"))
 SAMPLERS = (("tpe", "TPE (one goal)"), ("nsga2", "NSGA-II (Pareto front: tok/s and p99 TTFT)"))
 FIELDS = ("workload", "goal", "budget", "general")  # where a problem can be shown
@@ -152,8 +152,12 @@ class TuneForm(QWidget):
         self.goal_kind.currentIndexChanged.connect(self._on_goal_kind_changed)
         form = QFormLayout(box)
         form.addRow(self.goal_kind)
-        form.addRow("p99 TTFT at most", self.ttft_limit)
-        form.addRow("p99 ITL at most", self.itl_limit)
+        self.ttft_limit.setToolTip("Goodput counts the output tokens of the requests whose time to first token is "
+                                   "within this (vllm bench serve --goodput ttft:…)")
+        self.itl_limit.setToolTip("… and whose time per output token (TPOT: the mean gap between its tokens after "
+                                  "the first) is within this (vllm bench serve --goodput tpot:…)")
+        form.addRow("TTFT at most", self.ttft_limit)
+        form.addRow("TPOT at most", self.itl_limit)
         form.addRow("At a rate of", self.goal_rate)
         form.addRow(self.problems["goal"])
         self._on_goal_kind_changed()
