@@ -113,6 +113,9 @@ def test_the_verdict_pairs_reruns_in_order_and_a_goal_no_trial_met_names_the_clo
     verdict = make_verdict(best, runs, Goal())
     assert (verdict.ratio_median, verdict.ratio_min, verdict.ratio_max) == pytest.approx((1.15, 1.1, 1.2))
     assert "1 rerun failed" in verdict.text and "trial 2 (max_num_seqs=32)" in verdict.text
+    itself = make_verdict(TrialResult(0, {}, "complete", goal_value=100.0), runs[:4], Goal())
+    assert itself.text.startswith("No setting beat vLLM's defaults on highest output tok/s: they were the best "
+                                  "trial. Rerun against themselves, they measured 1.100–1.200×"), itself.text
     goal = Goal("goodput", ttft_p99_limit_s=0.01)
     trials = [TrialResult(0, {}, "complete", TrialFigures(100.0, 0.0, 0.2, 0.5, 5.0, 4, 0, 1.0), goal_value=0.0),
               TrialResult(1, {"max_num_seqs": 8}, "complete", TrialFigures(90.0, 0.0, 0.1, 0.3, 4.0, 4, 0, 1.0),

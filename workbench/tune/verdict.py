@@ -64,9 +64,15 @@ def make_verdict(best: TrialResult, runs: list[dict], goal: Goal) -> Verdict:
         return Verdict(best.number, dict(best.params), _values(bests), _values(defaults), float("nan"),
                        float("nan"), float("nan"), text)
     median, low, high = statistics.median(ratios), min(ratios), max(ratios)
-    what = "vLLM's defaults" if not best.params else f"trial {best.number} ({_params_text(best.params)})"
-    text = (f"{what}: {median:.3f}× vLLM's defaults on {goal.describe()} (median of {len(ratios)} paired reruns, "
-            f"{low:.3f}–{high:.3f}); best {_mean_text(bests)} against {_mean_text(defaults)} {unit}.")
+    if not best.params:  # the defaults won: their reruns against themselves measure the measure's noise
+        text = (f"No setting beat vLLM's defaults on {goal.describe()}: they were the best trial. Rerun against "
+                f"themselves, they measured {low:.3f}–{high:.3f}× (median {median:.3f}× of {len(ratios)} pairs): "
+                f"differences within that spread are noise at this workload ({_mean_text(bests)} and "
+                f"{_mean_text(defaults)} {unit}).")
+    else:
+        text = (f"trial {best.number} ({_params_text(best.params)}): {median:.3f}× vLLM's defaults on "
+                f"{goal.describe()} (median of {len(ratios)} paired reruns, {low:.3f}–{high:.3f}); best "
+                f"{_mean_text(bests)} against {_mean_text(defaults)} {unit}.")
     if failed:
         text += f" {failed} rerun{'s' if failed != 1 else ''} failed and {'were' if failed != 1 else 'was'} left out."
     return Verdict(best.number, dict(best.params), _values(bests), _values(defaults), median, low, high, text)

@@ -63,10 +63,16 @@ def verdict_html(verdict: Verdict, goal: Goal) -> str:
         return f"<b style='color:{WORSE_COLOUR}'>{html.escape(verdict.text)}</b>"
     colour = BETTER_COLOUR if verdict.ratio_median >= 1.0 and verdict.goal_met else WORSE_COLOUR
     repeats = len(verdict.best_values)
-    headline = (f"<b style='color:{colour}'>{verdict.ratio_median:.2f}× the defaults</b> "
-                f"(median of {repeats} paired repeat{'s' if repeats != 1 else ''}, "
-                f"{verdict.ratio_min:.2f}–{verdict.ratio_max:.2f}×; above 1 is better) for "
-                f"{html.escape(goal.describe())}: trial {verdict.best_number}.")
+    if not verdict.best_params:  # the defaults were best: their reruns measure the noise, not a gain
+        headline = (f"<b>No setting beat vLLM's defaults</b> for {html.escape(goal.describe())}: they were the "
+                    f"best trial. Rerun against themselves they measured {verdict.ratio_min:.2f}–"
+                    f"{verdict.ratio_max:.2f}× (median {verdict.ratio_median:.2f}× of {repeats} pairs), "
+                    "the measure's own spread at this workload.")
+    else:
+        headline = (f"<b style='color:{colour}'>{verdict.ratio_median:.2f}× the defaults</b> "
+                    f"(median of {repeats} paired repeat{'s' if repeats != 1 else ''}, "
+                    f"{verdict.ratio_min:.2f}–{verdict.ratio_max:.2f}×; above 1 is better) for "
+                    f"{html.escape(goal.describe())}: trial {verdict.best_number}.")
     values = ("Best: " + ", ".join(goal_value_text(v, goal) for v in verdict.best_values)
               + " · defaults: " + ", ".join(goal_value_text(v, goal) for v in verdict.default_values))
     parts = [headline, html.escape(values), "Settings: " + html.escape(settings_text(verdict.best_params))]
