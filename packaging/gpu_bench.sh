@@ -64,6 +64,16 @@ for shape in ${TUNE_SHAPES:-}; do
     --out "$OUT/tune-$shape" > "$OUT/tune-$shape.log" 2>&1
   show '^| trial' 40 "$OUT/tune-$shape.log"
 done
+# W1's rate, before its search: the Poisson rate where vLLM's defaults' p99 TTFT first passes 2 s, probed on one
+# engine (bench tune --find-rate --rate-only), e.g. RATE_SHAPES=qwen2.5-7b RATE_START=8; the search then runs
+# with TUNE_ARGS holding --rate at what it found.
+for shape in ${RATE_SHAPES:-}; do
+  step "rate $shape"
+  timeout ${RATE_TIMEOUT:-580} python3 -m workbench bench --shape $shape --max-model-len 4096 tune --find-rate \
+    --rate-only --ttft-limit-s 2 --rate ${RATE_START:-8} --rate-probes ${RATE_PROBES:-8} --requests 1000 \
+    --prompt-len 2048 --output-len 128 --out "$OUT/rate-$shape" > "$OUT/rate-$shape.log" 2>&1
+  show '^Rate search' 20 "$OUT/rate-$shape.log"
+done
 # The batch path against LLM.generate on one 1,000-prompt file, e.g. BATCH_SHAPES=qwen2.5-7b (each path in
 # a process of its own, taking turns; raw output per run under $OUT/batch-$shape/).
 for shape in ${BATCH_SHAPES:-}; do
