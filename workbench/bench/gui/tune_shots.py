@@ -65,9 +65,13 @@ def main(argv: list[str] | None = None) -> int:
         print("the search did not start:", pane.message.text())
         window.close()
         return 1
-    if wait(lambda: running_enough(window, pane), SEARCH_TIMEOUT_S):
+    # a search that ends before a moment worth the picture (a very busy machine) ends the wait too
+    if wait(lambda: running_enough(window, pane) or not pane.running, SEARCH_TIMEOUT_S) and pane.running:
         size = save_small(window, str(docs / "tune-running.png"), max_bytes=250_000)
         print("saved tune-running.png", f"{size:,} bytes |", pane.progress.format(), "|", pane.phase.text())
+    else:
+        print("tune-running.png not taken: the search ended before three trials and a busy fourth were seen "
+              "(run again on a quieter machine, or with more --trials)")
     wait(lambda: not pane.running, SEARCH_TIMEOUT_S)
     pane.table.selectRow(pane.trials.row_of(pane.trials.best_number or 0) or 0)
     model = window.model
