@@ -175,3 +175,20 @@ def test_the_reports_heatmap_picture_hatches_running_image_blocks():
     assert dark_pixels(11) > cell, "an image block: hatched"
     assert dark_pixels(14) == 0, "the same state, text only: not hatched"
     assert "Hatched: the 4 blocks holding images' tokens." in heatmap_caption(snapshot)
+
+
+def test_a_finished_rows_images_keep_their_names_for_the_hover_the_oldest_let_go_past_the_bound():
+    from workbench.engine.requests import GONE_WITH_IMAGES, Owner, RequestRegistry
+
+    registry = RequestRegistry()
+    registry.add("run1-0", Owner("batch", "run1", "0", "Batch row 1", ("cat.png", "dog.webp")))
+    registry.add("run1-1", Owner("batch", "run1", "1", "Batch row 2"))
+    registry.discard("run1-0")  # its request ended: the results hold its figures
+    registry.discard("run1-1")
+    assert registry.get("run1-0") is None and len(registry) == 0
+    assert registry.image_names("run1-0") == ("cat.png", "dog.webp") and registry.label("run1-0") == "Batch row 1"
+    assert registry.image_names("run1-1") == () and registry.label("run1-1") == "run1-1"  # no images: not kept
+    for row in range(2, GONE_WITH_IMAGES + 2):
+        registry.add(f"run1-{row}", Owner("batch", "run1", str(row), f"Batch row {row + 1}", ("p.png",)))
+        registry.discard(f"run1-{row}")
+    assert registry.image_names("run1-0") == () and registry.image_names(f"run1-{GONE_WITH_IMAGES + 1}") == ("p.png",)

@@ -8,6 +8,7 @@ A batch row's record leaves when its request ends (the batch's results keep its 
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Mapping
@@ -34,9 +35,16 @@ class RequestRecord:
     figures: RequestFigures | None = None
 
 
+# Owners with images kept after their records leave (a finished batch row's): the heatmap's hover still names
+# the image of a block the prefix cache keeps. Bounded, oldest out first: a name costs little, a 100,000-row
+# run's every row would not.
+GONE_WITH_IMAGES = 4096
+
+
 class RequestRegistry:
     def __init__(self):
         self._records: dict[str, RequestRecord] = {}
+        self._gone: OrderedDict[str, Owner] = OrderedDict()  # request id -> its owner, for images' names
 
     def add(self, request_id: str, owner: Owner) -> None:
         self._records[request_id] = RequestRecord(request_id, owner)
@@ -55,19 +63,27 @@ class RequestRegistry:
         return len(self._records)
 
     def discard(self, request_id: str) -> None:
-        self._records.pop(request_id, None)
+        record = self._records.pop(request_id, None)
+        if record is not None and record.owner.image_names:
+            self._gone[request_id] = record.owner
+            if len(self._gone) > GONE_WITH_IMAGES:
+                self._gone.popitem(last=False)
 
     def owner_labels(self) -> Mapping[str, str]:
         """An immutable copy: request id -> owner label (for readers on other threads)."""
         return MappingProxyType({rid: r.owner.label for rid, r in self._records.items()})
 
     def label(self, request_id: str) -> str:
-        record = self._records.get(request_id)
-        return record.owner.label if record is not None else request_id
+        owner = self._owner(request_id)
+        return owner.label if owner is not None else request_id
 
     def image_names(self, request_id: str) -> tuple[str, ...]:
-        """The names of the request's images in the order sent (``ImageSpan.index`` points here); ()
-        for a request without images or no longer in the registry."""
+        """The names of the request's images in the order sent (``ImageSpan.index`` points here); () for a
+        request without images, or one whose record left long ago (see :data:`GONE_WITH_IMAGES`)."""
+        owner = self._owner(request_id)
+        return owner.image_names if owner is not None else ()
+
+    def _owner(self, request_id: str) -> Owner | None:
         record = self._records.get(request_id)
-        return record.owner.image_names if record is not None else ()
+        return record.owner if record is not None else self._gone.get(request_id)
 
