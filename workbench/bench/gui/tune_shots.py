@@ -3,7 +3,7 @@ window, on this machine as it is:
 
     python -m workbench.bench.gui.tune_shots docs [--trials 6] [--repeats 2]
 
-writes ``tune-running.png`` (the Tune tab mid-search: the progress bar with trials done, time left and the
+(``--setup-only``: ``tune-setup.png``, the tab before a search, no engine) writes ``tune-running.png`` (the Tune tab mid-search: the progress bar with trials done, time left and the
 best so far, the plot's points and Pareto front, the table, and the engine region's heatmap and plots on
 the running trial's requests) and ``tune-result.png`` (the finished search: every trial in the table, the
 verdict's ratio to vLLM's defaults with its spread, Apply as preset and the serve line).
@@ -45,12 +45,42 @@ def running_enough(window, pane) -> bool:
             and snapshot.num_in_use > 20 and window.plots.num_draws >= 20)
 
 
+def setup_picture(folder: Path) -> int:
+    """``tune-setup.png``: the Tune tab before a search, its setup whole (no engine is started)."""
+    import tempfile
+
+    from PySide6.QtWidgets import QApplication
+
+    from workbench.bench.gui.screenshot import save_small
+    from workbench.engine.spec import EngineConfig
+    from workbench.model.app_model import AppModel
+    from workbench.model.engine_commands import EngineCommands
+    from workbench.tune.run import TuneRun
+    from workbench.tune.space import default_space
+    from workbench.ui.tune_pane import TunePane
+
+    app = QApplication.instance() or QApplication([])
+    model = AppModel(EngineConfig(model="demo", max_model_len=2048))
+    search = TuneRun(model, EngineCommands(model, lambda command: None), Path(tempfile.mkdtemp()) / "tune")
+    pane = TunePane(search, default_space("0.32.0", "cpu"))
+    pane.resize(760, 1000)
+    pane.show()
+    app.processEvents()
+    size = save_small(pane, str(folder / "tune-setup.png"), max_bytes=200_000)
+    print("saved tune-setup.png", f"{size:,} bytes")
+    pane.close()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", nargs="?", default="docs")
     parser.add_argument("--trials", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--setup-only", action="store_true", help="only tune-setup.png (no engine)")
     args = parser.parse_args(argv)
+    if args.setup_only:
+        return setup_picture(Path(args.folder))
     from workbench.bench.gui.screenshot import _started_window, save_small
 
     window, wait = _started_window((1500, 940))
