@@ -62,3 +62,31 @@ def test_cancel_returns_at_once_and_kills_a_run_that_ignores_it(qtbot, monkeypat
         assert not view.cancel_button.isEnabled()
     assert not view.running and not view.kill_timer.isActive()
     assert "Cancelled" in view.message.text() and view.run_button.isEnabled()
+
+
+EXIT_WITH_A_JOB_RUNNING = """
+import sys, time
+from PySide6.QtWidgets import QApplication
+from superqt.utils import create_worker
+app = QApplication([])
+job = create_worker(time.sleep, 1.5, _start_thread=False)  # a job still reading when the app ends
+job.returned.connect(lambda _: None)
+job.start()
+if sys.argv[1] == "finish":
+    from workbench.app import finish_background_jobs
+    assert finish_background_jobs(30)
+"""
+
+
+def test_the_app_ends_after_its_background_jobs_not_under_them(tmp_path):
+    """Python's exit frees a running job's signals under it ("Signal source has been deleted", from the
+    job's thread, as the clean clone's first start printed); the app's main waits for its jobs first."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "ends.py"
+    script.write_text(EXIT_WITH_A_JOB_RUNNING)
+    done = subprocess.run([sys.executable, str(script), "finish"], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, QT_QPA_PLATFORM="offscreen"))
+    assert done.returncode == 0 and "Signal source has been deleted" not in done.stderr, done.stderr[-2000:]

@@ -115,7 +115,17 @@ def run_gui(argv: list[str]) -> int:
     code = quit_when_ready(app, window) if args.quit_when_ready else app.exec()
     if getattr(window, "shutdown", None) is not None:
         window.shutdown.wait()
+    finish_background_jobs()
     return code
+
+
+def finish_background_jobs(timeout_s: float = 60.0) -> bool:
+    """Waits (the window already gone) for the jobs still running on worker threads, such as vLLM's model
+    registry asked at a first start: Python's exit would free their signals under them ("Signal source has
+    been deleted") and leave the registry's process behind. True when they all ended in time."""
+    from PySide6.QtCore import QThreadPool
+
+    return QThreadPool.globalInstance().waitForDone(int(timeout_s * 1000))
 
 
 STOPPING_TEXT = "The last vLLM Workbench is still stopping its engine…"

@@ -28,15 +28,6 @@ from workbench.ui.preset_values import NOT_READ, PresetValuesTable, value_text
 
 FINISH, ABORT = "finish", "abort"
 ERROR_STYLE = "color: #9b1c1c;"
-# Jobs still running, held until they end: a job outlives a panel closed meanwhile (the window closed while vLLM's
-# registry is still being asked), and its signals must too, or superqt's thread emits into a deleted object.
-_RUNNING_JOBS: set = set()
-
-
-def _held_until_done(job):
-    _RUNNING_JOBS.add(job)
-    job.finished.connect(lambda: _RUNNING_JOBS.discard(job))
-    return job
 
 
 def origin_text(origin: dict) -> str:
@@ -274,8 +265,8 @@ class PresetPanel(QWidget):
         if self.defaults is not None or self._loading is not None:
             return
         # errors go to the handler only (without it superqt raises them again on the GUI thread)
-        self._loading = _held_until_done(create_worker(defaults_off_thread, _start_thread=False,
-                                                       _connect={"errored": self._on_defaults_errored}))
+        self._loading = create_worker(defaults_off_thread, _start_thread=False,
+                                      _connect={"errored": self._on_defaults_errored})
         self._loading.returned.connect(self._on_defaults_returned)
         self._loading.start()
 
@@ -298,9 +289,9 @@ class PresetPanel(QWidget):
             return False
         self._when_busy = when_busy
         document = PresetDocument(copy.deepcopy(self.document.doc), self.document.path)
-        self.checking = _held_until_done(create_worker(
+        self.checking = create_worker(
             check_off_thread, document, self.machine, facts_for(self.model.config.model), _start_thread=False,
-            _connect={"errored": self._on_check_errored}))
+            _connect={"errored": self._on_check_errored})
         self.checking.returned.connect(self._on_check_returned)
         self.buttons["apply"].setEnabled(False)
         self.progress.setRange(0, 0)  # busy: the check has no steps to count
