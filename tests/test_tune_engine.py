@@ -27,10 +27,27 @@ SEARCH_TIMEOUT_MS = 1_500_000
 MODES = SearchParameter("performance_mode", "choice", choices=("balanced", "throughput"))
 
 
+HEARD: list = []  # the searches of the running test, stopped at its end if a failed assertion left one running
+
+
+@pytest.fixture(autouse=True)
+def no_search_outlives_its_test(qtbot):
+    """A test that fails mid-search leaves its search holding the shared window's engine (its chat questions
+    held, its trials restarting the engine under the next test): stopped here, and waited for."""
+    yield
+    for heard in HEARD:
+        if heard.run.running:
+            heard.run.stop()
+            qtbot.waitUntil(lambda: bool(heard.ended), timeout=ENGINE_START_TIMEOUT_MS)
+    HEARD.clear()
+
+
 class Heard:
     """What a search told the window."""
 
     def __init__(self, run: TuneRun):
+        self.run = run
+        HEARD.append(self)
         self.trials, self.progress, self.ended = [], [], []
         run.trial_finished.connect(self.trials.append)
         run.progress_changed.connect(self.progress.append)

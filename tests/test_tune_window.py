@@ -17,6 +17,16 @@ pytestmark = pytest.mark.slow  # trials are engine starts: five here (two trials
 SEARCH_TIMEOUT_MS = 5 * ENGINE_START_TIMEOUT_MS
 
 
+@pytest.fixture(autouse=True)
+def no_search_outlives_its_test(window, qtbot):
+    """A failed assertion mid-search would leave the tab's search holding the shared window's engine."""
+    yield
+    search = window.tune.search
+    if search is not None and search.running:
+        search.stop()
+        qtbot.waitUntil(lambda: not search.running, timeout=ENGINE_START_TIMEOUT_MS)
+
+
 def small_search(pane, name: str) -> None:
     """Eight short generated requests, two trials (vLLM's defaults, then the next setting), one rerun each."""
     form = pane.form

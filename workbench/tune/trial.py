@@ -67,11 +67,8 @@ class TrialRun:
     def measure_now(self) -> None:
         """Sends the workload to the engine running now, which must be ready on this trial's configuration
         (a rate search probes one engine at several rates): no start."""
-        self.state = "starting"
         self.start_id = self.model.engine.start_id
-        self._asked_s = self.clock()
         self._send()
-        self.engine_start_s = None
 
     # ------------------------------------------------------------------ the engine
     def engine_changed(self, status: EngineStatus) -> None:
@@ -82,6 +79,7 @@ class TrialRun:
         elif status.start_id < self.start_id:
             return  # the engine before this trial's: its last words
         elif status.state is EngineState.READY and self.state == "starting":
+            self.engine_start_s = self.clock() - self._asked_s
             self._send()
         elif status.state is EngineState.FAILED:
             said = status.message
@@ -91,7 +89,6 @@ class TrialRun:
             self._end(f"the engine stopped during the trial: {status.message}")
 
     def _send(self) -> None:
-        self.engine_start_s = self.clock() - self._asked_s
         self.state = "measuring"
         requests = self.workload.requests(self.prefix)
         for index, request in enumerate(requests):

@@ -79,15 +79,20 @@ class TuneActions(QObject):
             self.search = TuneRun(window.model, window.commands, self.folder, database)
             sessions = (lambda: stored_sessions(database)) if database is not None else None
             self.pane = TunePane(self.search, self.space(), sessions, self._on_preset_saved)
-            # time passing, for the search: a trial past its limits ended, the progress's clock moved on
+            # time passing, for a running search only: a trial past its limits ended, the progress's clock moved on
             self.ticks = QTimer(self.pane, interval=500)
             self.ticks.timeout.connect(self.search.tick)
-            self.ticks.start()
+            self.search.progress_changed.connect(self._on_search_progress_changed)
+            self.search.finished.connect(lambda *_: self.ticks.stop())
             window.panes.addTab(self.pane, TAB_TITLE)
         if window.regions.whole_window is window.engine_region:  # the tab's region was hidden
             window.regions.show_both()
         window.panes.setCurrentWidget(self.pane)
         return self.pane
+
+    def _on_search_progress_changed(self, progress) -> None:
+        if progress.phase in ("search", "verdict") and not self.ticks.isActive():
+            self.ticks.start()
 
     def _on_preset_saved(self, name: str) -> None:
         """The saved preset chosen in the Presets tab, in front: its diff and capacity shown, Apply a click away."""

@@ -3,10 +3,11 @@ window, on this machine as it is:
 
     python -m workbench.bench.gui.tune_shots docs [--trials 6] [--repeats 2]
 
-(``--setup-only``: ``tune-setup.png``, the tab before a search, no engine) writes ``tune-running.png`` (the Tune tab mid-search: the progress bar with trials done, time left and the
+writes ``tune-running.png`` (the Tune tab mid-search: the progress bar with trials done, time left and the
 best so far, the plot's points and Pareto front, the table, and the engine region's heatmap and plots on
 the running trial's requests) and ``tune-result.png`` (the finished search: every trial in the table, the
-verdict's ratio to vLLM's defaults with its spread, Apply as preset and the serve line).
+verdict's ratio to vLLM's defaults with its spread, Apply as preset and the serve line); with ``--setup-only``,
+``tune-setup.png`` alone (the tab before a search; no engine is started).
 """
 from __future__ import annotations
 
