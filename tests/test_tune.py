@@ -226,3 +226,20 @@ def test_a_trial_past_its_limits_fails_with_its_requests_aborted_and_the_search_
     assert heard[-1].number == 1 and heard[-1].state == "failed"
     assert heard[-1].error == ("4 of 4 requests were still running 31 s after the workload's last arrival "
                                "(the limit: 30 s, as the search sets): they were aborted")
+
+
+def test_the_gpu_space_offers_fp8_weights_unticked_and_a_trial_sets_them_only_when_chosen():
+    """fp8 weights change the model's outputs: offered on CUDA, off until the user ticks them (then each
+    trial's greedy outputs are compared with the defaults'); "none" leaves vLLM's default, the model's own."""
+    from workbench.tune.trial_config import trial_config
+
+    space = default_space("0.26.0", "cuda")
+    quantization = space.parameter("quantization")
+    assert quantization.choices == ("none", "fp8") and quantization.changes_outputs and not quantization.enabled
+    assert default_space("0.32.0", "cpu").parameter("quantization") is None  # vLLM's CPU build has no fp8 weights
+    ticked = space.with_enabled("quantization", True)
+    assert ticked.changes_outputs
+    base = EngineConfig(model="demo", max_model_len=512)
+    assert trial_config(base, ticked, {"quantization": "fp8"}).option("quantization") == "fp8"
+    assert trial_config(base, ticked, {"quantization": "none"}).option("quantization") is None
+    assert trial_config(base.with_changes([("quantization", "fp8")]), ticked, {}).option("quantization") is None

@@ -26,6 +26,11 @@ class ImagesRefusedError(ValueError):
     cannot be decoded); the message names the cause and the fix. The request fails; its text is kept."""
 
 
+class EngineGoneError(RuntimeError):
+    """A request could not be queued because the engine has died: the loop reports the engine's death
+    (how it ended), not a refusal of this one request."""
+
+
 @dataclass(frozen=True)
 class Message:
     role: str  # "system", "user" or "assistant"
@@ -170,7 +175,8 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def submit(self, request: ChatRequest) -> None:
-        """Queues a request; raises PromptTooLongError when the prompt does not fit."""
+        """Queues a request; raises PromptTooLongError when the prompt does not fit, EngineGoneError
+        when the engine has died."""
 
     @abc.abstractmethod
     def abort(self, request_id: str) -> None:

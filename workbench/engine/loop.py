@@ -13,7 +13,8 @@ import time
 from functools import singledispatchmethod
 from typing import Callable, Protocol
 
-from workbench.engine.backend import Backend, ChatRequest, ImagesRefusedError, PromptTooLongError, StreamEvent
+from workbench.engine.backend import (Backend, ChatRequest, EngineGoneError, ImagesRefusedError, PromptTooLongError,
+                                      StreamEvent)
 from workbench.engine.commands import (AdoptEngine, Abort, ReleaseEngine, Shutdown, StartEngine, StopEngine, Submit,
                                        SubmitAll, SubmitScheduled)
 from workbench.engine.engine_log import read_log, root_cause
@@ -179,8 +180,12 @@ class EngineLoop:
         self._release_engine()
 
     def _submit_all(self, requests) -> None:
+        death = ""
         for request in requests:
-            self._submit(request)
+            if death:  # the engine died while these were being queued: each fails with its death
+                self.request_failed(request.request_id, death)
+            else:
+                death = self._submit(request)
         taken = tuple(r.request_id for r in requests if r.request_id in self._open)
         if taken:
             self.listener.publish(RequestsTaken(taken))
@@ -269,12 +274,17 @@ class EngineLoop:
         self._snapshot_due = self._snapshot_pending = False
         self._stats = None
 
-    def _submit(self, request: ChatRequest) -> None:
+    def _submit(self, request: ChatRequest) -> str:
+        """Queues one request, or fails it with the reason; the engine's death message where queueing it
+        found the engine dead (then every open request has failed with it), else ""."""
         if self.backend is None or not self.backend.running:
             self.request_failed(request.request_id, NOT_RUNNING)
-            return
+            return ""
         try:
             self.backend.submit(request)
+        except EngineGoneError as exc:  # not this request's fault: the engine is gone
+            self._open.add(request.request_id)
+            return self._engine_died(exc)
         except (PromptTooLongError, ImagesRefusedError) as exc:
             self.request_failed(request.request_id, str(exc))
         except Exception as exc:  # vLLM's own validation of a request
@@ -282,6 +292,7 @@ class EngineLoop:
         else:
             self._open.add(request.request_id)
             self._snapshot_due = self._probe is not None
+        return ""
 
     def _abort(self, request_id: str) -> None:
         if any(schedule.take(request_id) for schedule in self._schedules):
@@ -366,7 +377,8 @@ class EngineLoop:
         except Exception as exc:
             self._engine_died(exc)
 
-    def _engine_died(self, exc: Exception) -> None:
+    def _engine_died(self, exc: Exception) -> str:
+        """Fails every open and scheduled request with the engine's death message, which it returns."""
         backend = self.backend
         open_requests = sorted(self._open) + [rid for s in self._schedules for rid in s.pending_ids()]
         self._flush_text()
@@ -376,6 +388,7 @@ class EngineLoop:
         for request_id in open_requests:
             self.request_failed(request_id, message)
         self._set_state(EngineState.DIED, message)
+        return message
 
     def _set_state(self, state: EngineState, message: str, retry: tuple = ()) -> None:
         self.state = state

@@ -97,18 +97,23 @@ def child_pids(vllm_only: bool = False, pid: int | None = None) -> set[int]:
 
 
 ROLES = (("EngineCore", "engine core"), ("Worker", "model worker"))
+REAP_SETTLE_S = 1.0  # how long a reaped child's exit code is given to be recorded by whoever reaped it
 END_WAIT_S = 2.0  # a process that is dying (killed with its parent) is given this long before it is judged
 
 
-def describe_exit(pids: list[int], watchdog: EngineWatchdog | None = None, log_text: str = "") -> str:
+def describe_exit(pids: list[int], watchdog: EngineWatchdog | None = None,
+                  log_text: Callable[[], str] = lambda: "") -> str:
     """How the engine's processes ended, in words (for the 'engine died' message): the model worker's
-    death where vLLM logged it (``log_text``), else the end of the first process whose exit code
-    this process saw (its child, the engine core), given :data:`END_WAIT_S` to end. "Still running
-    but stopped answering" only of a process that still runs after that, and only when none ended."""
+    death where vLLM logged it, else the end of the first process whose exit code this process saw
+    (its child, the engine core), given :data:`END_WAIT_S` to end. "Still running but stopped
+    answering" only of a process that still runs after that, and only when none ended.
+
+    ``log_text`` reads the engine's log; it is called once the engine core's end is known, so that
+    the lines its last moments wrote (vLLM's "Worker proc ... died unexpectedly") are there to read."""
     witness = watchdog.witness if watchdog is not None else OomWitness(None, 0)
-    if worker := worker_death(log_text, witness):
-        return worker
     codes = watchdog.wait_for_exit_codes(END_WAIT_S) if watchdog is not None else {}
+    if worker := worker_death(log_text(), witness):
+        return worker
     names = watchdog.names if watchdog is not None else {}
     alive = _still_running([p for p in pids if codes.get(p) is None], END_WAIT_S)
     known = [pid for pid in pids if codes.get(pid) is not None]
@@ -198,6 +203,11 @@ class EngineWatchdog:
         deadline = time.monotonic() + timeout_s
         for child in self._children:
             child.join(max(0.0, deadline - time.monotonic()))
+        # vLLM's own thread may join the same child: the one whose waitpid lost the race reads None
+        # until the winner, a moment later, records the code. A child gone from the process table has one.
+        settle = time.monotonic() + REAP_SETTLE_S
+        while time.monotonic() < settle and any(c.exitcode is None and not is_running(c.pid) for c in self._children):
+            time.sleep(0.02)
         return {child.pid: child.exitcode for child in self._children}
 
     def _dead(self) -> bool:

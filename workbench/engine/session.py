@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Callable
 
 from workbench.engine.backend import (
-    Backend, Capabilities, ChatRequest, EngineInfo, ImagesRefusedError, PromptTooLongError, StreamEvent, VisionInfo,
-    WorkerMemory,
+    Backend, Capabilities, ChatRequest, EngineGoneError, EngineInfo, ImagesRefusedError, PromptTooLongError,
+    StreamEvent, VisionInfo, WorkerMemory,
 )
 from workbench.engine.image_prompts import image_prompt
 from workbench.engine.images import ImageSpan
@@ -36,7 +36,7 @@ from workbench.engine.start_phases import EngineStartError, PhaseWatcher, StartP
 from workbench.engine.stats import StepStats
 from workbench.engine.vllm_plugin import PHASE_FILE_ENV, SUPPORTED_VLLM
 from workbench.engine.vllm_plugin.stat_logger import StatLoggerSwitch, make_stat_logger_factory
-from workbench.engine.vllm_plugin.utility_call import wake_blocked_step
+from workbench.engine.vllm_plugin.utility_call import is_engine_dead, wake_blocked_step
 
 # vLLM forks its engine-core process unless told otherwise, and only switches to spawn when torch
 # says CUDA is initialised. Anything that merely asked torch about CUDA before (the demo model's
@@ -45,6 +45,7 @@ from workbench.engine.vllm_plugin.utility_call import wake_blocked_step
 # ran here before.
 MULTIPROC_METHOD_ENV = "VLLM_WORKER_MULTIPROC_METHOD"
 PARAMS_KEPT = 64  # SamplingParams kept for reuse: distinct settings and budgets, then all dropped
+LOG_DRAIN_S = 2.0  # how long an ended engine's last output is given to reach its log
 SPANS_KEPT = 1024  # finished requests whose image spans are kept (their blocks may still be drawn)
 
 
@@ -108,6 +109,7 @@ class EngineSession(Backend):
         self.watchdog: EngineWatchdog | None = None
         self.on_cpu = True
         self.log_path: Path | None = None  # the engine's own log of its latest start
+        self._log_capture: EngineLogCapture | None = None  # copies the engine's output into log_path
         self.stats_logging = True  # vLLM's per-step statistics reach the events (set_stats_logging)
         self._stats_switch: StatLoggerSwitch | None = None
         self.workers: tuple[WorkerMemory, ...] = ()
@@ -125,7 +127,7 @@ class EngineSession(Backend):
         if self.config.model in (DEMO_MODEL, DEMO_VL_MODEL):
             self.model_path = model_for_start(self.config.model, report)
         self.log_path = new_log_path()
-        capture = EngineLogCapture(self.log_path)
+        capture = self._log_capture = EngineLogCapture(self.log_path)
         if not capture.attach():  # the engine processes inherit it: their whole output lands in the log
             self.log_path = None
         try:
@@ -298,9 +300,7 @@ class EngineSession(Backend):
         params = self._sampling_params(request.sampling, limit - len(prompt_ids))
         # vLLM refuses a priority other than 0 where it schedules first come, first served
         priority = request.priority if self.config.schedules_by_priority else 0
-        internal = self.engine.add_request(request.request_id, {"prompt_token_ids": prompt_ids}, params,
-                                           priority=priority)
-        internal = internal if isinstance(internal, str) else request.request_id
+        internal = self._add_request(request.request_id, {"prompt_token_ids": prompt_ids}, params, priority)
         self.live[request.request_id] = _Live(time.monotonic())
         self.id_map[internal] = request.request_id
 
@@ -319,11 +319,20 @@ class EngineSession(Backend):
             raise
         except Exception as exc:  # vLLM's checks and its HF processor's: ValueError, VLLMValidationError, ...
             raise _refused(exc, request) from exc
-        internal = self.engine.add_request(request.request_id, processed, params, priority=priority)
-        internal = internal if isinstance(internal, str) else request.request_id
+        internal = self._add_request(request.request_id, processed, params, priority)
         self.image_spans[request.request_id] = spans
         self.live[request.request_id] = _Live(time.monotonic())
         self.id_map[internal] = request.request_id
+
+    def _add_request(self, request_id: str, prompt, params, priority: int) -> str:
+        """vLLM's ``add_request``; its id for the request (vLLM 0.26 returns none: the caller's)."""
+        try:
+            internal = self.engine.add_request(request_id, prompt, params, priority=priority)
+        except Exception as exc:
+            if is_engine_dead(exc):
+                raise EngineGoneError(str(exc)) from exc
+            raise
+        return internal if isinstance(internal, str) else request_id
 
     def _check_image_prompt_length(self, length: int, image_tokens: int) -> None:
         limit = self.config.max_model_len
@@ -416,4 +425,13 @@ class EngineSession(Backend):
 
     def describe_end(self) -> str:
         """How the engine's processes ended: the signal, and what is known of who sent it."""
-        return describe_exit(self.engine_pids, self.watchdog, read_log(self.log_path) if self.log_path else "")
+        return describe_exit(self.engine_pids, self.watchdog, self._drained_log)
+
+    def _drained_log(self) -> str:
+        """The engine's log once the copying thread has written what the ended processes printed
+        (it ends when they have all exited; a moment at most where one still holds the pipe)."""
+        if self.log_path is None:
+            return ""
+        if self._log_capture is not None:
+            self._log_capture.wait_closed(LOG_DRAIN_S)
+        return read_log(self.log_path)

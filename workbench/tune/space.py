@@ -4,6 +4,7 @@ from __future__ import annotations
 from workbench.tune.values import SearchParameter, SearchSpace
 
 SPECULATION_OFF = "off"
+QUANTIZATION_OFF = "none"  # the model's own weights (vLLM's default: what its config says)
 
 
 def _version_at_least(version: str, wanted: tuple[int, int]) -> bool:
@@ -16,7 +17,7 @@ def _version_at_least(version: str, wanted: tuple[int, int]) -> bool:
 
 def default_space(vllm_version: str, platform: str) -> SearchSpace:
     """The parameters a search varies by default on ``platform`` ("cuda" or "cpu") for ``vllm_version``.
-    Those that may change the model's outputs (fp8 KV cache, speculative decoding) are present but not
+    Those that may change the model's outputs (fp8 weights, fp8 KV cache, speculative decoding) are present but not
     enabled: the user ticks them."""
     on_cpu = platform == "cpu"
     params = [
@@ -35,6 +36,8 @@ def default_space(vllm_version: str, platform: str) -> SearchSpace:
                             note="the largest batch captured as a CUDA graph"),
             SearchParameter("kv_cache_dtype", "choice", choices=("auto", "fp8"), changes_outputs=True,
                             enabled=False),
+            SearchParameter("quantization", "choice", choices=(QUANTIZATION_OFF, "fp8"), changes_outputs=True,
+                            enabled=False, note="fp8 weights, quantized as the model loads"),
         ]
     params.append(SearchParameter("speculative_config", "choice", choices=(SPECULATION_OFF, "ngram:3", "ngram:5"),
                                   changes_outputs=True, enabled=False,
@@ -46,7 +49,9 @@ def default_space(vllm_version: str, platform: str) -> SearchSpace:
 
 def engine_value(name: str, value):
     """A parameter's value as vLLM's engine argument takes it (``"ngram:3"`` becomes the
-    ``speculative_config`` dict; ``"off"`` None, vLLM's default)."""
+    ``speculative_config`` dict; ``"off"`` and quantization's ``"none"`` None, vLLM's default)."""
+    if name == "quantization":
+        return None if value in (None, QUANTIZATION_OFF) else value
     if name != "speculative_config":
         return value
     if value in (None, SPECULATION_OFF):

@@ -37,3 +37,11 @@ def wake_blocked_step(engine) -> None:
     outputs_queue = getattr(client, "outputs_queue", None)
     if outputs_queue is not None:
         outputs_queue.put_nowait(EngineDeadError())
+
+
+def is_engine_dead(error: BaseException) -> bool:
+    """True where vLLM's client raised because its engine core is gone (``EngineDeadError``, which
+    ``add_request`` raises once the core has died), not because it refused a request."""
+    from vllm.v1.engine.exceptions import EngineDeadError
+
+    return isinstance(error, EngineDeadError)
