@@ -41,7 +41,7 @@ def add_parser(sub) -> None:
     tune.add_argument("--repeats", type=int, default=3, help="reruns of the best and of the defaults")
     tune.add_argument("--params", default="", help="comma-separated vLLM names to search (default: the space's)")
     tune.add_argument("--with-output-changes", action="store_true",
-                      help="search the parameters that may change outputs too (fp8 KV, speculative decoding)")
+                      help="search the parameters that may change outputs too (fp8 weights and KV, speculative decoding)")
     tune.add_argument("--name", default="", help="the search's name (default: its start time)")
     tune.add_argument("--resume", default="", help="carry on the stored search of this name")
     tune.add_argument("--store", default="", help="folder of the searches' storage (default: OUT/tune)")
