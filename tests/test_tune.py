@@ -105,6 +105,20 @@ def test_a_trial_lasts_from_the_first_arrival_to_the_last_end_as_vllm_timed_it()
     assert result.ttft_p99_s == pytest.approx(0.3) and result.itl_p99_ms == pytest.approx(20.0)
 
 
+def test_a_trials_p99_itl_counts_every_gap_so_a_few_slow_steps_show_where_each_mean_stays_low():
+    """TPOT (each request's mean gap) hides three half-second stalls in a hundred tokens; the p99 over
+    every gap between two tokens of the trial (as vllm bench serve's p99 ITL) shows them."""
+    measure = TrialMeasure((0.0, 0.0), "p")
+    for index, gaps in enumerate([[0.010] * 100, [0.010] * 97 + [0.5] * 3]):
+        figures = RequestFigures(prompt_tokens=8, cached_prompt_tokens=0, output_tokens=101, ttft_s=0.1,
+                                 decode_tokens_per_s=len(gaps) / sum(gaps), e2e_s=0.1 + sum(gaps))
+        measure.finished(index, figures, aborted=False, now_s=9.0, gaps_s=tuple(gaps))
+    result = measure.result(Goal("goodput", ttft_p99_limit_s=1.0, itl_p99_limit_ms=30))
+    assert result.itl_p99_ms == pytest.approx(24.7)  # the slower request's mean gap: within the 30 ms limit
+    assert result.goodput_tokens_per_s == result.output_tokens_per_s  # both count, by their means
+    assert result.gap_p99_ms == pytest.approx(500.0)
+
+
 def test_the_verdict_pairs_reruns_in_order_and_a_goal_no_trial_met_names_the_closest():
     best = TrialResult(2, {"max_num_seqs": 32}, "complete", goal_value=110.0)
     runs = [{"role": role, "value": value, "error": ""} for role, value in

@@ -88,6 +88,7 @@ def test_a_search_ends_with_a_verdict_a_failed_start_is_kept_and_the_best_is_app
         assert trial.num_requests_done == 16 and trial.figures.num_requests_failed == 0
         assert trial.duration_s >= 0.5 and trial.output_tokens_per_s > 0 and trial.ttft_p99_s > 0
         assert trial.goal_value == trial.output_tokens_per_s and trial.engine_start_s > 0
+        assert trial.gap_p99_ms > 0 and trial.itl_p99_ms > 0  # every gap between tokens timed, and each mean
     assert verdict is not None and message == "", message
     assert len(verdict.best_values) == len(verdict.default_values) == 2
     assert verdict.ratio_min <= verdict.ratio_median <= verdict.ratio_max and verdict.ratio_min > 0

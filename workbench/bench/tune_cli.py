@@ -158,15 +158,16 @@ def _row(result) -> str:
     f = result.figures
     ttft = f"{f.ttft_p99_s:.3f}" if f.ttft_p99_s is not None else "-"
     itl = f"{f.itl_p99_ms:.1f}" if f.itl_p99_ms is not None else "-"
+    gap = f"{f.gap_p99_ms:.1f}" if f.gap_p99_ms is not None else "-"
     start = f"{result.engine_start_s:.1f}" if result.engine_start_s is not None else "-"
     settings = ", ".join(f"{k}={v}" for k, v in result.params.items()) or "vLLM defaults"
     tail = f"  {result.error}" if result.error else ""
     return (f"| {result.number} | {result.state} | {f.output_tokens_per_s:.1f} | {f.goodput_tokens_per_s:.1f} | "
-            f"{ttft} | {itl} | {f.num_requests_done} | {f.duration_s:.2f} | {start} | {settings}{tail} |")
+            f"{ttft} | {itl} | {gap} | {f.num_requests_done} | {f.duration_s:.2f} | {start} | {settings}{tail} |")
 
 
-HEADER = ("| trial | state | output tok/s | goodput tok/s | p99 TTFT s | p99 TPOT ms | requests | duration s | "
-          "engine start s | settings |\n|---|---|---|---|---|---|---|---|---|---|")
+HEADER = ("| trial | state | output tok/s | goodput tok/s | p99 TTFT s | p99 TPOT ms | p99 ITL ms | requests | "
+          "duration s | engine start s | settings |\n|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def _report(out: Path, tune, verdict, message: str, rate_text: str = "") -> int:

@@ -53,6 +53,7 @@ class ChatRequest:
     prompt: str | None = None
     chat_template: str | None = None
     priority: int = 0  # vLLM's: lower runs first, where the engine schedules by priority (chat 0, batch 1)
+    record_gaps: bool = False  # its final event carries every gap between its tokens (Tune's trials)
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,10 @@ class StreamEvent:
     finished: bool = False
     finish_reason: str | None = None  # "stop", "length", "aborted", ...
     figures: RequestFigures | None = None  # set on the final event
+    # With ``ChatRequest.record_gaps``, on the final event: the time between each token and the one before
+    # it, in seconds, on the engine loop's clock (the tokens a step brings share its gap, as
+    # ``metrics.timings_from_arrivals`` counts them); the first token's arrival is TTFT, not a gap.
+    gaps_s: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)

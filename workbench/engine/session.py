@@ -74,6 +74,7 @@ class _Live:
     first: float = 0.0
     last: float = 0.0
     num_tokens: int = 0
+    gaps: list[float] | None = None  # kept only where the request asked (ChatRequest.record_gaps)
 
 
 def _refused(exc: Exception, request: ChatRequest) -> ValueError:
@@ -301,7 +302,7 @@ class EngineSession(Backend):
         # vLLM refuses a priority other than 0 where it schedules first come, first served
         priority = request.priority if self.config.schedules_by_priority else 0
         internal = self._add_request(request.request_id, {"prompt_token_ids": prompt_ids}, params, priority)
-        self.live[request.request_id] = _Live(time.monotonic())
+        self.live[request.request_id] = _Live(time.monotonic(), gaps=[] if request.record_gaps else None)
         self.id_map[internal] = request.request_id
 
     def _submit_with_images(self, request: ChatRequest) -> None:
@@ -321,7 +322,7 @@ class EngineSession(Backend):
             raise _refused(exc, request) from exc
         internal = self._add_request(request.request_id, processed, params, priority)
         self.image_spans[request.request_id] = spans
-        self.live[request.request_id] = _Live(time.monotonic())
+        self.live[request.request_id] = _Live(time.monotonic(), gaps=[] if request.record_gaps else None)
         self.id_map[internal] = request.request_id
 
     def _add_request(self, request_id: str, prompt, params, priority: int) -> str:
@@ -407,6 +408,8 @@ class EngineSession(Backend):
             if num_new:
                 if not live.first:
                     live.first = now
+                elif live.gaps is not None:
+                    live.gaps.extend([(now - live.last) / num_new] * num_new)
                 live.last = now
                 live.num_tokens += num_new
             if completion.text:
@@ -416,7 +419,8 @@ class EngineSession(Backend):
                 figures = figures_from_output(out, live.num_tokens, (live.submitted, live.first, live.last))
                 if self.image_spans:
                     figures = replace(figures, num_image_tokens=self._forget_spans(out.request_id))
-                finished.append(StreamEvent(out.request_id, "", True, completion.finish_reason, figures))
+                finished.append(StreamEvent(out.request_id, "", True, completion.finish_reason, figures,
+                                            tuple(live.gaps) if live.gaps else ()))
         return texts, finished
 
     # -------------------------------------------------------------- KV cache

@@ -1,8 +1,10 @@
 """One trial's figures from vLLM's own per-request figures (``RequestFinished``): output tok/s, goodput,
-TTFT p50 / p99, TPOT p99, and the goal's value. Goodput counts the requests within the goal's TTFT and TPOT
-limits, as ``vllm bench serve --goodput ttft:… tpot:…`` does; TPOT is each request's mean inter-token gap
-(vLLM's first to last token time over its tokens after the first), its p99 taken over the requests. (The
-field keeps its first name, ``itl_p99_ms``, so that stored searches read back.)"""
+TTFT p50 / p99, TPOT p99, ITL p99, and the goal's value. Goodput counts the requests within the goal's TTFT
+and TPOT limits, as ``vllm bench serve --goodput ttft:… tpot:…`` does; TPOT is each request's mean
+inter-token gap (vLLM's first to last token time over its tokens after the first), its p99 taken over the
+requests. (The field keeps its first name, ``itl_p99_ms``, so that stored searches read back.) ITL p99 is
+taken over every gap between two tokens of the trial's requests, as ``vllm bench serve`` reports its p99
+ITL: one slow step shows there even where each request's mean stays low."""
 from __future__ import annotations
 
 import math
@@ -22,6 +24,7 @@ class TrialMeasure:
         self.errors: dict[int, str] = {}
         self.texts: dict[int, list[str]] = {}
         self.started_s: float | None = None  # the clock of the caller when the workload was sent
+        self.gaps_s: list[float] = []  # every gap between two tokens of the finished requests
         self.last_end_s: float | None = None
 
     def index_of(self, request_id: str) -> int | None:
@@ -39,11 +42,13 @@ class TrialMeasure:
     def text_arrived(self, index: int, text: str) -> None:
         self.texts.setdefault(index, []).append(text)
 
-    def finished(self, index: int, figures: RequestFigures | None, aborted: bool, now_s: float) -> None:
+    def finished(self, index: int, figures: RequestFigures | None, aborted: bool, now_s: float,
+                 gaps_s: tuple[float, ...] = ()) -> None:
         if aborted or figures is None:
             self.errors[index] = "aborted"
         else:
             self.figures[index] = figures
+            self.gaps_s.extend(gaps_s)
         self.last_end_s = now_s
 
     def failed(self, index: int, message: str, now_s: float) -> None:
@@ -74,6 +79,7 @@ class TrialMeasure:
             ttft_p50_s=percentile(ttfts, 50) if ttfts else None,
             ttft_p99_s=percentile(ttfts, 99) if ttfts else None,
             itl_p99_ms=percentile(itls_ms, 99) if itls_ms else None,
+            gap_p99_ms=percentile(self.gaps_s, 99) * 1e3 if self.gaps_s else None,
             num_requests_done=len(done), num_requests_failed=len(self.errors), duration_s=duration)
 
 

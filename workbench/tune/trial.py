@@ -113,7 +113,7 @@ class TrialRun:
             return
         if event.text:
             self.measure.text_arrived(index, event.text)
-        self.measure.finished(index, event.figures, event.finish_reason == "aborted", self.clock())
+        self.measure.finished(index, event.figures, event.finish_reason == "aborted", self.clock(), event.gaps_s)
         self._after_request()
 
     def request_failed(self, request_id: str, message: str) -> None:

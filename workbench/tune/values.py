@@ -184,10 +184,11 @@ class TrialFigures:
     goodput_tokens_per_s: float = 0.0
     ttft_p50_s: float | None = None
     ttft_p99_s: float | None = None
-    itl_p99_ms: float | None = None
+    itl_p99_ms: float | None = None  # TPOT: the p99 over the requests of each one's mean gap between tokens
     num_requests_done: int = 0
     num_requests_failed: int = 0
     duration_s: float = 0.0
+    gap_p99_ms: float | None = None  # ITL: the p99 of every gap between two tokens (None: not timed)
 
 
 @dataclass(frozen=True)
@@ -229,6 +230,10 @@ class TrialResult:
     @property
     def itl_p99_ms(self) -> float | None:
         return self.figures.itl_p99_ms
+
+    @property
+    def gap_p99_ms(self) -> float | None:
+        return self.figures.gap_p99_ms
 
     @property
     def num_requests_done(self) -> int:

@@ -42,11 +42,12 @@ class Workload:
         return len(self.items)
 
     def requests(self, prefix: str) -> tuple[ChatRequest, ...]:
-        """The workload as engine requests, ids ``<prefix>-<index>``, first come first served (priority 0)."""
+        """The workload as engine requests, ids ``<prefix>-<index>``, first come first served (priority 0),
+        each timing every gap between its tokens (the trial's p99 ITL)."""
         return tuple(ChatRequest(f"{prefix}-{index}", item.messages or (),
                                  SamplingSettings(temperature=0.0, top_p=1.0, max_tokens=item.max_tokens,
                                                   ignore_eos=True),
-                                 prompt_token_ids=item.prompt_token_ids, prompt=item.prompt)
+                                 prompt_token_ids=item.prompt_token_ids, prompt=item.prompt, record_gaps=True)
                      for index, item in enumerate(self.items))
 
 

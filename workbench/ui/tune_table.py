@@ -13,6 +13,7 @@ from workbench.tune.values import TrialResult
 FIGURE_COLUMNS = (("goal_value", "Goal", "goal"), ("output_tokens_per_s", "Output tok/s", "{:,.1f}"),
                   ("goodput_tokens_per_s", "Goodput tok/s", "{:,.1f}"), ("ttft_p50_s", "TTFT p50 s", "{:.3f}"),
                   ("ttft_p99_s", "TTFT p99 s", "{:.3f}"), ("itl_p99_ms", "TPOT p99 ms", "{:.1f}"),
+                  ("gap_p99_ms", "ITL p99 ms", "{:.1f}"),
                   ("num_requests_done", "Done", "{:,}"), ("duration_s", "Took s", "{:.1f}"),
                   ("engine_start_s", "Start s", "{:.1f}"), ("output_agreement", "Same outputs", "{:.0%}"))
 STATE_COLOURS = {"failed": "#9b1c1c", "running": "#1d4ed8"}
