@@ -182,3 +182,20 @@ def test_trials_are_drawn_and_tabled_as_they_end_and_the_verdict_shown(pane, qtb
     qtbot.waitUntil(lambda: pane.buttons["start"].isEnabled())
     assert pane.trials.rowCount() == 4 and "1.50×" in pane.verdict_label.text()  # the last search stays shown
     assert "shorter than one engine start" in pane.form.problems["budget"].text()
+
+
+def test_the_verdict_is_green_only_where_every_rerun_pair_beat_the_defaults():
+    """A median of 1.00× whose pairs straddle 1 is the measure's spread, not a win: said in the text's own
+    colour; every pair above 1, green; a median below 1 (or a goal no trial met), red."""
+    from workbench.tune.values import Goal
+    from workbench.ui.tune_text import BETTER_COLOUR, WORSE_COLOUR, verdict_html
+
+    def html(low, median, high, goal_met=True):
+        verdict = Verdict(1, {"max_num_seqs": 99}, (1.0, 1.0, 1.0), (1.0, 1.0, 1.0), median, low, high, "", goal_met)
+        return verdict_html(verdict, Goal())
+
+    assert f"color:{BETTER_COLOUR}'>1.05× the defaults" in html(1.02, 1.05, 1.08)
+    straddles = html(0.98, 1.0003, 1.03)
+    assert "<b>1.00× the defaults</b>" in straddles and "color:" not in straddles
+    assert f"color:{WORSE_COLOUR}'>0.95× the defaults" in html(0.90, 0.95, 0.99)
+    assert f"color:{WORSE_COLOUR}'>1.05× the defaults" in html(1.02, 1.05, 1.08, goal_met=False)

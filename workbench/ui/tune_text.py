@@ -55,13 +55,22 @@ def settings_text(params: dict) -> str:
     return ", ".join(f"{name}={param_text(value)}" for name, value in params.items()) or "vLLM's defaults"
 
 
+def verdict_colour(verdict: Verdict) -> str:
+    """Green where every paired rerun beat the defaults (and the goal was met), red where the median did
+    not reach them or no trial met the goal; "" (the text's own colour) where the pairs straddle 1: a
+    difference within the measure's own spread is neither a win nor a loss."""
+    if not verdict.goal_met or verdict.ratio_median < 1.0:
+        return WORSE_COLOUR
+    return BETTER_COLOUR if verdict.ratio_min > 1.0 else ""
+
+
 def verdict_html(verdict: Verdict, goal: Goal) -> str:
     """The winner against vLLM's defaults: the ratio's median and its spread over the paired repeats,
     the values each repeat measured and the settings; the search's own words where there is no ratio
     (no rerun pair completed) or where reruns failed."""
     if math.isnan(verdict.ratio_median):
         return f"<b style='color:{WORSE_COLOUR}'>{html.escape(verdict.text)}</b>"
-    colour = BETTER_COLOUR if verdict.ratio_median >= 1.0 and verdict.goal_met else WORSE_COLOUR
+    colour = verdict_colour(verdict)
     repeats = len(verdict.best_values)
     if not verdict.best_params:  # the defaults were best: their reruns measure the noise, not a gain
         headline = (f"<b>No setting beat vLLM's defaults</b> for {html.escape(goal.describe())}: they were the "
@@ -69,7 +78,8 @@ def verdict_html(verdict: Verdict, goal: Goal) -> str:
                     f"{verdict.ratio_max:.2f}× (median {verdict.ratio_median:.2f}× of {repeats} pairs), "
                     "the measure's own spread at this workload.")
     else:
-        headline = (f"<b style='color:{colour}'>{verdict.ratio_median:.2f}× the defaults</b> "
+        style = f" style='color:{colour}'" if colour else ""
+        headline = (f"<b{style}>{verdict.ratio_median:.2f}× the defaults</b> "
                     f"(median of {repeats} paired repeat{'s' if repeats != 1 else ''}, "
                     f"{verdict.ratio_min:.2f}–{verdict.ratio_max:.2f}×; above 1 is better) for "
                     f"{html.escape(goal.describe())}: trial {verdict.best_number}.")

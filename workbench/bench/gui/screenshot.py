@@ -61,6 +61,15 @@ def _started_window(size: tuple[int, int] = (1500, 900)):
     return window, wait
 
 
+def close_window(window, timeout_s: float = 120.0) -> None:
+    """Closes the window and waits for what stops behind it (the engine, its threads, the storage), as
+    the app does before its process ends: a script that returned at once would end Python under them."""
+    window.close()
+    shutdown = getattr(window, "shutdown", None)
+    if shutdown is not None:
+        shutdown.wait(timeout_s)
+
+
 def save_small(widget, path: str, max_bytes: int = 200_000) -> int:
     """Saves a grab of ``widget`` as PNG; where the full-colour file would be too big, with a palette
     of 128 colours (Pillow, which vLLM brings; Qt's own 8-bit conversion where it is missing)."""

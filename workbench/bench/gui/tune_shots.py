@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.setup_only:
         return setup_picture(Path(args.folder))
-    from workbench.bench.gui.screenshot import _started_window, save_small
+    from workbench.bench.gui.screenshot import _started_window, close_window, save_small
 
     window, wait = _started_window((1500, 940))
     if window is None:
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     wait(lambda: pane.running or pane.buttons["start"].isEnabled(), 600)
     if not pane.running:
         print("the search did not start:", pane.message.text())
-        window.close()
+        close_window(window)
         return 1
     # a search that ends before a moment worth the picture (a very busy machine) ends the wait too
     if wait(lambda: running_enough(window, pane) or not pane.running, SEARCH_TIMEOUT_S) and pane.running:
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     wait(lambda: False, 0.5)
     size = save_small(window, str(docs / "tune-result.png"), max_bytes=250_000)
     print("saved tune-result.png", f"{size:,} bytes |", pane.message.text() or pane.verdict_label.text()[:200])
-    window.close()
+    close_window(window)
     return 0
 
 
