@@ -6,6 +6,7 @@ stopped it, broke it or changed any of its settings).
 """
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
 import time
@@ -36,6 +37,16 @@ def pytest_collection_modifyitems(config, items):
             skip = pytest.mark.skip(reason="needs an NVIDIA GPU: NVML finds no driver or no device here")
             for item in gpu_tests:
                 item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def garbage_collected_on_the_gui_thread():
+    """A test's cyclic garbage (its closed windows' Qt objects) collected as it ends, on the GUI thread,
+    as the app's timer does (``app.collect_garbage_on_gui_thread``): left to Python, a later test's worker
+    thread may collect it, disconnecting Qt objects there while the GUI thread waits for the GIL (a
+    deadlock seen once, in test_window_layout, while a window's Optuna query ran on a worker)."""
+    yield
+    gc.collect()
 
 
 @pytest.fixture(scope="session")

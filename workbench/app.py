@@ -105,6 +105,7 @@ def run_gui(argv: list[str]) -> int:
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setQuitOnLastWindowClosed(False)  # the window goes at once; the app quits once its engine has stopped
+    collector = collect_garbage_on_gui_thread()  # noqa: F841 (kept: its timer collects while the app runs)
     wait_for_a_stopping_instance()
     config = demo_vl_engine_config() if args.model == DEMO_VL_MODEL else demo_engine_config(args.model)
     window, _ = build_window(config)
@@ -117,6 +118,16 @@ def run_gui(argv: list[str]) -> int:
         window.shutdown.wait()
     finish_background_jobs()
     return code
+
+
+def collect_garbage_on_gui_thread():
+    """Python's cycle collector run by a timer on the GUI thread only (pyqtgraph's ``GarbageCollector``):
+    left automatic, it runs on whichever thread allocates, and a worker thread (an Optuna or Hub query)
+    that collects a closed dialog's Qt objects disconnects them there, waiting for Qt's lock that the GUI
+    thread holds while it waits for the GIL: the window freezes. Returns the collector, to be kept."""
+    from pyqtgraph.util.garbage_collector import GarbageCollector
+
+    return GarbageCollector(interval=1.0)
 
 
 def finish_background_jobs(timeout_s: float = 60.0) -> bool:
