@@ -89,6 +89,9 @@ def test_a_search_ends_with_a_verdict_a_failed_start_is_kept_and_the_best_is_app
         assert trial.duration_s >= 0.5 and trial.output_tokens_per_s > 0 and trial.ttft_p99_s > 0
         assert trial.goal_value == trial.output_tokens_per_s and trial.engine_start_s > 0
         assert trial.gap_p99_ms > 0 and trial.itl_p99_ms > 0  # every gap between tokens timed, and each mean
+        # the batch limits left open, as vLLM resolved them for `vllm serve` (kept for the preset)
+        assert set(trial.batch_limits) == {"max_num_batched_tokens", "max_num_seqs"}, trial.batch_limits
+        assert min(trial.batch_limits.values()) > 0
     assert verdict is not None and message == "", message
     assert len(verdict.best_values) == len(verdict.default_values) == 2
     assert verdict.ratio_min <= verdict.ratio_median <= verdict.ratio_max and verdict.ratio_min > 0
@@ -109,7 +112,10 @@ def test_a_search_ends_with_a_verdict_a_failed_start_is_kept_and_the_best_is_app
     preset = read_preset(Path(path))
     assert preset.origin()["search"] == "whole path" and preset.origin()["trial"] == verdict.best_number
     assert preset.origin()["ratio_median"] == pytest.approx(verdict.ratio_median, abs=1e-3)
-    assert preset.engine() == {k: v for k, v in verdict.best_params.items()}
+    # the preset runs in the app's own engine, whose defaults for the batch limits differ from `vllm serve`'s:
+    # it names them as the best trial ran
+    best = next(t for t in trials if t.number == verdict.best_number)
+    assert preset.engine() == {**best.batch_limits, **verdict.best_params}
     qtbot.waitUntil(lambda: window.model.engine.ready and window.model.engine.start_id == window.model.latest_start_id,
                     timeout=ENGINE_START_TIMEOUT_MS)  # the user's own engine again, as it was
     assert window.model.config == demo_config

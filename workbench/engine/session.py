@@ -35,6 +35,7 @@ from workbench.engine.start_failure import explain_start_failure
 from workbench.engine.start_phases import EngineStartError, PhaseWatcher, StartProgress, WholeStart, progress_for
 from workbench.engine.stats import StepStats
 from workbench.engine.vllm_plugin import PHASE_FILE_ENV, SUPPORTED_VLLM
+from workbench.engine.vllm_plugin.engine_args import usage_context
 from workbench.engine.vllm_plugin.stat_logger import StatLoggerSwitch, make_stat_logger_factory
 from workbench.engine.vllm_plugin.utility_call import is_engine_dead, wake_blocked_step
 
@@ -169,7 +170,8 @@ class EngineSession(Backend):
         stat_logger = make_stat_logger_factory(self._deliver_stats)
         with PhaseWatcher(phase_file, report) as watcher:
             try:
-                self.engine = LLMEngine.from_engine_args(args, stat_loggers=[stat_logger])
+                self.engine = LLMEngine.from_engine_args(args, usage_context=usage_context(self.config.usage_context),
+                                                         stat_loggers=[stat_logger])
             except Exception as exc:
                 self.engine_pids = sorted(child_pids(vllm_only=True) - before)
                 capture.detach_parent()

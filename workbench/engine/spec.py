@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields, replace
 DEMO_MODEL = "demo"  # EngineConfig.model value meaning "the demo model, built on first use"
 DEMO_VL_MODEL = "demo-vl"  # the vision-language demo model (Idefics3, images), built on first use
 DEMO_VL_SETTINGS = (("limit_mm_per_prompt", {"image": 5}),)  # what demo-vl starts with unless told otherwise
+SERVE_CONTEXT = "serve"  # EngineConfig.usage_context: the batch limits left open as `vllm serve` sets them
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,11 @@ class EngineConfig:
     enable_prefix_caching: bool = True
     enforce_eager: bool | None = None  # default: eager on CPU, CUDA graphs on GPU
     scheduling_policy: str | None = None  # "priority": chat requests go ahead of waiting batch work
+    # Whose defaults fill the batch limits left open (max_num_batched_tokens, max_num_seqs): None, vLLM's for an
+    # LLMEngine (its usage context ENGINE_CONTEXT); SERVE_CONTEXT, those `vllm serve` starts with (on an H200
+    # vLLM 0.32 gives an LLMEngine 2,048 tokens and 128 sequences a step, `vllm serve` 8,192 and 1,024). Not an
+    # engine argument: the engine session hands it to LLMEngine.from_engine_args.
+    usage_context: str | None = None
     extra: tuple[tuple[str, object], ...] = field(default=())
 
     def option(self, name: str, default=None):

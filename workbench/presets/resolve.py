@@ -13,7 +13,7 @@ from workbench.presets.model_facts import QUANTIZE_AT_LOAD, ModelFacts
 from workbench.presets.trust import is_trusted
 
 CPU_KV_BYTES = 1 << 30  # the CPU KV budget when a preset says auto: host memory is not a KV budget
-CONFIG_FIELDS = {f.name for f in fields(EngineConfig)} - {"model", "extra"}
+CONFIG_FIELDS = {f.name for f in fields(EngineConfig)} - {"model", "extra", "usage_context"}
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,9 @@ def preset_document(name: str, spec: TuneSpec, best: TrialResult, verdict: Verdi
         converted = engine_value(key, value)
         if converted is not None:
             engine[key] = converted
+    for key, value in best.batch_limits.items():  # left open in the trial: as `vllm serve` set them, which the
+        if key not in engine:                      # app's own engine would not (its defaults differ)
+            engine[key] = value
     doc["engine"] = engine
     origin = {"search": spec.name, "trial": best.number, "goal": spec.goal.describe(),
               "workload": spec.workload.describe()}

@@ -255,7 +255,8 @@ class TuneRun:
         error = outcome.error or ("" if not failed else "no request finished")
         result = TrialResult(trial.number, dict(params), "failed" if failed else "complete",
                              figures if figures is not None else TrialFigures(), error,
-                             self._agreement(trial, outcome), None if failed else value, outcome.engine_start_s)
+                             self._agreement(trial, outcome), None if failed else value, outcome.engine_start_s,
+                             outcome.batch_limits)
         if failed:
             self.study.tell_failed(trial, result)
         else:

@@ -135,6 +135,7 @@ class SearchStudy:
         trial.set_user_attr("goal_value", result.goal_value)
         trial.set_user_attr("engine_start_s", result.engine_start_s)
         trial.set_user_attr("output_agreement", result.output_agreement)
+        trial.set_user_attr("batch_limits", result.batch_limits)
 
     def results(self) -> list[TrialResult]:
         """Every trial asked so far, in order (trials waiting to be asked are not)."""
@@ -175,7 +176,8 @@ def trial_result(trial) -> TrialResult:
     figures = TrialFigures(**attrs["figures"]) if attrs.get("figures") else TrialFigures()
     state = STATES[trial.state]
     return TrialResult(trial.number, dict(trial.params), state, figures, attrs.get("error", ""),
-                       attrs.get("output_agreement"), attrs.get("goal_value"), attrs.get("engine_start_s"))
+                       attrs.get("output_agreement"), attrs.get("goal_value"), attrs.get("engine_start_s"),
+                       dict(attrs.get("batch_limits") or {}))
 
 
 def resumable(folder: Path) -> list[str]:

@@ -38,6 +38,10 @@ class TrialOutcome:
     error: str = ""
     texts: dict = field(default_factory=dict)  # request index -> its greedy output
     engine_start_s: float | None = None
+    batch_limits: dict = field(default_factory=dict)  # max_num_batched_tokens, max_num_seqs as the engine ran
+
+
+BATCH_LIMITS = ("max_num_batched_tokens", "max_num_seqs")
 
 
 class TrialRun:
@@ -57,6 +61,7 @@ class TrialRun:
         self.start_id = 0
         self._asked_s = 0.0
         self.engine_start_s: float | None = None
+        self.batch_limits: dict = {}
 
     def begin(self) -> None:
         self.state = "starting"
@@ -68,7 +73,13 @@ class TrialRun:
         """Sends the workload to the engine running now, which must be ready on this trial's configuration
         (a rate search probes one engine at several rates): no start."""
         self.start_id = self.model.engine.start_id
+        self._read_batch_limits(self.model.engine)
         self._send()
+
+    def _read_batch_limits(self, status: EngineStatus) -> None:
+        """The batch limits vLLM resolved for this trial's engine (those it left open are vLLM's choice)."""
+        resolved = status.info.resolved if status.info is not None else {}
+        self.batch_limits = {name: resolved[name] for name in BATCH_LIMITS if resolved.get(name) is not None}
 
     # ------------------------------------------------------------------ the engine
     def engine_changed(self, status: EngineStatus) -> None:
@@ -80,6 +91,7 @@ class TrialRun:
             return  # the engine before this trial's: its last words
         elif status.state is EngineState.READY and self.state == "starting":
             self.engine_start_s = self.clock() - self._asked_s
+            self._read_batch_limits(status)
             self._send()
         elif status.state is EngineState.FAILED:
             said = status.message
@@ -174,4 +186,4 @@ class TrialRun:
             self.model.requests.discard(f"{self.prefix}-{index}")
         figures = self.measure.result(self.goal) if measured else None
         texts = {i: self.measure.text_of(i) for i in self.measure.figures}
-        self.on_done(TrialOutcome(figures, error, texts, self.engine_start_s))
+        self.on_done(TrialOutcome(figures, error, texts, self.engine_start_s, self.batch_limits))

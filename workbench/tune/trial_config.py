@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tomlkit
 
-from workbench.engine.spec import EngineConfig
+from workbench.engine.spec import SERVE_CONTEXT, EngineConfig
 from workbench.presets.document import PresetDocument
 from workbench.presets.machine import Machine
 from workbench.presets.model_facts import ModelFacts
@@ -13,11 +13,13 @@ from workbench.tune.values import SearchSpace
 
 
 def trial_config(base: EngineConfig, space: SearchSpace, params: dict) -> EngineConfig:
-    """``base`` with every parameter of the space at vLLM's default unless the trial sets it, first come
-    first served (as ``vllm serve`` schedules): trial 0, which sets none, is vLLM's defaults."""
+    """``base`` with every parameter of the space at vLLM's default unless the trial sets it, as the exported
+    ``vllm serve`` line will run: first come first served, and the batch limits a trial leaves open at
+    ``vllm serve``'s defaults (not an ``LLMEngine``'s, which differ on large GPUs). Trial 0, which sets none,
+    is ``vllm serve`` with no flags."""
     changes = [(p.name, None) for p in space.parameters]
     changes += [(name, engine_value(name, value)) for name, value in params.items()]
-    changes.append(("scheduling_policy", None))
+    changes += [("scheduling_policy", None), ("usage_context", SERVE_CONTEXT)]
     return base.with_changes(changes)
 
 

@@ -84,6 +84,16 @@ def loaded() -> bool:
     return engine_arg_types.cache_info().currsize > 0
 
 
+def usage_context(name: str | None):
+    """vLLM's ``UsageContext`` for an ``EngineConfig.usage_context``: ``vllm serve``'s (OPENAI_API_SERVER)
+    for ``SERVE_CONTEXT``, an ``LLMEngine``'s own (ENGINE_CONTEXT) otherwise."""
+    from vllm.usage.usage_lib import UsageContext
+
+    from workbench.engine.spec import SERVE_CONTEXT
+
+    return UsageContext.OPENAI_API_SERVER if name == SERVE_CONTEXT else UsageContext.ENGINE_CONTEXT
+
+
 @lru_cache(maxsize=4)
 def default_values(world_size: int = 1) -> dict[str, object]:
     """Each engine argument's default as vLLM applies it to an ``LLMEngine`` here: the ``EngineArgs``
