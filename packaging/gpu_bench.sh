@@ -63,6 +63,10 @@ for shape in ${TUNE_SHAPES:-}; do
     --prompt-len 2048 --output-len 128 --rate 8} --budget-s ${TUNE_BUDGET_S:-3000} --store "${TUNE_STORE:-$OUT/tune-$shape/tune}" \
     --out "$OUT/tune-$shape" > "$OUT/tune-$shape.log" 2>&1
   show '^| trial' 40 "$OUT/tune-$shape.log"
+  # a store kept on the machine (TUNE_STORE outside $OUT, for the next call while it is warm) comes back too
+  if [ -n "${TUNE_STORE:-}" ] && [ -d "$TUNE_STORE" ]; then
+    mkdir -p "$OUT/tune-$shape/store" && cp -r "$TUNE_STORE"/. "$OUT/tune-$shape/store/"
+  fi
 done
 # W1's rate, before its search: the Poisson rate where vLLM's defaults' p99 TTFT first passes 2 s, probed on one
 # engine (bench tune --find-rate --rate-only), e.g. RATE_SHAPES=qwen2.5-7b RATE_START=8; the search then runs
@@ -70,7 +74,7 @@ done
 for shape in ${RATE_SHAPES:-}; do
   step "rate $shape"
   timeout ${RATE_TIMEOUT:-580} python3 -m workbench bench --shape $shape --max-model-len 4096 tune --find-rate \
-    --rate-only --ttft-limit-s 2 --rate ${RATE_START:-8} --rate-probes ${RATE_PROBES:-8} --requests 1000 \
+    --rate-only --ttft-limit-s 2 --rate ${RATE_START:-8} --rate-probes ${RATE_PROBES:-8} --rate-growth ${RATE_GROWTH:-1.5} --requests 1000 \
     --prompt-len 2048 --output-len 128 --out "$OUT/rate-$shape" > "$OUT/rate-$shape.log" 2>&1
   show '^Rate search' 20 "$OUT/rate-$shape.log"
 done

@@ -130,6 +130,15 @@ def test_the_verdict_pairs_reruns_in_order_and_a_goal_no_trial_met_names_the_clo
     itself = make_verdict(TrialResult(0, {}, "complete", goal_value=100.0), runs[:4], Goal())
     assert itself.text.startswith("No setting beat vLLM's defaults on highest output tok/s: they were the best "
                                   "trial. Rerun against themselves, they measured 1.100–1.200×"), itself.text
+    # goodput where vLLM's defaults served nothing within the limits: infinitely better, said in words
+    goodput = Goal("goodput", ttft_p99_limit_s=2.0, itl_p99_limit_ms=50.0)
+    zero = [{"role": role, "value": value, "error": ""} for role, value in
+            [("defaults", 0.0), ("best", 900.0), ("defaults", 300.0), ("best", 900.0), ("defaults", 0.0),
+             ("best", 0.0)]]
+    won = make_verdict(TrialResult(3, {"max_num_batched_tokens": 2048}, "complete", goal_value=900.0), zero, goodput)
+    assert (won.ratio_median, won.ratio_min, won.ratio_max) == (float("inf"), 3.0, float("inf"))  # both 0: no pair
+    assert "∞× vLLM's defaults" in won.text and "(median of 2 paired reruns, 3.000–∞)" in won.text, won.text
+    assert won.text.endswith("vLLM's defaults served no request within the goal's limits in 2 of 3 reruns.")
     goal = Goal("goodput", ttft_p99_limit_s=0.01)
     trials = [TrialResult(0, {}, "complete", TrialFigures(100.0, 0.0, 0.2, 0.5, 5.0, 4, 0, 1.0), goal_value=0.0),
               TrialResult(1, {"max_num_seqs": 8}, "complete", TrialFigures(90.0, 0.0, 0.1, 0.3, 4.0, 4, 0, 1.0),
@@ -240,6 +249,26 @@ def test_a_trial_past_its_limits_fails_with_its_requests_aborted_and_the_search_
     assert heard[-1].number == 1 and heard[-1].state == "failed"
     assert heard[-1].error == ("4 of 4 requests were still running 31 s after the workload's last arrival "
                                "(the limit: 30 s, as the search sets): they were aborted")
+
+
+def test_a_trial_runs_as_vllm_serve_would_its_open_batch_limits_at_serves_defaults_not_an_llmengines():
+    """The exported command is `vllm serve`: a trial's engine takes the batch limits it leaves open from
+    `vllm serve`'s usage context (8,192 tokens and 1,024 sequences a step on an H200 with vLLM 0.32, where an
+    LLMEngine takes 2,048 and 128), so trial 0 is `vllm serve` with no flags; the user's own engine keeps an
+    LLMEngine's."""
+    from vllm.usage.usage_lib import UsageContext
+
+    from workbench.engine.spec import SERVE_CONTEXT
+    from workbench.engine.vllm_plugin.engine_args import usage_context
+    from workbench.tune.trial_config import trial_config
+
+    base = EngineConfig(model="demo", max_model_len=512, scheduling_policy="priority")
+    config = trial_config(base, default_space("0.32.0", "cpu"), {})
+    assert config.usage_context == SERVE_CONTEXT and config.scheduling_policy is None
+    assert "usage_context" not in config.engine_kwargs(on_cpu=True)  # not an engine argument
+    assert config.engine_kwargs(on_cpu=True)["max_num_seqs"] is None  # left to vLLM
+    assert usage_context(config.usage_context) is UsageContext.OPENAI_API_SERVER
+    assert usage_context(base.usage_context) is UsageContext.ENGINE_CONTEXT
 
 
 def test_the_gpu_space_offers_fp8_weights_unticked_and_a_trial_sets_them_only_when_chosen():

@@ -50,12 +50,13 @@ def test_bench_tune_finds_the_rate_on_one_engine_of_the_real_cpu_engine(tmp_path
     out = tmp_path / "rate"
     command = [sys.executable, "-m", "workbench", "bench", "--model", demo_model_path, "--max-model-len", "512",
                "tune", "--find-rate", "--rate-only", "--ttft-limit-s", "0.25", "--rate", "10", "--rate-probes", "6",
-               "--requests", "32", "--prompt-len", "400", "--output-len", "4", "--params", "performance_mode",
+               "--rate-growth", "2", "--requests", "32", "--prompt-len", "400", "--output-len", "4", "--params", "performance_mode",
                "--out", str(out)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=1100)
     assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
     kept = json.loads((out / "rate.json").read_text())
     plan = RatePlan(**kept["plan"])
+    assert (plan.growth, plan.tolerance, plan.max_probes) == (2.0, 0.05, 6)  # as the command asked
     probes = [RateProbe(**p) for p in kept["probes"]]
     assert probes and all(p.error == "" and p.ttft_p99_s is not None for p in probes), probes
     replayed: list[RateProbe] = []

@@ -53,6 +53,11 @@ def add_parser(sub) -> None:
                       help="first find the Poisson rate at which vLLM's defaults' p99 TTFT first passes "
                            "--ttft-limit-s (probed on one engine), then search at that rate (--rate is its start)")
     tune.add_argument("--rate-probes", type=int, default=12, help="--find-rate: at most this many probes")
+    tune.add_argument("--rate-growth", type=float, default=1.5,
+                      help="--find-rate: each rate up (or down) by this factor until the limit is crossed (a start "
+                           "near a rate found before: 1.1)")
+    tune.add_argument("--rate-tolerance", type=float, default=0.05,
+                      help="--find-rate: done when the bracket is this narrow, relative to its top")
     tune.add_argument("--rate-only", action="store_true", help="--find-rate: stop once the rate is found")
     tune.add_argument("--out", default="bench-tune", help="folder for tune.md and tune.json")
 
@@ -144,7 +149,10 @@ def _find_rate(app, args, out: Path) -> tuple[str, float | None]:
     if args.ttft_limit_s is None:
         raise SystemExit("--find-rate needs --ttft-limit-s: the p99 TTFT the rate is sought for")
     spec = tune_spec(args, _vllm_version(), _device())
-    plan = RatePlan(args.ttft_limit_s, args.rate or 1.0, max_probes=args.rate_probes)
+    try:
+        plan = RatePlan(args.ttft_limit_s, args.rate or 1.0, args.rate_growth, args.rate_tolerance, args.rate_probes)
+    except ValueError as refused:
+        raise SystemExit(f"--find-rate: {refused} (--ttft-limit-s, --rate, --rate-growth, --rate-tolerance)")
     print(f"Finding the rate where vLLM's defaults' p99 TTFT first passes {plan.limit_s:g} s", flush=True)
     probes = find_rate(app, trial_config(app.model.config, spec.space, {}), spec.workload, plan)
     text, rate = probes_table(probes, plan), found_rate(probes, plan)
@@ -160,14 +168,16 @@ def _row(result) -> str:
     itl = f"{f.itl_p99_ms:.1f}" if f.itl_p99_ms is not None else "-"
     gap = f"{f.gap_p99_ms:.1f}" if f.gap_p99_ms is not None else "-"
     start = f"{result.engine_start_s:.1f}" if result.engine_start_s is not None else "-"
+    limits = result.batch_limits
+    batch = f"{limits['max_num_batched_tokens']} / {limits['max_num_seqs']}" if len(limits) == 2 else "-"
     settings = ", ".join(f"{k}={v}" for k, v in result.params.items()) or "vLLM defaults"
     tail = f"  {result.error}" if result.error else ""
     return (f"| {result.number} | {result.state} | {f.output_tokens_per_s:.1f} | {f.goodput_tokens_per_s:.1f} | "
-            f"{ttft} | {itl} | {gap} | {f.num_requests_done} | {f.duration_s:.2f} | {start} | {settings}{tail} |")
+            f"{ttft} | {itl} | {gap} | {f.num_requests_done} | {f.duration_s:.2f} | {start} | {batch} | {settings}{tail} |")
 
 
 HEADER = ("| trial | state | output tok/s | goodput tok/s | p99 TTFT s | p99 TPOT ms | p99 ITL ms | requests | "
-          "duration s | engine start s | settings |\n|---|---|---|---|---|---|---|---|---|---|---|")
+          "duration s | engine start s | batch tokens / seqs | settings |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def _report(out: Path, tune, verdict, message: str, rate_text: str = "") -> int:

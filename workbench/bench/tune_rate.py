@@ -34,8 +34,13 @@ def find_rate(app, config, workload_spec: WorkloadSpec, plan: RatePlan, report=p
         probes.append(RateProbe(rate, figures.ttft_p99_s if measured else None,
                                 figures.output_tokens_per_s if figures else 0.0,
                                 figures.duration_s if figures else 0.0, outcome.error))
+        if number == 0:
+            report(f"  vLLM's defaults as `vllm serve` runs them: {outcome.batch_limits}")
+        tpot = f", p99 TPOT {figures.itl_p99_ms:.1f} ms" if measured and figures.itl_p99_ms is not None else ""
+        output = f", {figures.output_tokens_per_s:.0f} output tok/s" if measured else ""
         report(f"  rate probe {number}: {rate:.3f}/s, p99 TTFT "
-               f"{probes[-1].ttft_p99_s if probes[-1].ttft_p99_s is not None else '-'} s {outcome.error}".rstrip())
+               f"{probes[-1].ttft_p99_s if probes[-1].ttft_p99_s is not None else '-'} s{tpot}{output} "
+               f"{outcome.error}".rstrip())
         if not app.model.engine.ready:
             break
     return probes

@@ -2,6 +2,7 @@
 ratio with its spread; or, for a goal no trial met, the closest trial named."""
 from __future__ import annotations
 
+import math
 import statistics
 
 from workbench.tune.measure import better
@@ -44,9 +45,20 @@ def verdict_plan(repeats: int) -> list[str]:
 
 
 def _ratio(best: float, defaults: float, goal: Goal) -> float | None:
+    """Above 1: the best did better. Where the defaults got nothing of a figure to maximise (no request within
+    a goodput goal's limits) and the best did, infinitely better; None where neither got anything."""
     if goal.maximise:
-        return best / defaults if defaults > 0 else None
+        if defaults > 0:
+            return best / defaults
+        return math.inf if best > 0 else None
     return defaults / best if best > 0 else None
+
+
+def ratio_text(ratio: float, digits: int = 3) -> str:
+    return "∞" if math.isinf(ratio) else f"{ratio:.{digits}f}"
+
+
+NONE_WITHIN = "vLLM's defaults served no request within the goal's limits"
 
 
 def make_verdict(best: TrialResult, runs: list[dict], goal: Goal) -> Verdict:
@@ -70,9 +82,12 @@ def make_verdict(best: TrialResult, runs: list[dict], goal: Goal) -> Verdict:
                 f"differences within that spread are noise at this workload ({_mean_text(bests)} and "
                 f"{_mean_text(defaults)} {unit}).")
     else:
-        text = (f"trial {best.number} ({_params_text(best.params)}): {median:.3f}× vLLM's defaults on "
-                f"{goal.describe()} (median of {len(ratios)} paired reruns, {low:.3f}–{high:.3f}); best "
-                f"{_mean_text(bests)} against {_mean_text(defaults)} {unit}.")
+        text = (f"trial {best.number} ({_params_text(best.params)}): {ratio_text(median)}× vLLM's defaults on "
+                f"{goal.describe()} (median of {len(ratios)} paired reruns, {ratio_text(low)}–{ratio_text(high)}); "
+                f"best {_mean_text(bests)} against {_mean_text(defaults)} {unit}.")
+        nothing = sum(d == 0 for d in defaults if d is not None)
+        if goal.maximise and nothing:
+            text += f" {NONE_WITHIN} in {nothing} of {len(defaults)} reruns."
     if failed:
         text += f" {failed} rerun{'s' if failed != 1 else ''} failed and {'were' if failed != 1 else 'was'} left out."
     return Verdict(best.number, dict(best.params), _values(bests), _values(defaults), median, low, high, text)

@@ -6,6 +6,7 @@ import html
 import math
 
 from workbench.tune.values import Goal, TrialResult, TuneProgress, Verdict
+from workbench.tune.verdict import NONE_WITHIN, ratio_text
 from workbench.ui.tune_table import param_text
 
 BETTER_COLOUR, WORSE_COLOUR = "#166534", "#9b1c1c"
@@ -79,13 +80,13 @@ def verdict_html(verdict: Verdict, goal: Goal) -> str:
                     "the measure's own spread at this workload.")
     else:
         style = f" style='color:{colour}'" if colour else ""
-        headline = (f"<b{style}>{verdict.ratio_median:.2f}× the defaults</b> "
+        headline = (f"<b{style}>{ratio_text(verdict.ratio_median, 2)}× the defaults</b> "
                     f"(median of {repeats} paired repeat{'s' if repeats != 1 else ''}, "
-                    f"{verdict.ratio_min:.2f}–{verdict.ratio_max:.2f}×; above 1 is better) for "
+                    f"{ratio_text(verdict.ratio_min, 2)}–{ratio_text(verdict.ratio_max, 2)}×; above 1 is better) for "
                     f"{html.escape(goal.describe())}: trial {verdict.best_number}.")
     values = ("Best: " + ", ".join(goal_value_text(v, goal) for v in verdict.best_values)
               + " · defaults: " + ", ".join(goal_value_text(v, goal) for v in verdict.default_values))
     parts = [headline, html.escape(values), "Settings: " + html.escape(settings_text(verdict.best_params))]
-    if "failed" in verdict.text:
+    if "failed" in verdict.text or NONE_WITHIN in verdict.text:
         parts.append(html.escape(verdict.text))
     return "<br>".join(parts)
