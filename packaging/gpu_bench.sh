@@ -53,13 +53,14 @@ for item in ${COMPARE_SHAPES:-}; do
     ${CLIENT:+--client $CLIENT} --out "$OUT/compare-$shape${CLIENT:+-$CLIENT}" > "$OUT/compare-$shape${CLIENT:+-$CLIENT}.log" 2>&1
   show '^Workload' 28 "$OUT/compare-$shape${CLIENT:+-$CLIENT}.log"
 done
-# A search of engine arguments, headless (bench tune), e.g. TUNE_SHAPES=qwen2.5-7b: each call may end mid-search (a
-# trial cut short runs again), so keep $OUT/tune-$shape/tune and carry it back with TUNE_RESUME=NAME. TUNE_ARGS: the
-# workload and goal (default: the W1 at a fixed rate).
+# A search of engine arguments, headless (bench tune), e.g. TUNE_SHAPES=qwen2.5-7b: each call pauses the search
+# before a trial or rerun that would not end within TUNE_TIMEOUT (less 45 s to shut down), so keep
+# $OUT/tune-$shape/tune and carry it back with TUNE_RESUME=NAME (a trial cut short by the timeout runs again).
+# TUNE_ARGS: the workload and goal (default: the W1 at a fixed rate).
 for shape in ${TUNE_SHAPES:-}; do
   step "tune $shape"
   timeout ${TUNE_TIMEOUT:-580} python3 -m workbench bench --shape $shape --max-model-len 4096 tune \
-    ${TUNE_RESUME:+--resume "$TUNE_RESUME"} ${TUNE_ARGS:---goal goodput --ttft-limit-s 2 --itl-limit-ms 50 --requests 1000 \
+    --pause-after-s $(( ${TUNE_TIMEOUT:-580} - 45 )) ${TUNE_RESUME:+--resume "$TUNE_RESUME"} ${TUNE_ARGS:---goal goodput --ttft-limit-s 2 --itl-limit-ms 50 --requests 1000 \
     --prompt-len 2048 --output-len 128 --rate 8} --budget-s ${TUNE_BUDGET_S:-3000} --store "${TUNE_STORE:-$OUT/tune-$shape/tune}" \
     --out "$OUT/tune-$shape" > "$OUT/tune-$shape.log" 2>&1
   show '^| trial' 40 "$OUT/tune-$shape.log"

@@ -26,6 +26,11 @@ def tree_bytes(root: Path) -> int:
 
 def split(root: Path) -> None:
     gpu = root / ".gpu"
+    missing = [str(path.relative_to(root)) for path in (gpu / "a" / "C.so.xz", gpu / "b" / "install.sh")
+               if not path.is_file()]
+    if missing:
+        sys.exit(f"{', '.join(missing)} missing: build the kit's payload first (../shared/gpu/make-payload, from the "
+                 "project root), then run this again")
     room = CALL_LIMIT - MARGIN - tree_bytes(root)
     so = (gpu / "a" / "C.so.xz").read_bytes()
     half = (len(so) + 1) // 2
@@ -57,4 +62,6 @@ later calls (no carry): source ~/wb-site/workbench-env.sh && ...""")
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        sys.exit(__doc__)
     split(Path.cwd())

@@ -286,3 +286,29 @@ def test_the_gpu_space_offers_fp8_weights_unticked_and_a_trial_sets_them_only_wh
     assert trial_config(base, ticked, {"quantization": "fp8"}).option("quantization") == "fp8"
     assert trial_config(base, ticked, {"quantization": "none"}).option("quantization") is None
     assert trial_config(base.with_changes([("quantization", "fp8")]), ticked, {}).option("quantization") is None
+
+
+def test_a_search_pauses_before_a_trial_that_would_end_past_its_deadline_and_resumes_there(tmp_path):
+    """``bench tune --pause-after-s``: a device call's limit. No trial begins that the search's own figures say
+    would end after the deadline; the search is left open to resume, its elapsed time kept."""
+    model = AppModel(EngineConfig(model="demo", max_model_len=512))
+    posted, clock = [], Clock()
+    run = TuneRun(model, EngineCommands(model, posted.append), tmp_path / "tune", clock=clock)
+    ended = []
+    run.finished.connect(lambda verdict, message: ended.append((verdict, message)))
+    run.last_start_s = 150.0  # an engine start takes 150 s here
+    run.pause_at_s = clock.now + START_LIMIT_FLOOR_S + 100
+    run.start(small_spec(name="paused", max_trials=3, time_budget_s=7200))
+    assert run.current is not None and run.running_number == 0  # it would end in time: it begins
+    clock.now += START_LIMIT_FLOOR_S + 1
+    run.tick()  # trial 0's engine never became ready: it fails, and another start would end past the deadline
+    assert ended == [(None, "Paused before the next trial, which would not end in time: 1 trial and 0 of 6 reruns "
+                            "kept; resume 'paused' to go on.")]
+    assert run.paused and not run.running and run.resumable() == ["paused"]
+    assert not [c for c in posted if isinstance(c, StartEngine) and c.start_id > posted[0].start_id]
+    assert run.study.study.user_attrs["elapsed_s"] == pytest.approx(START_LIMIT_FLOOR_S + 1)
+
+    again = TuneRun(model, EngineCommands(model, posted.append), tmp_path / "tune", clock=clock)
+    again.resume("paused")
+    assert [(t.number, t.state) for t in again.trials()] == [(0, "failed")]
+    assert again.running_number == 1 and isinstance(posted[-1], StartEngine) and not again.paused

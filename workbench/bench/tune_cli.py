@@ -44,6 +44,10 @@ def add_parser(sub) -> None:
                       help="search the parameters that may change outputs too (fp8 weights and KV, speculative decoding)")
     tune.add_argument("--name", default="", help="the search's name (default: its start time)")
     tune.add_argument("--resume", default="", help="carry on the stored search of this name")
+    tune.add_argument("--pause-after-s", type=float, default=None,
+                      help="begin no trial or rerun that the trials so far say would end more than this many seconds "
+                           "after this process started: pause there, the search left to --resume (a device call's "
+                           "time limit, less the time to shut down)")
     tune.add_argument("--store", default="", help="folder of the searches' storage (default: OUT/tune)")
     tune.add_argument("--seed", type=int, default=0)
     tune.add_argument("--trial-overrun-s", type=float, default=None,
@@ -109,6 +113,8 @@ def cmd_tune(args, config: EngineConfig) -> int:
     out.mkdir(parents=True, exist_ok=True)
     app = HeadlessApp(replace(config, scheduling_policy=None))
     tune = TuneRun(app.model, app.commands, Path(args.store) if args.store else out / "tune")
+    if args.pause_after_s is not None:
+        tune.pause_at_s = tune.clock() + args.pause_after_s - _process_age_s()
     tune.trial_finished.connect(lambda r: print(_row(r), flush=True) if r.state != "running" else None)
     tune.progress_changed.connect(lambda p: print(f"  {p.phase_text}", flush=True)
                                   if p.phase_text.endswith("engine") or p.phase == "verdict" else None)
@@ -137,6 +143,15 @@ def cmd_tune(args, config: EngineConfig) -> int:
         app.shutdown()
     verdict, message = ended[0]
     return _report(out, tune, verdict, message, rate_text)
+
+
+def _process_age_s() -> float:
+    """Seconds since this process started (its imports and the shape's model built before the search)."""
+    import time
+
+    import psutil
+
+    return max(0.0, time.time() - psutil.Process().create_time())
 
 
 def _find_rate(app, args, out: Path) -> tuple[str, float | None]:
@@ -194,4 +209,4 @@ def _report(out: Path, tune, verdict, message: str, rate_text: str = "") -> int:
             "verdict_runs": tune.study.verdict_runs(), "verdict": asdict(verdict) if verdict else None,
             "message": message, "serve_line": tune.serve_line()}
     (out / "tune.json").write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
-    return 0 if verdict is not None else 1
+    return 0 if verdict is not None or tune.paused else 1

@@ -70,6 +70,10 @@ class TuneRun:
         self._last_tick_s = 0.0
         self._phase_text = ""
         self._checked = None  # (spec, base configuration, workload) of the last check that found no problem
+        # On ``clock``: no trial or rerun begins that the trials so far say would end after it; the search pauses
+        # there instead, left to resume (``bench tune --pause-after-s``: a device call's time limit). None: none.
+        self.pause_at_s: float | None = None
+        self.paused = False
         model.engine_changed.connect(self._on_model_engine_changed)
 
     # ------------------------------------------------------------------ the window's face
@@ -156,7 +160,7 @@ class TuneRun:
 
     # ------------------------------------------------------------------ the search
     def _begin(self, study: SearchStudy, workload: Workload) -> None:
-        self.study, self.workload, self._stopping = study, workload, False
+        self.study, self.workload, self._stopping, self.paused = study, workload, False, False
         self.model.add_request_sink("tune", self)  # the search running hears of the trials' requests
         self._results = study.results()
         self._elapsed_before_s = float(study.study.user_attrs.get("elapsed_s", 0.0))
@@ -215,6 +219,9 @@ class TuneRun:
             if not self._search_goes_on():
                 self.phase = "verdict"
                 break
+            if self._pausing():
+                self._pause("trial")
+                return
             trial, params = self.study.ask()
             config = trial_config(self._base_config(), self.study.spec.space, params)
             problem = config_problem(config)
@@ -291,6 +298,9 @@ class TuneRun:
         if len(runs) >= len(plan):
             self._finish(make_verdict(best, runs, spec.goal), "")
             return
+        if self._pausing():
+            self._pause("rerun")
+            return
         role = plan[len(runs)]
         params = best.params if role == BEST_ROLE else {}
         label = f"Verdict: {'best' if role == BEST_ROLE else 'defaults'}, run {len(runs) // 2 + 1} of {spec.repeats}"
@@ -328,6 +338,19 @@ class TuneRun:
         done = sum(r.state != "running" for r in self._results)
         self.study.end("stopped")
         self._close(None, f"Stopped: {done} trial{'s' if done != 1 else ''} kept.")
+
+    def _pausing(self) -> bool:
+        return self.pause_at_s is not None and self.clock() + self._trial_estimate_s() > self.pause_at_s
+
+    def _pause(self, next_one: str) -> None:
+        """Ends this run short of ``pause_at_s``, the search not marked ended: it resumes where it paused."""
+        self.paused = True
+        self._keep_elapsed()
+        done = sum(r.state != "running" for r in self._results)
+        self._close(None, f"Paused before the next {next_one}, which would not end in time: {done} "
+                          f"trial{'s' if done != 1 else ''} and {len(self.study.verdict_runs())} of "
+                          f"{len(verdict_plan(self.study.spec.repeats))} reruns kept; resume "
+                          f"{self.study.spec.name!r} to go on.")
 
     def _close(self, verdict: Verdict | None, message: str) -> None:
         self.phase = "finished"

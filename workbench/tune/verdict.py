@@ -83,7 +83,8 @@ def make_verdict(best: TrialResult, runs: list[dict], goal: Goal) -> Verdict:
                 f"{_mean_text(defaults)} {unit}).")
     else:
         text = (f"trial {best.number} ({_params_text(best.params)}): {ratio_text(median)}× vLLM's defaults on "
-                f"{goal.describe()} (median of {len(ratios)} paired reruns, {ratio_text(low)}–{ratio_text(high)}); "
+                f"{goal.describe()} (median of {len(ratios)} paired rerun{'s' if len(ratios) != 1 else ''}, "
+                f"{ratio_text(low)}–{ratio_text(high)}); "
                 f"best {_mean_text(bests)} against {_mean_text(defaults)} {unit}.")
         nothing = sum(d == 0 for d in defaults if d is not None)
         if goal.maximise and nothing:
