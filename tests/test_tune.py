@@ -288,6 +288,25 @@ def test_the_gpu_space_offers_fp8_weights_unticked_and_a_trial_sets_them_only_wh
     assert trial_config(base.with_changes([("quantization", "fp8")]), ticked, {}).option("quantization") is None
 
 
+def test_the_gpu_space_searches_vllms_optimization_level_and_a_level_vllm_lacks_is_refused_before_the_search():
+    """The issue's "compilation level": vLLM's -O (``optimization_level``), searched on CUDA from 0 (no compilation,
+    no CUDA graphs) to 2 (its default); a level its OptimizationLevel lacks is refused as a preset's value is."""
+    from workbench.presets.machine import this_machine
+    from workbench.tune import outputs
+    from workbench.tune.trial_config import space_problems, trial_config
+
+    space = default_space("0.26.0", "cuda")
+    level = space.parameter("optimization_level")
+    assert level.choices == (0, 1, 2) and level.enabled and not level.changes_outputs
+    assert default_space("0.32.0", "cpu").parameter("optimization_level") is None
+    config = trial_config(EngineConfig(model="demo", max_model_len=512), space, {"optimization_level": 1})
+    assert config.engine_kwargs(on_cpu=False)["optimization_level"] == 1
+    assert "--optimization-level 1" in outputs.serve_line(config, on_cpu=False)
+    wrong = SearchSpace((SearchParameter("optimization_level", "choice", choices=(1, 7)),))
+    problems = space_problems(wrong, this_machine(), None)
+    assert len(problems) == 1 and "engine.optimization_level = 7 is not a valid level; valid: 0, 1, 2, 3." in problems[0]
+
+
 def test_a_search_pauses_before_a_trial_that_would_end_past_its_deadline_and_resumes_there(tmp_path):
     """``bench tune --pause-after-s``: a device call's limit. No trial begins that the search's own figures say
     would end after the deadline; the search is left open to resume, its elapsed time kept."""

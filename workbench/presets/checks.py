@@ -168,6 +168,10 @@ def check_value(key: str, value, arg) -> Problem | None:
         return Problem(name, value, f"{name} = {value!r}: {reason}.")
     if arg.choices and value not in arg.choices:
         return Problem(name, value, f"{name} = {value!r} is not a valid choice; valid: {arg.describe()}.")
+    levels = [t for t in arg.types if isinstance(t, type) and issubclass(t, enum.IntEnum)]  # -O's OptimizationLevel
+    if levels and isinstance(value, int) and not isinstance(value, bool) and value not in {int(m) for m in levels[0]}:
+        return Problem(name, value, f"{name} = {value!r} is not a valid level; valid: "
+                                    f"{', '.join(str(int(m)) for m in levels[0])}.")
     low, high = RANGES.get(key, (None, None))
     if low is not None and isinstance(value, (int, float)) and not low <= value <= high:
         return Problem(name, value, f"{name} = {value!r} is out of range; valid: {low} to {high}.")

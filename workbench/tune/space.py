@@ -34,6 +34,9 @@ def default_space(vllm_version: str, platform: str) -> SearchSpace:
             SearchParameter("async_scheduling", "bool"),
             SearchParameter("max_cudagraph_capture_size", "choice", choices=(128, 256, 512),
                             note="the largest batch captured as a CUDA graph"),
+            SearchParameter("optimization_level", "choice", choices=(0, 1, 2),
+                            note="vLLM's -O: 0 no compilation or CUDA graphs, 1 piecewise CUDA graphs, 2 full and "
+                                 "piecewise (its default)"),
             SearchParameter("kv_cache_dtype", "choice", choices=("auto", "fp8"), changes_outputs=True,
                             enabled=False),
             SearchParameter("quantization", "choice", choices=(QUANTIZATION_OFF, "fp8"), changes_outputs=True,

@@ -124,8 +124,8 @@ class TuneActions(QObject):
         self.unfinished = names
         if not names:
             return
-        self.notice.setText(f"The search {html.escape(names[0])} did not finish (the app was closed or stopped "
-                            "during it): its trials are kept. <a href='resume'>Resume it</a> · "
+        self.notice.setText(f"The search {html.escape(names[0])} did not finish (the app was closed or killed "
+                            "during it, or it paused): its trials are kept. <a href='resume'>Resume it</a> · "
                             "<a href='dismiss'>Not now</a> (Tools > Tune… offers it too).")
         self.notice.show()
 
