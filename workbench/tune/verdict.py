@@ -77,8 +77,9 @@ def make_verdict(best: TrialResult, runs: list[dict], goal: Goal) -> Verdict:
                        float("nan"), float("nan"), text)
     median, low, high = statistics.median(ratios), min(ratios), max(ratios)
     if not best.params:  # the defaults won: their reruns against themselves measure the measure's noise
+        pairs = f"{len(ratios)} pair{'s' if len(ratios) != 1 else ''}"
         text = (f"No setting beat vLLM's defaults on {goal.describe()}: they were the best trial. Rerun against "
-                f"themselves, they measured {low:.3f}–{high:.3f}× (median {median:.3f}× of {len(ratios)} pairs): "
+                f"themselves, they measured {low:.3f}–{high:.3f}× (median {median:.3f}× of {pairs}): "
                 f"differences within that spread are noise at this workload ({_mean_text(bests)} and "
                 f"{_mean_text(defaults)} {unit}).")
     else:

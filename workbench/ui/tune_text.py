@@ -76,7 +76,8 @@ def verdict_html(verdict: Verdict, goal: Goal) -> str:
     if not verdict.best_params:  # the defaults were best: their reruns measure the noise, not a gain
         headline = (f"<b>No setting beat vLLM's defaults</b> for {html.escape(goal.describe())}: they were the "
                     f"best trial. Rerun against themselves they measured {verdict.ratio_min:.2f}–"
-                    f"{verdict.ratio_max:.2f}× (median {verdict.ratio_median:.2f}× of {repeats} pairs), "
+                    f"{verdict.ratio_max:.2f}× (median {verdict.ratio_median:.2f}× of {repeats} "
+                    f"pair{'s' if repeats != 1 else ''}), "
                     "the measure's own spread at this workload.")
     else:
         style = f" style='color:{colour}'" if colour else ""
