@@ -139,6 +139,12 @@ def test_the_verdict_pairs_reruns_in_order_and_a_goal_no_trial_met_names_the_clo
     assert (won.ratio_median, won.ratio_min, won.ratio_max) == (float("inf"), 3.0, float("inf"))  # both 0: no pair
     assert "∞× vLLM's defaults" in won.text and "(median of 2 paired reruns, 3.000–∞)" in won.text, won.text
     assert won.text.endswith("vLLM's defaults served no request within the goal's limits in 2 of 3 reruns.")
+    assert won.notes == "vLLM's defaults served no request within the goal's limits in 2 of 3 reruns."
+    assert "best 600.0 against 100.0 tok/s." in won.text, won.text  # means, as tok/s (not 6e+02)
+    assert verdict.notes == "1 rerun failed and was left out."
+    from workbench.ui.tune_text import verdict_html
+    shown = verdict_html(won, goodput)  # the window: the headline, the values, the settings, then the notes once
+    assert shown.count("∞× the defaults") == 1 and shown.endswith(won.notes.replace("'", "&#x27;")), shown
     goal = Goal("goodput", ttft_p99_limit_s=0.01)
     trials = [TrialResult(0, {}, "complete", TrialFigures(100.0, 0.0, 0.2, 0.5, 5.0, 4, 0, 1.0), goal_value=0.0),
               TrialResult(1, {"max_num_seqs": 8}, "complete", TrialFigures(90.0, 0.0, 0.1, 0.3, 4.0, 4, 0, 1.0),

@@ -199,3 +199,26 @@ def test_the_verdict_is_green_only_where_every_rerun_pair_beat_the_defaults():
     assert "<b>1.00× the defaults</b>" in straddles and "color:" not in straddles
     assert f"color:{WORSE_COLOUR}'>0.95× the defaults" in html(0.90, 0.95, 0.99)
     assert f"color:{WORSE_COLOUR}'>1.05× the defaults" in html(1.02, 1.05, 1.08, goal_met=False)
+
+
+def test_a_goodput_search_plots_goodput_so_the_best_is_the_highest_point(qtbot):
+    """For a goodput goal the plot's height is goodput tok/s (the goal's throughput): a trial fast but outside
+    the limits is low, not high; the Pareto front is drawn on the same figure."""
+    from workbench.tune.measure import pareto_front
+    from workbench.tune.values import Goal
+    from workbench.ui.tune_plot import TunePlot, trial_tip
+
+    goal = Goal("goodput", ttft_p99_limit_s=2.0, itl_p99_limit_ms=50.0)
+    fast = TrialResult(0, {}, "complete", TrialFigures(14000.0, 0.0, 0.02, 0.03, 60.0, 64, 0, 1.0), goal_value=0.0)
+    kept = TrialResult(1, {"max_num_seqs": 4}, "complete", TrialFigures(1700.0, 1700.0, 1.2, 2.0, 2.4, 64, 0, 5.0),
+                       goal_value=1700.0)
+    plot = TunePlot()
+    qtbot.addWidget(plot)
+    plot.set_goal(goal)
+    points = [(t.number, goal.throughput_of(t.figures), t.ttft_p99_s) for t in (fast, kept)]
+    plot.show_trials([fast, kept], pareto_front(points), best_number=1)
+    assert plot.plot.getAxis("left").labelText == "goodput tok/s"
+    assert [tuple(p.pos()) for p in plot.best_item.points()] == [(2.0, 1700.0)]
+    assert [tuple(p.pos()) for p in plot.defaults_item.points()] == [(0.03, 0.0)]
+    assert plot.front == (0, 1)  # the defaults' TTFT is lower, the best's goodput higher
+    assert trial_tip(fast, goal).startswith("Trial 0: 14,000 output tok/s, 0 goodput tok/s, p99 TTFT 0.030 s")

@@ -116,8 +116,8 @@ def agreement(texts: dict[int, str], baseline: dict[int, str]) -> float | None:
 
 
 def pareto_front(points: list[tuple[int, float, float]]) -> tuple[int, ...]:
-    """The numbers of the trials no other beats on both output tok/s (higher) and p99 TTFT (lower);
-    ``points``: (number, tok/s, p99 TTFT s) of the completed trials."""
+    """The numbers of the trials no other beats on both throughput (higher: the goal's, ``Goal.throughput_of``)
+    and p99 TTFT (lower); ``points``: (number, tok/s, p99 TTFT s) of the completed trials."""
     front = []
     for number, tps, ttft in points:
         if math.isnan(tps) or math.isnan(ttft):

@@ -377,7 +377,7 @@ class TuneRun:
         planned = spec.max_trials if spec.max_trials is not None else \
             (len(ended) + int(left // estimate) if estimate else None)
         reruns_left = len(verdict_plan(spec.repeats)) - len(self.study.verdict_runs())
-        points = [(r.number, r.figures.output_tokens_per_s, r.figures.ttft_p99_s) for r in ended
+        points = [(r.number, spec.goal.throughput_of(r.figures), r.figures.ttft_p99_s) for r in ended
                   if r.state == "complete" and r.figures.ttft_p99_s is not None]
         return TuneProgress(len(ended), planned, self.elapsed_s(), left + reruns_left * estimate,
                             best_trial(self._results, spec.goal), pareto_front(points), self.running_number,

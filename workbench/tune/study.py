@@ -120,7 +120,7 @@ class SearchStudy:
     def tell_complete(self, trial: optuna.Trial, result: TrialResult) -> None:
         self._keep(trial, result)
         if self.spec.sampler == "nsga2":
-            self.study.tell(trial, [result.figures.output_tokens_per_s, result.figures.ttft_p99_s])
+            self.study.tell(trial, [self.spec.goal.throughput_of(result.figures), result.figures.ttft_p99_s])
         else:
             self.study.tell(trial, result.goal_value)
 

@@ -144,6 +144,15 @@ class Goal:
     def maximise(self) -> bool:
         return self.kind != "ttft"
 
+    @property
+    def throughput_name(self) -> str:
+        """The throughput the search weighs against p99 TTFT (the plot's height, the Pareto front, NSGA-II's
+        first objective): goodput for a goodput goal, output tok/s otherwise."""
+        return "goodput tok/s" if self.kind == "goodput" else "output tok/s"
+
+    def throughput_of(self, figures) -> float:
+        return figures.goodput_tokens_per_s if self.kind == "goodput" else figures.output_tokens_per_s
+
     def describe(self) -> str:
         if self.kind == "goodput":
             limits = [f"TTFT ≤ {self.ttft_p99_limit_s:g} s" if self.ttft_p99_limit_s is not None else "",
@@ -276,6 +285,7 @@ class Verdict:
     ratio_max: float
     text: str
     goal_met: bool = True
+    notes: str = ""  # what a headline leaves out (ends ``text`` too): reruns that failed, defaults that served none
 
 
 class TuneControls(Protocol):

@@ -80,28 +80,36 @@ def make_verdict(best: TrialResult, runs: list[dict], goal: Goal) -> Verdict:
         pairs = f"{len(ratios)} pair{'s' if len(ratios) != 1 else ''}"
         text = (f"No setting beat vLLM's defaults on {goal.describe()}: they were the best trial. Rerun against "
                 f"themselves, they measured {low:.3f}–{high:.3f}× (median {median:.3f}× of {pairs}): "
-                f"differences within that spread are noise at this workload ({_mean_text(bests)} and "
-                f"{_mean_text(defaults)} {unit}).")
+                f"differences within that spread are noise at this workload ({_mean_text(bests, unit)} and "
+                f"{_mean_text(defaults, unit)} {unit}).")
     else:
         text = (f"trial {best.number} ({_params_text(best.params)}): {ratio_text(median)}× vLLM's defaults on "
                 f"{goal.describe()} (median of {len(ratios)} paired rerun{'s' if len(ratios) != 1 else ''}, "
                 f"{ratio_text(low)}–{ratio_text(high)}); "
-                f"best {_mean_text(bests)} against {_mean_text(defaults)} {unit}.")
-        nothing = sum(d == 0 for d in defaults if d is not None)
-        if goal.maximise and nothing:
-            text += f" {NONE_WITHIN} in {nothing} of {len(defaults)} reruns."
+                f"best {_mean_text(bests, unit)} against {_mean_text(defaults, unit)} {unit}.")
+    notes = []
+    nothing = sum(d == 0 for d in defaults if d is not None)
+    if best.params and goal.maximise and nothing:
+        notes.append(f"{NONE_WITHIN} in {nothing} of {len(defaults)} reruns.")
     if failed:
-        text += f" {failed} rerun{'s' if failed != 1 else ''} failed and {'were' if failed != 1 else 'was'} left out."
-    return Verdict(best.number, dict(best.params), _values(bests), _values(defaults), median, low, high, text)
+        notes.append(f"{failed} rerun{'s' if failed != 1 else ''} failed and {'were' if failed != 1 else 'was'} "
+                     "left out.")
+    notes_text = " ".join(notes)
+    text = f"{text} {notes_text}" if notes_text else text
+    return Verdict(best.number, dict(best.params), _values(bests), _values(defaults), median, low, high, text,
+                   notes=notes_text)
 
 
 def _values(values: list) -> tuple[float, ...]:
     return tuple(float("nan") if v is None else float(v) for v in values)
 
 
-def _mean_text(values: list) -> str:
+def _mean_text(values: list, unit: str) -> str:
     kept = [v for v in values if v is not None]
-    return f"{statistics.fmean(kept):.3g}" if kept else "nothing"
+    if not kept:
+        return "nothing"
+    mean = statistics.fmean(kept)
+    return f"{mean:,.1f}" if unit == "tok/s" else f"{mean:.3g}"
 
 
 def _params_text(params: dict) -> str:

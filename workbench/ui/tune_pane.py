@@ -162,6 +162,7 @@ class TunePane(QWidget):
         self.spec = stored or (self._asked if isinstance(self._asked, TuneSpec) else None)
         self._asked = None
         self.goal = self.spec.goal if self.spec is not None else Goal()
+        self.plot.set_goal(self.goal)
         self.running, self.verdict = True, None
         self.trials.set_param_names([p.name for p in self.spec.space.searched()] if self.spec else [])
         self.trials.set_trials(self.tune.trials())

@@ -1,4 +1,5 @@
-"""The search's live plot: each trial a point of output tok/s against p99 TTFT, the Pareto front
+"""The search's live plot: each trial a point of its throughput (the goal's: goodput tok/s for a goodput goal,
+output tok/s otherwise) against p99 TTFT, the Pareto front
 (the trials no other beats on both) drawn as a staircase, vLLM's defaults (trial 0) and the best so
 far marked, failed trials as red crosses along the bottom (they measured nothing). Redrawn only when
 a trial ends or the front changes: a search has tens of points, not a stream."""
@@ -7,7 +8,7 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from workbench.tune.values import TrialResult
+from workbench.tune.values import Goal, TrialResult
 from workbench.ui.live_plot import BACKGROUND, LEFT_AXIS_PX, text_size
 from workbench.ui.plot_export import add_export_actions
 
@@ -40,12 +41,14 @@ def legend_html() -> str:
     return "&nbsp;&nbsp;".join(f"<span style='color:{c}'>{m}</span>&nbsp;{t}" for c, m, t in marks)
 
 
-def trial_tip(trial: TrialResult) -> str:
+def trial_tip(trial: TrialResult, goal: Goal | None = None) -> str:
     """What hovering over a trial's point says: its number, figures and the settings it tried."""
     settings = ", ".join(f"{name}={value}" for name, value in trial.params.items()) or "vLLM's defaults"
     if trial.state == "failed":
         return f"Trial {trial.number} failed: {trial.error}\n{settings}"
-    return (f"Trial {trial.number}: {trial.output_tokens_per_s:,.0f} output tok/s, p99 TTFT "
+    goodput = f", {trial.goodput_tokens_per_s:,.0f} goodput tok/s" if goal is not None and goal.kind == "goodput" \
+        else ""
+    return (f"Trial {trial.number}: {trial.output_tokens_per_s:,.0f} output tok/s{goodput}, p99 TTFT "
             f"{trial.ttft_p99_s or 0:.3f} s\n{settings}")
 
 
@@ -60,8 +63,9 @@ class TunePlot(QWidget):
         plot = self.plot = self.widget.getPlotItem()
         size = text_size()
         plot.setTitle(legend_html(), size=size)  # the legend above the points, never over them
-        label_style = {"font-size": size, "color": LABEL_COLOUR}
-        plot.setLabel("left", "output tok/s", **label_style)
+        self.goal = Goal()
+        self._label_style = label_style = {"font-size": size, "color": LABEL_COLOUR}
+        plot.setLabel("left", self.goal.throughput_name, **label_style)
         plot.setLabel("bottom", "p99 TTFT, s", **label_style)
         plot.getAxis("bottom").setHeight(BOTTOM_AXIS_PX)  # room for the tick labels and the label under them
         plot.getAxis("left").setWidth(LEFT_AXIS_PX + 8)
@@ -83,9 +87,14 @@ class TunePlot(QWidget):
     def _scatter(self, colour: str, symbol: str, size: int = POINT_SIZE) -> pg.ScatterPlotItem:
         item = pg.ScatterPlotItem(size=size, symbol=symbol, pen=pg.mkPen("#111111", width=0.8),
                                   brush=pg.mkBrush(colour), hoverable=True,
-                                  tip=lambda x, y, data: trial_tip(data))
+                                  tip=lambda x, y, data: trial_tip(data, self.goal))
         self.plot.addItem(item)
         return item
+
+    def set_goal(self, goal: Goal) -> None:
+        """The search's goal: its throughput is the height of the points (goodput for a goodput goal)."""
+        self.goal = goal
+        self.plot.setLabel("left", goal.throughput_name, **self._label_style)
 
     def show_trials(self, trials: list[TrialResult], pareto_numbers: tuple[int, ...] = (),
                     best_number: int | None = None) -> None:
@@ -97,11 +106,12 @@ class TunePlot(QWidget):
         self._set(self.best_item, [t for t in measured if t.number == best_number])
         self.failed_item.setData([{"pos": (t.ttft_p99_s or 0.0, 0.0), "data": t} for t in failed])
         on_front = [t for t in measured if t.number in pareto_numbers]
-        xs, ys = pareto_staircase([(t.ttft_p99_s, t.output_tokens_per_s) for t in on_front])
+        xs, ys = pareto_staircase([(t.ttft_p99_s, self.goal.throughput_of(t.figures)) for t in on_front])
         self.front_curve.setData(xs, ys)
         self.front = tuple(sorted(t.number for t in on_front))
         self.num_points = len(measured) + len(failed)
-        self._fit([t.ttft_p99_s or 0.0 for t in measured + failed], [t.output_tokens_per_s for t in measured])
+        self._fit([t.ttft_p99_s or 0.0 for t in measured + failed],
+                  [self.goal.throughput_of(t.figures) for t in measured])
 
     def _fit(self, xs: list[float], ys: list[float]) -> None:
         """Both axes from 0 (a ratio to the defaults reads as the height it looks), the points off the edges;
@@ -111,9 +121,8 @@ class TunePlot(QWidget):
         self.plot.setXRange(0, right, padding=0)
         self.plot.setYRange(-0.04 * top, top, padding=0)
 
-    @staticmethod
-    def _set(item: pg.ScatterPlotItem, trials: list[TrialResult]) -> None:
-        item.setData([{"pos": (t.ttft_p99_s, t.output_tokens_per_s), "data": t} for t in trials])
+    def _set(self, item: pg.ScatterPlotItem, trials: list[TrialResult]) -> None:
+        item.setData([{"pos": (t.ttft_p99_s, self.goal.throughput_of(t.figures)), "data": t} for t in trials])
 
     def clear(self) -> None:
         self.show_trials([])

@@ -6,7 +6,7 @@ import html
 import math
 
 from workbench.tune.values import Goal, TrialResult, TuneProgress, Verdict
-from workbench.tune.verdict import NONE_WITHIN, ratio_text
+from workbench.tune.verdict import ratio_text
 from workbench.ui.tune_table import param_text
 
 BETTER_COLOUR, WORSE_COLOUR = "#166534", "#9b1c1c"
@@ -88,6 +88,6 @@ def verdict_html(verdict: Verdict, goal: Goal) -> str:
     values = ("Best: " + ", ".join(goal_value_text(v, goal) for v in verdict.best_values)
               + " · defaults: " + ", ".join(goal_value_text(v, goal) for v in verdict.default_values))
     parts = [headline, html.escape(values), "Settings: " + html.escape(settings_text(verdict.best_params))]
-    if "failed" in verdict.text or NONE_WITHIN in verdict.text:
-        parts.append(html.escape(verdict.text))
+    if verdict.notes:
+        parts.append(html.escape(verdict.notes))
     return "<br>".join(parts)

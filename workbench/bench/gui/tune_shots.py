@@ -7,7 +7,10 @@ writes ``tune-running.png`` (the Tune tab mid-search: the progress bar with tria
 best so far, the plot's points and Pareto front, the table, and the engine region's heatmap and plots on
 the running trial's requests) and ``tune-result.png`` (the finished search: every trial in the table, the
 verdict's ratio to vLLM's defaults with its spread, Apply as preset and the serve line); with ``--setup-only``,
-``tune-setup.png`` alone (the tab before a search; no engine is started).
+``tune-setup.png`` alone (the tab before a search; no engine is started). With ``--goodput TTFT_S:TPOT_MS``,
+``tune-goodput-result.png`` alone: a burst of 64 requests (24 prompt, 64 output tokens) searched on
+``max_num_seqs`` for goodput under those limits, where a TPOT limit below what vLLM's defaults give a full batch
+shows the verdict for defaults that served no request within the goal.
 """
 from __future__ import annotations
 
@@ -21,14 +24,23 @@ SEARCH_TIMEOUT_S = 3600.0
 WORKLOAD = (("num_requests", 48), ("rate_per_s", 16.0), ("prompt_tokens_mean", 160), ("prompt_tokens_spread", 48),
             ("output_tokens_mean", 48), ("output_tokens_spread", 12), ("shared_prefix_share", 50),
             ("shared_prefix_tokens", 64))
+BURST = (("num_requests", 64), ("rate_per_s", 0.0), ("prompt_tokens_mean", 24), ("prompt_tokens_spread", 0),
+         ("output_tokens_mean", 64), ("output_tokens_spread", 0), ("shared_prefix_share", 0), ("shared_prefix_tokens", 0))
 
 
-def set_up(pane, trials: int, repeats: int) -> None:
-    """A Poisson workload with a shared prefix, the highest output tok/s, TPE, ``trials`` trials."""
+def set_up(pane, trials: int, repeats: int, goodput: tuple[float, float] | None = None) -> None:
+    """A Poisson workload with a shared prefix, the highest output tok/s, TPE, ``trials`` trials; with
+    ``goodput`` (TTFT s, TPOT ms), the burst searched on ``max_num_seqs`` alone for goodput under those limits."""
     form = pane.form
     form.workload_kind.setCurrentIndex(form.workload_kind.findData("generated"))
-    for key, value in WORKLOAD:
+    for key, value in BURST if goodput else WORKLOAD:
         form.gen[key].setValue(value)
+    if goodput:
+        form.goal_kind.setCurrentIndex(form.goal_kind.findData("goodput"))
+        form.ttft_limit.setValue(goodput[0])
+        form.itl_limit.setValue(goodput[1])
+        for parameter in pane.space.space().parameters:
+            pane.space.set_ticked(parameter.name, parameter.name == "max_num_seqs")
     form.max_trials.setValue(trials)
     form.repeats.setValue(repeats)
     form.budget.setValue(20)
@@ -44,6 +56,19 @@ def running_enough(window, pane) -> bool:
     return (len(ended) >= 3 and pane.plot.num_points >= 3 and any(t.state == "running" for t in pane.trials.trials)
             and done is not None and 4 * int(done[1]) >= int(done[2]) and snapshot is not None
             and snapshot.num_in_use > 20 and window.plots.num_draws >= 20)
+
+
+def running_picture(window, pane, docs: Path, wait) -> None:
+    """``tune-running.png``, once a moment worth it comes; a search that ends first (a very busy machine) ends
+    the wait too."""
+    from workbench.bench.gui.screenshot import save_small
+
+    if wait(lambda: running_enough(window, pane) or not pane.running, SEARCH_TIMEOUT_S) and pane.running:
+        size = save_small(window, str(docs / "tune-running.png"), max_bytes=250_000)
+        print("saved tune-running.png", f"{size:,} bytes |", pane.progress.format(), "|", pane.phase.text())
+    else:
+        print("tune-running.png not taken: the search ended before three trials and a busy fourth were seen "
+              "(run again on a quieter machine, or with more --trials)")
 
 
 def setup_picture(folder: Path) -> int:
@@ -79,7 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--setup-only", action="store_true", help="only tune-setup.png (no engine)")
+    parser.add_argument("--goodput", default="", metavar="TTFT_S:TPOT_MS",
+                        help="only tune-goodput-result.png: the burst, max_num_seqs, goodput under these limits")
     args = parser.parse_args(argv)
+    goodput = tuple(float(v) for v in args.goodput.split(":")) if args.goodput else None
     if args.setup_only:
         return setup_picture(Path(args.folder))
     from workbench.bench.gui.screenshot import _started_window, close_window, save_small
@@ -89,27 +117,23 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     docs = Path(args.folder)
     pane = window.tune.show_tab()
-    set_up(pane, args.trials, args.repeats)
+    set_up(pane, args.trials, args.repeats, goodput)
     pane.start()  # checked on a worker thread first
     wait(lambda: pane.running or pane.buttons["start"].isEnabled(), 600)
     if not pane.running:
         print("the search did not start:", pane.message.text())
         close_window(window)
         return 1
-    # a search that ends before a moment worth the picture (a very busy machine) ends the wait too
-    if wait(lambda: running_enough(window, pane) or not pane.running, SEARCH_TIMEOUT_S) and pane.running:
-        size = save_small(window, str(docs / "tune-running.png"), max_bytes=250_000)
-        print("saved tune-running.png", f"{size:,} bytes |", pane.progress.format(), "|", pane.phase.text())
-    else:
-        print("tune-running.png not taken: the search ended before three trials and a busy fourth were seen "
-              "(run again on a quieter machine, or with more --trials)")
+    if not goodput:  # a burst's trial lasts a second: no moment mid-trial worth a picture
+        running_picture(window, pane, docs, wait)
     wait(lambda: not pane.running, SEARCH_TIMEOUT_S)
     pane.table.selectRow(pane.trials.row_of(pane.trials.best_number or 0) or 0)
     model = window.model
     wait(lambda: model.engine.settled(model.latest_start_id), 600)  # the user's engine back: the search's last start
     wait(lambda: False, 0.5)
-    size = save_small(window, str(docs / "tune-result.png"), max_bytes=250_000)
-    print("saved tune-result.png", f"{size:,} bytes |", pane.message.text() or pane.verdict_label.text()[:200])
+    name = "tune-goodput-result.png" if goodput else "tune-result.png"
+    size = save_small(window, str(docs / name), max_bytes=250_000)
+    print("saved", name, f"{size:,} bytes |", pane.message.text() or pane.verdict_label.text()[:200])
     close_window(window)
     return 0
 
