@@ -166,6 +166,9 @@ def test_trials_are_drawn_and_tabled_as_they_end_and_the_verdict_shown(pane, qtb
     failed_row = pane.trials.trials[2]
     assert pane.trials.cell(failed_row, pane.trials.columnCount() - 1).startswith("the engine did not start")
     assert pane.trials.data(pane.trials.index(2, 1), Qt.ToolTipRole).startswith("Trial 2 failed: the engine")
+    # a row's settings on hover, wherever the columns are scrolled to
+    assert pane.trials.data(pane.trials.index(1, 3), Qt.ToolTipRole) == "Trial 1\nmax_num_seqs=16"
+    assert pane.trials.data(pane.trials.index(0, 0), Qt.ToolTipRole) == "Trial 0\nvLLM's defaults"
     assert pane.trials.cell(failed_row, pane.trials.headers().index("Output tok/s")) == ""  # nothing measured
     assert "4 trials done" in pane.progress.format() and "4 min 00 s left" in pane.progress.format()
     assert "trial 3" in pane.progress.format() and pane.phase.text() == "Trial 4: starting the engine"

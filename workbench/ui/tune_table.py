@@ -63,8 +63,10 @@ class TrialTableModel(QAbstractTableModel):
         trial = self.trials[index.row()]
         if role == Qt.DisplayRole:
             return self.cell(trial, index.column())
-        if role == Qt.ToolTipRole and trial.error:  # why it failed, wherever the pointer is on its row
-            return f"Trial {trial.number} failed: {trial.error}"
+        if role == Qt.ToolTipRole:  # its settings (and why it failed) wherever the pointer is on its row
+            settings = ", ".join(f"{k}={param_text(v)}" for k, v in trial.params.items()) or "vLLM's defaults"
+            said = f"Trial {trial.number} failed: {trial.error}" if trial.error else f"Trial {trial.number}"
+            return f"{said}\n{settings}"
         if role == Qt.ForegroundRole:
             colour = STATE_COLOURS.get(trial.state) or (DEFAULTS_COLOUR if trial.number == 0 else None)
             return QBrush(QColor(colour)) if colour else None
