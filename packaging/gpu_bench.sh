@@ -56,12 +56,13 @@ done
 # A search of engine arguments, headless (bench tune), e.g. TUNE_SHAPES=qwen2.5-7b: each call pauses the search
 # before a trial or rerun that would not end within TUNE_TIMEOUT (less 45 s to shut down), so keep
 # $OUT/tune-$shape/tune and carry it back with TUNE_RESUME=NAME (a trial cut short by the timeout runs again).
-# TUNE_ARGS: the workload and goal (default: the issue's W1 at a fixed rate).
+# TUNE_ARGS: the workload and goal (default: the issue's W1 at a fixed rate). TUNE_BUDGET_S: the trials' seconds
+# (default 1800 for a new search; given with TUNE_RESUME, it replaces the search's own).
 for shape in ${TUNE_SHAPES:-}; do
   step "tune $shape"
   timeout ${TUNE_TIMEOUT:-580} python3 -m workbench bench --shape $shape --max-model-len 4096 tune \
     --pause-after-s $(( ${TUNE_TIMEOUT:-580} - 45 )) ${TUNE_RESUME:+--resume "$TUNE_RESUME"} ${TUNE_ARGS:---goal goodput --ttft-limit-s 2 --itl-limit-ms 50 --requests 1000 \
-    --prompt-len 2048 --output-len 128 --rate 8} --budget-s ${TUNE_BUDGET_S:-3000} --store "${TUNE_STORE:-$OUT/tune-$shape/tune}" \
+    --prompt-len 2048 --output-len 128 --rate 8} ${TUNE_BUDGET_S:+--budget-s $TUNE_BUDGET_S} --store "${TUNE_STORE:-$OUT/tune-$shape/tune}" \
     --out "$OUT/tune-$shape" > "$OUT/tune-$shape.log" 2>&1
   show '^| trial' 40 "$OUT/tune-$shape.log"
   # a store kept on the machine (TUNE_STORE outside $OUT, for the next call while it is warm) comes back too

@@ -334,6 +334,10 @@ def test_a_search_pauses_before_a_trial_that_would_end_past_its_deadline_and_res
     assert run.study.study.user_attrs["elapsed_s"] == pytest.approx(START_LIMIT_FLOOR_S + 1)
 
     again = TuneRun(model, EngineCommands(model, posted.append), tmp_path / "tune", clock=clock)
-    again.resume("paused")
+    with pytest.raises(TuneRefused, match="must be positive"):
+        again.resume("paused", time_budget_s=0)
+    again.resume("paused", time_budget_s=9000, max_trials=5)  # carried further than it was asked at first
     assert [(t.number, t.state) for t in again.trials()] == [(0, "failed")]
     assert again.running_number == 1 and isinstance(posted[-1], StartEngine) and not again.paused
+    stored = SearchStudy.open(tmp_path / "tune", "paused").spec
+    assert (stored.time_budget_s, stored.max_trials, stored.name) == (9000, 5, "paused")

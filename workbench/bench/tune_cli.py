@@ -17,11 +17,17 @@ from pathlib import Path
 from workbench.engine.spec import EngineConfig
 
 
+DEFAULT_BUDGET_S = 1800.0
+
+
 def add_parser(sub) -> None:
     tune = sub.add_parser("tune", help="search vLLM's engine arguments on a workload (Optuna), the verdict "
                                        "against vLLM's defaults")
-    tune.add_argument("--trials", type=int, default=None, help="at most this many trials (default: the budget's)")
-    tune.add_argument("--budget-s", type=float, default=1800.0, help="seconds for the trials (the verdict after)")
+    tune.add_argument("--trials", type=int, default=None,
+                      help="at most this many trials (default: the budget's); with --resume, replaces the search's")
+    tune.add_argument("--budget-s", type=float, default=None,
+                      help="seconds for the trials, the verdict after (default 1800); with --resume, replaces the "
+                           "search's (elapsed time counts against it)")
     tune.add_argument("--workload", choices=("generated", "file"), default="generated")
     tune.add_argument("--file", default="", help="a batch prompt file (--workload file)")
     tune.add_argument("--requests", type=int, default=64)
@@ -81,7 +87,8 @@ def tune_spec(args, vllm_version: str, device: str):
                             shared_prefix_share=args.prefix_share, shared_prefix_tokens=args.prefix_len,
                             closed_loop_concurrency=args.concurrency, seed=args.seed)
     goal = Goal(args.goal, args.ttft_limit_s, args.itl_limit_ms, args.goal_rate)
-    return TuneSpec(workload, goal, space, args.budget_s, args.sampler, args.repeats, args.name, args.trials,
+    budget_s = args.budget_s if args.budget_s is not None else DEFAULT_BUDGET_S
+    return TuneSpec(workload, goal, space, budget_s, args.sampler, args.repeats, args.name, args.trials,
                     args.seed, args.trial_overrun_s)
 
 
@@ -123,7 +130,7 @@ def cmd_tune(args, config: EngineConfig) -> int:
     rate_text = ""
     try:
         if args.resume:
-            tune.resume(args.resume)
+            tune.resume(args.resume, args.budget_s, args.trials)
         else:
             if args.find_rate:
                 rate_text, rate = _find_rate(app, args, out)

@@ -119,9 +119,15 @@ class TuneRun:
             spec = replace(spec, name=time.strftime("search %Y-%m-%d %H.%M.%S"))
         self._begin(SearchStudy.create(self.folder, spec), workload)
 
-    def resume(self, name: str) -> None:
+    def resume(self, name: str, time_budget_s: float | None = None, max_trials: int | None = None) -> None:
+        """Carries on the stored search ``name``; a budget or a number of trials given replaces its own."""
         self._refuse_while_busy()
         study = SearchStudy.load(self.folder, name)
+        if time_budget_s is not None:
+            problem = checks.budget_problem(time_budget_s, None)
+            if problem:
+                raise TuneRefused([problem])
+        study.change_limits(time_budget_s, max_trials)
         spec = study.spec
         self._begin(study, build_workload(spec.workload, spec.goal, self.model.config.max_model_len, self.database))
 

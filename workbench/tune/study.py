@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import optuna
@@ -97,6 +97,14 @@ class SearchStudy:
         found = cls.open(folder, name)
         found.requeue_cut_short()
         return found
+
+    def change_limits(self, time_budget_s: float | None = None, max_trials: int | None = None) -> None:
+        """A resumed search carried further (or cut shorter): its time budget, its number of trials; None keeps
+        the stored one. Kept with the study, so a later resume finds them."""
+        changes = {k: v for k, v in (("time_budget_s", time_budget_s), ("max_trials", max_trials)) if v is not None}
+        if changes:
+            self.spec = replace(self.spec, **changes)
+            self.study.set_user_attr("spec", spec_to_json(self.spec))
 
     def requeue_cut_short(self) -> None:
         """Trials left running by an app that ended are failed (the sampler is told) and asked again."""
