@@ -41,13 +41,12 @@ def legend_html() -> str:
     return "&nbsp;&nbsp;".join(f"<span style='color:{c}'>{m}</span>&nbsp;{t}" for c, m, t in marks)
 
 
-def trial_tip(trial: TrialResult, goal: Goal | None = None) -> str:
+def trial_tip(trial: TrialResult, goal: Goal) -> str:
     """What hovering over a trial's point says: its number, figures and the settings it tried."""
     settings = ", ".join(f"{name}={value}" for name, value in trial.params.items()) or "vLLM's defaults"
     if trial.state == "failed":
         return f"Trial {trial.number} failed: {trial.error}\n{settings}"
-    goodput = f", {trial.goodput_tokens_per_s:,.0f} goodput tok/s" if goal is not None and goal.kind == "goodput" \
-        else ""
+    goodput = f", {trial.goodput_tokens_per_s:,.0f} goodput tok/s" if goal.kind == "goodput" else ""
     return (f"Trial {trial.number}: {trial.output_tokens_per_s:,.0f} output tok/s{goodput}, p99 TTFT "
             f"{trial.ttft_p99_s or 0:.3f} s\n{settings}")
 

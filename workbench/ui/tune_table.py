@@ -28,6 +28,10 @@ def param_text(value) -> str:
     return str(value)
 
 
+def settings_text(params: dict) -> str:
+    return ", ".join(f"{name}={param_text(value)}" for name, value in params.items()) or "vLLM's defaults"
+
+
 def goal_text(value: float) -> str:
     """A goal's figure whatever its unit: tok/s in whole numbers, seconds to three figures."""
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
@@ -64,9 +68,8 @@ class TrialTableModel(QAbstractTableModel):
         if role == Qt.DisplayRole:
             return self.cell(trial, index.column())
         if role == Qt.ToolTipRole:  # its settings (and why it failed) wherever the pointer is on its row
-            settings = ", ".join(f"{k}={param_text(v)}" for k, v in trial.params.items()) or "vLLM's defaults"
             said = f"Trial {trial.number} failed: {trial.error}" if trial.error else f"Trial {trial.number}"
-            return f"{said}\n{settings}"
+            return f"{said}\n{settings_text(trial.params)}"
         if role == Qt.ForegroundRole:
             colour = STATE_COLOURS.get(trial.state) or (DEFAULTS_COLOUR if trial.number == 0 else None)
             return QBrush(QColor(colour)) if colour else None

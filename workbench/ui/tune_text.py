@@ -7,7 +7,7 @@ import math
 
 from workbench.tune.values import Goal, TrialResult, TuneProgress, Verdict
 from workbench.tune.verdict import ratio_text
-from workbench.ui.tune_table import param_text
+from workbench.ui.tune_table import settings_text
 
 BETTER_COLOUR, WORSE_COLOUR = "#166534", "#9b1c1c"
 
@@ -50,10 +50,6 @@ def progress_text(progress: TuneProgress, goal: Goal) -> str:
         parts.append(f"{duration_text(progress.time_left_s)} left")
     parts.append(best_text(progress.best, goal))
     return " · ".join(parts)
-
-
-def settings_text(params: dict) -> str:
-    return ", ".join(f"{name}={param_text(value)}" for name, value in params.items()) or "vLLM's defaults"
 
 
 def verdict_colour(verdict: Verdict) -> str:
