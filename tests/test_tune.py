@@ -341,3 +341,59 @@ def test_a_search_pauses_before_a_trial_that_would_end_past_its_deadline_and_res
     assert again.running_number == 1 and isinstance(posted[-1], StartEngine) and not again.paused
     stored = SearchStudy.open(tmp_path / "tune", "paused").spec
     assert (stored.time_budget_s, stored.max_trials, stored.name) == (9000, 5, "paused")
+
+
+def test_chunked_prefill_is_not_sampled_off_where_the_batched_tokens_sampled_need_it(tmp_path):
+    """The H100 search of 2026-12-05: TPE, never told that chunked prefill off with fewer batched tokens than
+    max_model_len is refused, sampled that combination 1,208 times in a row. It is no longer sampled: below
+    max_model_len, chunked prefill is left at vLLM's default (on)."""
+    from optuna.trial import TrialState
+
+    space = SearchSpace((SearchParameter("max_num_batched_tokens", "int", 128, 2048, log=True),
+                         SearchParameter("enable_chunked_prefill", "bool")))
+    study = SearchStudy.create(tmp_path / "tune", small_spec(space=space, seed=7))
+    asked = []
+    for _ in range(40):
+        trial, params = study.ask(max_model_len=512)
+        asked.append(params)
+        study.study.tell(trial, state=TrialState.PRUNED if params.get("enable_chunked_prefill") is False
+                         else None, values=None if params.get("enable_chunked_prefill") is False else 1.0)
+    searched = asked[1:]  # trial 0: vLLM's defaults
+    below = [p for p in searched if p["max_num_batched_tokens"] < 512]
+    assert below and all("enable_chunked_prefill" not in p for p in below), below
+    above = [p for p in searched if p["max_num_batched_tokens"] >= 512]
+    assert above and all("enable_chunked_prefill" in p for p in above), above
+
+
+def test_settings_refused_before_their_start_are_told_as_pruned_count_as_no_trial_and_a_run_of_them_ends_the_search(
+        tmp_path):
+    """A space where every sampled setting is refused (fewer batched tokens than sequences): each refusal is
+    told to Optuna as PRUNED (its TPE ranks them below every measured trial; it ignores FAIL), none counts
+    against the trials asked for, and 50 in a row end the search's trials, said with the cause."""
+    from optuna.trial import TrialState
+
+    from workbench.tune.run import REFUSED_IN_A_ROW_LIMIT
+
+    model = AppModel(EngineConfig(model="demo", max_model_len=512))
+    posted, clock = [], Clock()
+    run = TuneRun(model, EngineCommands(model, posted.append), tmp_path / "tune", clock=clock)
+    ended, heard = [], []
+    run.finished.connect(lambda verdict, message: ended.append((verdict, message)))
+    run.trial_finished.connect(heard.append)
+    space = SearchSpace((SearchParameter("max_num_seqs", "int", 64, 128),
+                         SearchParameter("max_num_batched_tokens", "int", 32, 48)))
+    run.start(small_spec(name="refusals", space=space, max_trials=3, time_budget_s=7200))
+    clock.now += START_LIMIT_FLOOR_S + 1
+    run.tick()  # trial 0 (the defaults) never started: a failure of its own, then the sampled ones are refused
+    refused = [r for r in heard if r.refused]
+    assert len(refused) == REFUSED_IN_A_ROW_LIMIT and all(r.state == "failed" for r in refused)
+    assert refused[0].error.startswith("max_num_batched_tokens ") and "below max_num_seqs" in refused[0].error
+    states = {t.number: t.state for t in run.study.study.get_trials(deepcopy=False)}
+    assert {states[r.number] for r in refused} == {TrialState.PRUNED} and states[0] == TrialState.PRUNED
+    assert not [c for c in posted if isinstance(c, StartEngine) and c.start_id > posted[0].start_id]
+    assert ended[0][0] is None
+    assert ended[0][1].startswith("No trial completed"), ended
+    assert f"the last {REFUSED_IN_A_ROW_LIMIT} settings sampled were all refused before their start" in ended[0][1]
+    assert run.progress().num_trials_done == 1  # the refusals ran nothing
+    assert [r.refused for r in SearchStudy.open(tmp_path / "tune", "refusals").results()].count(True) == \
+        REFUSED_IN_A_ROW_LIMIT

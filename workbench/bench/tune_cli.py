@@ -194,7 +194,8 @@ def _row(result) -> str:
     batch = f"{limits['max_num_batched_tokens']} / {limits['max_num_seqs']}" if len(limits) == 2 else "-"
     settings = ", ".join(f"{k}={v}" for k, v in result.params.items()) or "vLLM defaults"
     tail = f"  {result.error}" if result.error else ""
-    return (f"| {result.number} | {result.state} | {f.output_tokens_per_s:.1f} | {f.goodput_tokens_per_s:.1f} | "
+    state = "refused" if result.refused else result.state
+    return (f"| {result.number} | {state} | {f.output_tokens_per_s:.1f} | {f.goodput_tokens_per_s:.1f} | "
             f"{ttft} | {itl} | {gap} | {f.num_requests_done} | {f.duration_s:.2f} | {start} | {batch} | {settings}{tail} |")
 
 
@@ -207,7 +208,11 @@ def _report(out: Path, tune, verdict, message: str, rate_text: str = "") -> int:
              f"{tune.study.spec.goal.describe()}; workload: {tune.study.spec.workload.describe()}.", ""]
     lines += [rate_text, ""] if rate_text else []
     lines += [HEADER]
-    lines += [_row(r) for r in tune.trials()]
+    lines += [_row(r) for r in tune.trials() if not r.refused]
+    refused = [r for r in tune.trials() if r.refused]
+    if refused:
+        lines += ["", f"{len(refused)} setting{'s' if len(refused) != 1 else ''} refused before their start "
+                      f"(no engine started; each in tune.json), the first: trial {refused[0].number}: {refused[0].error}"]
     lines += ["", verdict.text if verdict is not None else message, "", "```", tune.serve_line().rstrip(), "```"]
     text = "\n".join(lines)
     print(text)

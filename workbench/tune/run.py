@@ -27,7 +27,7 @@ from workbench.tune.study import DEFAULTS, SearchStudy, resumable, study_names
 from workbench.tune.trial import STOPPED, TrialLimits, TrialOutcome, TrialRun
 from workbench.tune.trial_config import config_problem, trial_config
 from workbench.tune.values import TrialFigures, TrialResult, TuneProgress, TuneSpec, Verdict
-from workbench.tune.verdict import BEST_ROLE, best_trial, goal_unmet, make_verdict, verdict_plan
+from workbench.tune.verdict import BEST_ROLE, best_trial, goal_unmet, make_verdict, verdict_plan, with_note
 from workbench.tune.workload import Workload, build_workload
 from workbench.tune import checks, outputs
 
@@ -40,6 +40,9 @@ HOLD = "a tune search is using the engine; the question is sent when the search 
 # last arrival, at least 2 minutes.
 START_LIMIT_FLOOR_S, START_LIMIT_TIMES = 600.0, 4.0
 OVERRUN_FLOOR_S, OVERRUN_TIMES = 120.0, 3.0
+# Settings refused before their start cost no engine start and count as no trial; this many in a row end the
+# search's trials (the sampler keeps finding combinations vLLM refuses: the space is mostly such).
+REFUSED_IN_A_ROW_LIMIT = 50
 
 
 class TuneRun:
@@ -70,6 +73,7 @@ class TuneRun:
         self._last_tick_s = 0.0
         self._phase_text = ""
         self._checked = None  # (spec, base configuration, workload) of the last check that found no problem
+        self._search_note = ""  # why the trials ended early, said with the verdict
         # On ``clock``: no trial or rerun begins that the trials so far say would end after it; the search pauses
         # there instead, left to resume (``bench tune --pause-after-s``: a device call's time limit). None: none.
         self.pause_at_s: float | None = None
@@ -167,6 +171,7 @@ class TuneRun:
     # ------------------------------------------------------------------ the search
     def _begin(self, study: SearchStudy, workload: Workload) -> None:
         self.study, self.workload, self._stopping, self.paused = study, workload, False, False
+        self._search_note = ""
         self.model.add_request_sink("tune", self)  # the search running hears of the trials' requests
         self._results = study.results()
         self._elapsed_before_s = float(study.study.user_attrs.get("elapsed_s", 0.0))
@@ -210,8 +215,12 @@ class TuneRun:
     def elapsed_s(self) -> float:
         return self._elapsed_before_s + (self.clock() - self._begun_s if self.running else 0.0)
 
+    def _ran(self) -> list[TrialResult]:
+        """The trials that ended, less those refused before their start (they ran nothing)."""
+        return [r for r in self._results if r.state != "running" and not r.refused]
+
     def _search_goes_on(self) -> bool:
-        spec, ended = self.study.spec, [r for r in self._results if r.state != "running"]
+        spec, ended = self.study.spec, self._ran()
         if spec.max_trials is not None and len(ended) >= spec.max_trials:
             return False
         return not ended or self.elapsed_s() + self._trial_estimate_s() <= spec.time_budget_s
@@ -221,20 +230,28 @@ class TuneRun:
         return statistics.fmean(spans) if spans else (self.last_start_s or 0.0)
 
     def _next(self) -> None:
+        refused_in_a_row = 0
         while self.phase == "search" and not self._stopping:
             if not self._search_goes_on():
+                self.phase = "verdict"
+                break
+            if refused_in_a_row >= REFUSED_IN_A_ROW_LIMIT:
+                self._search_note = (f"The search's trials ended early: the last {refused_in_a_row} settings sampled "
+                                     "were all refused before their start (the last: "
+                                     f"{self._results[-1].error}); narrow the search space where they fall.")
                 self.phase = "verdict"
                 break
             if self._pausing():
                 self._pause("trial")
                 return
-            trial, params = self.study.ask()
+            trial, params = self.study.ask(self._base_config().max_model_len)
             config = trial_config(self._base_config(), self.study.spec.space, params)
             problem = config_problem(config)
             if not problem:
                 self._run_trial(trial, params, config)
                 return
-            self._trial_ended(trial, params, TrialOutcome(None, problem))
+            self._trial_ended(trial, params, TrialOutcome(None, problem), refused=True)
+            refused_in_a_row += 1
         if self.phase == "verdict" and not self._stopping:
             self._next_rerun()
 
@@ -260,7 +277,7 @@ class TuneRun:
         else:
             self._next()
 
-    def _trial_ended(self, trial, params: dict, outcome: TrialOutcome) -> None:
+    def _trial_ended(self, trial, params: dict, outcome: TrialOutcome, refused: bool = False) -> None:
         spec = self.study.spec
         figures = outcome.figures
         value = goal_value(figures, spec.goal) if figures is not None else None
@@ -269,9 +286,9 @@ class TuneRun:
         result = TrialResult(trial.number, dict(params), "failed" if failed else "complete",
                              figures if figures is not None else TrialFigures(), error,
                              self._agreement(trial, outcome), None if failed else value, outcome.engine_start_s,
-                             outcome.batch_limits)
+                             outcome.batch_limits, refused)
         if failed:
-            self.study.tell_failed(trial, result)
+            self.study.tell_failed(trial, result, settings_fault=outcome.error != STOPPED)
         else:
             self.study.tell_complete(trial, result)
         self._results = [r for r in self._results if r.number != result.number] + [result]
@@ -297,12 +314,12 @@ class TuneRun:
         best = best_trial(self._results, spec.goal)
         unmet = goal_unmet(self._results, spec.goal)
         if best is None or unmet:
-            self._finish(None, unmet or self._no_trial_message())
+            self._finish(None, " ".join(x for x in (unmet or self._no_trial_message(), self._search_note) if x))
             return
         runs = self.study.verdict_runs()
         plan = verdict_plan(spec.repeats)
         if len(runs) >= len(plan):
-            self._finish(make_verdict(best, runs, spec.goal), "")
+            self._finish(with_note(make_verdict(best, runs, spec.goal), self._search_note), "")
             return
         if self._pausing():
             self._pause("rerun")
@@ -341,9 +358,15 @@ class TuneRun:
         self._close(verdict, message)
 
     def _end_stopped(self) -> None:
-        done = sum(r.state != "running" for r in self._results)
         self.study.end("stopped")
-        self._close(None, f"Stopped: {done} trial{'s' if done != 1 else ''} kept.")
+        self._close(None, f"Stopped: {self._trials_text()} kept.")
+
+    def _trials_text(self) -> str:
+        """"5 trials", "5 trials (and 3 settings refused before their start)"."""
+        done, refused = len(self._ran()), sum(r.refused for r in self._results)
+        text = f"{done} trial{'s' if done != 1 else ''}"
+        return text + (f" (and {refused} setting{'s' if refused != 1 else ''} refused before their start)"
+                       if refused else "")
 
     def _pausing(self) -> bool:
         return self.pause_at_s is not None and self.clock() + self._trial_estimate_s() > self.pause_at_s
@@ -352,9 +375,8 @@ class TuneRun:
         """Ends this run short of ``pause_at_s``, the search not marked ended: it resumes where it paused."""
         self.paused = True
         self._keep_elapsed()
-        done = sum(r.state != "running" for r in self._results)
-        self._close(None, f"Paused before the next {next_one}, which would not end in time: {done} "
-                          f"trial{'s' if done != 1 else ''} and {len(self.study.verdict_runs())} of "
+        self._close(None, f"Paused before the next {next_one}, which would not end in time: {self._trials_text()} "
+                          f"and {len(self.study.verdict_runs())} of "
                           f"{len(verdict_plan(self.study.spec.repeats))} reruns kept; resume "
                           f"{self.study.spec.name!r} to go on.")
 
@@ -377,7 +399,7 @@ class TuneRun:
 
     def progress(self) -> TuneProgress:
         spec = self.study.spec
-        ended = [r for r in self._results if r.state != "running"]
+        ended = self._ran()
         estimate = self._trial_estimate_s()
         left = max(0.0, spec.time_budget_s - self.elapsed_s()) if self.phase == "search" else 0.0
         planned = spec.max_trials if spec.max_trials is not None else \

@@ -2,8 +2,11 @@
 app's end and resumes: its spec, each trial's parameters, figures and error, the verdict's runs.
 
 Ask and tell: each trial is asked for (vLLM's defaults enqueued as trial 0, ``performance_mode=throughput``
-as trial 1 where the space has it), run by the caller, and told its value, or FAIL for a trial whose engine
-did not start or died: the sampler learns from both.
+as trial 1 where the space has it), run by the caller, and told its value, or PRUNED for settings that failed
+(refused before their start, an engine that did not start or died): Optuna's TPE ranks those below every
+measured trial and samples away from them (it ignores FAIL, which is kept for trials cut short by the app's end).
+A combination vLLM refuses by construction is not sampled at all: below ``max_model_len`` batched tokens,
+chunked prefill stays at vLLM's default (on).
 """
 from __future__ import annotations
 
@@ -115,14 +118,21 @@ class SearchStudy:
             self.study.enqueue_trial(trial.params, user_attrs=attrs)
 
     # ------------------------------------------------------------------ trials
-    def ask(self) -> tuple[optuna.Trial, dict]:
-        """The next trial and its parameters (vLLM's names; a fixed trial sets only its own)."""
+    def ask(self, max_model_len: int | None = None) -> tuple[optuna.Trial, dict]:
+        """The next trial and its parameters (vLLM's names; a fixed trial sets only its own). With
+        ``max_model_len``, chunked prefill is not sampled where the batched tokens sampled are fewer: off, vLLM
+        would refuse them (a full-length prompt could never be scheduled), so it stays at vLLM's default."""
         trial = self.study.ask()
         fixed = self.study._storage.get_trial(trial._trial_id).system_attrs.get("fixed_params")
         searched = self.spec.space.searched()
         if fixed is not None:
             searched = tuple(p for p in self.spec.space.parameters if p.name in fixed)
-        params = {p.name: _suggest(trial, p) for p in searched}
+        params = {}
+        for parameter in searched:
+            if parameter.name == "enable_chunked_prefill" and fixed is None \
+                    and _needs_chunking(params, max_model_len):
+                continue
+            params[parameter.name] = _suggest(trial, parameter)
         return trial, params
 
     def tell_complete(self, trial: optuna.Trial, result: TrialResult) -> None:
@@ -132,9 +142,12 @@ class SearchStudy:
         else:
             self.study.tell(trial, result.goal_value)
 
-    def tell_failed(self, trial: optuna.Trial, result: TrialResult) -> None:
+    def tell_failed(self, trial: optuna.Trial, result: TrialResult, settings_fault: bool = True) -> None:
+        """A trial that measured nothing. ``settings_fault``: its settings failed (refused, an engine that did
+        not start or died), told as PRUNED so the sampler moves away from them; else (stopped by the user)
+        FAIL, which the sampler ignores."""
         self._keep(trial, result)
-        self.study.tell(trial, state=TrialState.FAIL)
+        self.study.tell(trial, state=TrialState.PRUNED if settings_fault else TrialState.FAIL)
 
     @staticmethod
     def _keep(trial: optuna.Trial, result: TrialResult) -> None:
@@ -144,6 +157,8 @@ class SearchStudy:
         trial.set_user_attr("engine_start_s", result.engine_start_s)
         trial.set_user_attr("output_agreement", result.output_agreement)
         trial.set_user_attr("batch_limits", result.batch_limits)
+        if result.refused:
+            trial.set_user_attr("refused", True)
 
     def results(self) -> list[TrialResult]:
         """Every trial asked so far, in order (trials waiting to be asked are not)."""
@@ -168,6 +183,11 @@ class SearchStudy:
         return self.study.user_attrs.get("ended", "")
 
 
+def _needs_chunking(params: dict, max_model_len: int | None) -> bool:
+    batched = params.get("max_num_batched_tokens")
+    return max_model_len is not None and batched is not None and batched < max_model_len
+
+
 def _suggest(trial: optuna.Trial, parameter: SearchParameter):
     if parameter.kind == "int":
         return trial.suggest_int(parameter.name, int(parameter.low), int(parameter.high), log=parameter.log,
@@ -185,7 +205,7 @@ def trial_result(trial) -> TrialResult:
     state = STATES[trial.state]
     return TrialResult(trial.number, dict(trial.params), state, figures, attrs.get("error", ""),
                        attrs.get("output_agreement"), attrs.get("goal_value"), attrs.get("engine_start_s"),
-                       dict(attrs.get("batch_limits") or {}))
+                       dict(attrs.get("batch_limits") or {}), bool(attrs.get("refused")))
 
 
 def resumable(folder: Path) -> list[str]:

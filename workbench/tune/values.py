@@ -215,6 +215,7 @@ class TrialResult:
     goal_value: float | None = None  # the goal's figure (None for a failed or running trial)
     engine_start_s: float | None = None  # how long the engine took to start
     batch_limits: dict = field(default_factory=dict)  # max_num_batched_tokens, max_num_seqs as vLLM ran them
+    refused: bool = False  # failed before its engine started: a combination vLLM refuses (not counted as a run)
 
     def __post_init__(self):
         if self.state not in TRIAL_STATES:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import replace
 
 from workbench.tune.measure import better
 from workbench.tune.values import Goal, TrialResult, Verdict
@@ -98,6 +99,13 @@ def make_verdict(best: TrialResult, runs: list[dict], goal: Goal) -> Verdict:
     text = f"{text} {notes_text}" if notes_text else text
     return Verdict(best.number, dict(best.params), _values(bests), _values(defaults), median, low, high, text,
                    notes=notes_text)
+
+
+def with_note(verdict: Verdict, note: str) -> Verdict:
+    """``verdict`` with one more note (its text ending with it too); itself for no note."""
+    if not note:
+        return verdict
+    return replace(verdict, text=f"{verdict.text} {note}", notes=f"{verdict.notes} {note}".strip())
 
 
 def _values(values: list) -> tuple[float, ...]:
