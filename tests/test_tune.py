@@ -366,13 +366,16 @@ def test_chunked_prefill_is_not_sampled_off_where_the_batched_tokens_sampled_nee
 
 
 def test_settings_refused_before_their_start_are_told_as_pruned_count_as_no_trial_and_a_run_of_them_ends_the_search(
-        tmp_path):
+        tmp_path, monkeypatch):
     """A space where every sampled setting is refused (fewer batched tokens than sequences): each refusal is
     told to Optuna as PRUNED (its TPE ranks them below every measured trial; it ignores FAIL), none counts
     against the trials asked for, and 50 in a row end the search's trials, said with the cause."""
     from optuna.trial import TrialState
 
+    from workbench.tune import run as run_module
     from workbench.tune.run import REFUSED_IN_A_ROW_LIMIT
+
+    monkeypatch.setattr(run_module, "REFUSALS_SLICE_S", 0.0)  # one refusal a slice: each tick asks once
 
     model = AppModel(EngineConfig(model="demo", max_model_len=512))
     posted, clock = [], Clock()
@@ -385,6 +388,12 @@ def test_settings_refused_before_their_start_are_told_as_pruned_count_as_no_tria
     run.start(small_spec(name="refusals", space=space, max_trials=3, time_budget_s=7200))
     clock.now += START_LIMIT_FLOOR_S + 1
     run.tick()  # trial 0 (the defaults) never started: a failure of its own, then the sampled ones are refused
+    ticks = 1
+    while not ended:  # in slices of the thread's time, the rest at each next tick (the window's events between)
+        assert run.running and ticks <= REFUSED_IN_A_ROW_LIMIT, "more asks than refusals"
+        run.tick()
+        ticks += 1
+    assert ticks == REFUSED_IN_A_ROW_LIMIT  # one refusal a tick, not 50 asks of Optuna in one go, which the window would wait on
     refused = [r for r in heard if r.refused]
     assert len(refused) == REFUSED_IN_A_ROW_LIMIT and all(r.state == "failed" for r in refused)
     assert refused[0].error.startswith("max_num_batched_tokens ") and "below max_num_seqs" in refused[0].error

@@ -43,6 +43,9 @@ OVERRUN_FLOOR_S, OVERRUN_TIMES = 120.0, 3.0
 # Settings refused before their start cost no engine start and count as no trial; this many in a row end the
 # search's trials (the sampler keeps finding combinations vLLM refuses: the space is mostly such).
 REFUSED_IN_A_ROW_LIMIT = 50
+# Asking Optuna for a trial takes tens of ms (TPE and SQLite): refusals in a row go on in slices of this long of
+# the thread's time, the rest at the next tick, so the window never waits on a run of them.
+REFUSALS_SLICE_S = 0.05
 
 
 class TuneRun:
@@ -74,6 +77,8 @@ class TuneRun:
         self._phase_text = ""
         self._checked = None  # (spec, base configuration, workload) of the last check that found no problem
         self._search_note = ""  # why the trials ended early, said with the verdict
+        self._refused_in_a_row = 0
+        self._next_on_tick = False  # a run of refusals to go on with at the next tick
         # On ``clock``: no trial or rerun begins that the trials so far say would end after it; the search pauses
         # there instead, left to resume (``bench tune --pause-after-s``: a device call's time limit). None: none.
         self.pause_at_s: float | None = None
@@ -171,7 +176,7 @@ class TuneRun:
     # ------------------------------------------------------------------ the search
     def _begin(self, study: SearchStudy, workload: Workload) -> None:
         self.study, self.workload, self._stopping, self.paused = study, workload, False, False
-        self._search_note = ""
+        self._search_note, self._refused_in_a_row, self._next_on_tick = "", 0, False
         self.model.add_request_sink("tune", self)  # the search running hears of the trials' requests
         self._results = study.results()
         self._elapsed_before_s = float(study.study.user_attrs.get("elapsed_s", 0.0))
@@ -185,6 +190,9 @@ class TuneRun:
     def tick(self) -> None:
         """Time passing (the window's timer, the headless loop): the running trial ended if it is past its
         limits, the progress's clock moved on. Cheap to call often (it acts twice a second at most)."""
+        if self._next_on_tick and self.running:
+            self._next_on_tick = False
+            self._next()
         now = self.clock()
         if not self.running or now - self._last_tick_s < 0.5:
             return
@@ -230,28 +238,33 @@ class TuneRun:
         return statistics.fmean(spans) if spans else (self.last_start_s or 0.0)
 
     def _next(self) -> None:
-        refused_in_a_row = 0
+        slice_ends, asked = time.monotonic() + REFUSALS_SLICE_S, False
         while self.phase == "search" and not self._stopping:
             if not self._search_goes_on():
                 self.phase = "verdict"
                 break
-            if refused_in_a_row >= REFUSED_IN_A_ROW_LIMIT:
-                self._search_note = (f"The search's trials ended early: the last {refused_in_a_row} settings sampled "
-                                     "were all refused before their start (the last: "
+            if self._refused_in_a_row >= REFUSED_IN_A_ROW_LIMIT:
+                self._search_note = (f"The search's trials ended early: the last {self._refused_in_a_row} settings "
+                                     "sampled were all refused before their start (the last: "
                                      f"{self._results[-1].error}); narrow the search space where they fall.")
                 self.phase = "verdict"
                 break
             if self._pausing():
                 self._pause("trial")
                 return
+            if asked and time.monotonic() > slice_ends:
+                self._next_on_tick = True  # the thread's other work first (the window's events)
+                return
             trial, params = self.study.ask(self._base_config().max_model_len)
+            asked = True
             config = trial_config(self._base_config(), self.study.spec.space, params)
             problem = config_problem(config)
             if not problem:
+                self._refused_in_a_row = 0
                 self._run_trial(trial, params, config)
                 return
             self._trial_ended(trial, params, TrialOutcome(None, problem), refused=True)
-            refused_in_a_row += 1
+            self._refused_in_a_row += 1
         if self.phase == "verdict" and not self._stopping:
             self._next_rerun()
 
