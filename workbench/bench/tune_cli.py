@@ -194,8 +194,7 @@ def _row(result) -> str:
     batch = f"{limits['max_num_batched_tokens']} / {limits['max_num_seqs']}" if len(limits) == 2 else "-"
     settings = ", ".join(f"{k}={v}" for k, v in result.params.items()) or "vLLM defaults"
     tail = f"  {result.error}" if result.error else ""
-    state = "refused" if result.refused else result.state
-    return (f"| {result.number} | {state} | {f.output_tokens_per_s:.1f} | {f.goodput_tokens_per_s:.1f} | "
+    return (f"| {result.number} | {result.shown_state} | {f.output_tokens_per_s:.1f} | {f.goodput_tokens_per_s:.1f} | "
             f"{ttft} | {itl} | {gap} | {f.num_requests_done} | {f.duration_s:.2f} | {start} | {batch} | {settings}{tail} |")
 
 

@@ -255,9 +255,10 @@ class TuneRun:
             if asked and time.monotonic() > slice_ends:
                 self._next_on_tick = True  # the thread's other work first (the window's events)
                 return
-            trial, params = self.study.ask(self._base_config().max_model_len)
+            base = self._base_config()
+            trial, params = self.study.ask(base.max_model_len)
             asked = True
-            config = trial_config(self._base_config(), self.study.spec.space, params)
+            config = trial_config(base, self.study.spec.space, params)
             problem = config_problem(config)
             if not problem:
                 self._refused_in_a_row = 0

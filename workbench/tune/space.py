@@ -50,6 +50,11 @@ def default_space(vllm_version: str, platform: str) -> SearchSpace:
     return SearchSpace(tuple(params))
 
 
+def chunking_needed(batched: int | None, max_model_len: int | None) -> bool:
+    """Whether chunked prefill must stay on: fewer batched tokens than a full-length prompt (off, vLLM refuses)."""
+    return batched is not None and max_model_len is not None and batched < max_model_len
+
+
 def engine_value(name: str, value):
     """A parameter's value as vLLM's engine argument takes it (``"ngram:3"`` becomes the
     ``speculative_config`` dict; ``"off"`` and quantization's ``"none"`` None, vLLM's default)."""

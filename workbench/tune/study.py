@@ -25,6 +25,7 @@ from workbench.tune.values import (
 )
 
 from workbench.tune.export import SEARCHES_DB as DB_NAME
+from workbench.tune.space import chunking_needed
 DEFAULTS, THROUGHPUT_MODE = "defaults", "performance_mode=throughput"
 STATES = {TrialState.COMPLETE: "complete", TrialState.FAIL: "failed", TrialState.RUNNING: "running",
           TrialState.PRUNED: "failed"}
@@ -130,7 +131,7 @@ class SearchStudy:
         params = {}
         for parameter in searched:
             if parameter.name == "enable_chunked_prefill" and fixed is None \
-                    and _needs_chunking(params, max_model_len):
+                    and chunking_needed(params.get("max_num_batched_tokens"), max_model_len):
                 continue
             params[parameter.name] = _suggest(trial, parameter)
         return trial, params
@@ -181,11 +182,6 @@ class SearchStudy:
     @property
     def ended(self) -> str:
         return self.study.user_attrs.get("ended", "")
-
-
-def _needs_chunking(params: dict, max_model_len: int | None) -> bool:
-    batched = params.get("max_num_batched_tokens")
-    return max_model_len is not None and batched is not None and batched < max_model_len
 
 
 def _suggest(trial: optuna.Trial, parameter: SearchParameter):

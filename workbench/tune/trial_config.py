@@ -8,7 +8,7 @@ from workbench.engine.spec import SERVE_CONTEXT, EngineConfig
 from workbench.presets.document import PresetDocument
 from workbench.presets.machine import Machine
 from workbench.presets.model_facts import ModelFacts
-from workbench.tune.space import engine_value
+from workbench.tune.space import chunking_needed, engine_value
 from workbench.tune.values import SearchSpace
 
 
@@ -27,7 +27,7 @@ def config_problem(config: EngineConfig) -> str:
     """Why vLLM would refuse this combination at its start (found without starting it), or ""."""
     kwargs = config.engine_kwargs(on_cpu=False)
     batched = kwargs.get("max_num_batched_tokens")
-    if batched is not None and kwargs.get("enable_chunked_prefill") is False and batched < config.max_model_len:
+    if kwargs.get("enable_chunked_prefill") is False and chunking_needed(batched, config.max_model_len):
         return (f"max_num_batched_tokens {batched} is below max_model_len {config.max_model_len} with chunked "
                 "prefill off: a prompt of full length could never be scheduled (vLLM refuses it)")
     seqs = kwargs.get("max_num_seqs")

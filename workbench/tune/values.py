@@ -221,6 +221,11 @@ class TrialResult:
         if self.state not in TRIAL_STATES:
             raise ValueError(f"trial state {self.state!r} is not one of {', '.join(TRIAL_STATES)}")
 
+    @property
+    def shown_state(self) -> str:
+        """The state as the table and the CLI say it: "refused" for a failure before any engine start."""
+        return "refused" if self.refused else self.state
+
     # Flat names, so a table reads them as columns.
     @property
     def output_tokens_per_s(self) -> float:

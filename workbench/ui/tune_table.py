@@ -86,7 +86,7 @@ class TrialTableModel(QAbstractTableModel):
         if column == 0:
             return str(trial.number) + (" (defaults)" if trial.number == 0 else "")
         if column == 1:
-            return "refused" if trial.refused else trial.state
+            return trial.shown_state
         if column == self.columnCount() - 1:
             return trial.error.splitlines()[0] if trial.error else ""
         if column >= 2 + len(FIGURE_COLUMNS):
