@@ -406,3 +406,26 @@ def test_settings_refused_before_their_start_are_told_as_pruned_count_as_no_tria
     assert run.progress().num_trials_done == 1  # the refusals ran nothing
     assert [r.refused for r in SearchStudy.open(tmp_path / "tune", "refusals").results()].count(True) == \
         REFUSED_IN_A_ROW_LIMIT
+
+
+def test_the_command_line_log_shows_each_engine_start_once_and_each_rerun_as_it_is_kept(search, capsys):
+    from workbench.bench.tune_cli import _progress_lines
+    from workbench.tune.values import TuneProgress
+
+    run, _ = search
+    run.start(small_spec(name="log", goal=Goal(kind="goodput", ttft_p99_limit_s=2.0, itl_p99_limit_ms=50.0)))
+    capsys.readouterr()
+    show = _progress_lines(run)
+    for text in ["Trial 0: starting the engine"] * 3 + ["Trial 0: 1 of 4 requests done"] * 3:
+        show(TuneProgress(phase_text=text))
+    rerun = "Verdict: defaults, run 1 of 3: 4 of 4 requests done"
+    show(TuneProgress(phase_text=rerun, phase="verdict", elapsed_s=90))
+    run.study.keep_verdict_run({"role": "defaults", "value": 0.0, "error": ""})
+    show(TuneProgress(phase_text=rerun, phase="verdict", elapsed_s=95))
+    show(TuneProgress(phase_text=rerun, phase="verdict", elapsed_s=95.2))
+    run.study.keep_verdict_run({"role": "best", "value": None, "error": "the engine died"})
+    show(TuneProgress(phase_text="finished", phase="finished", elapsed_s=180))
+    assert capsys.readouterr().out.splitlines() == [
+        "  Trial 0: starting the engine",
+        "  Rerun 1 of 6, defaults: 0.000 goodput tok/s (95 s in)",
+        "  Rerun 2 of 6, best: failed: the engine died (180 s in)"]

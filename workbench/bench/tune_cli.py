@@ -123,8 +123,7 @@ def cmd_tune(args, config: EngineConfig) -> int:
     if args.pause_after_s is not None:
         tune.pause_at_s = tune.clock() + args.pause_after_s - _process_age_s()
     tune.trial_finished.connect(lambda r: print(_row(r), flush=True) if r.state != "running" else None)
-    tune.progress_changed.connect(lambda p: print(f"  {p.phase_text}", flush=True)
-                                  if p.phase_text.endswith("engine") or p.phase == "verdict" else None)
+    tune.progress_changed.connect(_progress_lines(tune))
     ended = []
     tune.finished.connect(lambda verdict, message: ended.append((verdict, message)))
     rate_text = ""
@@ -150,6 +149,27 @@ def cmd_tune(args, config: EngineConfig) -> int:
         app.shutdown()
     verdict, message = ended[0]
     return _report(out, tune, verdict, message, rate_text)
+
+
+def _progress_lines(tune):
+    """The progress the log shows: each engine start once, and each rerun of the verdict as it is kept (its
+    goal value), not the requests' count four times a second."""
+    from workbench.tune.verdict import verdict_plan
+
+    shown = {"phase": "", "reruns": 0}
+
+    def show(progress) -> None:
+        if progress.phase_text.endswith("engine") and progress.phase_text != shown["phase"]:
+            print(f"  {progress.phase_text}", flush=True)
+        shown["phase"] = progress.phase_text
+        runs = tune.study.verdict_runs() if progress.phase in ("verdict", "finished") else []
+        unit = {"ttft": "s p99 TTFT", "goodput": "goodput tok/s"}.get(tune.study.spec.goal.kind, "output tok/s")
+        for index, run in enumerate(runs[shown["reruns"]:], start=shown["reruns"] + 1):
+            value = f"{run['value']:,.3f} {unit}" if run["value"] is not None else f"failed: {run['error']}"
+            print(f"  Rerun {index} of {len(verdict_plan(tune.study.spec.repeats))}, {run['role']}: {value} "
+                  f"({progress.elapsed_s:,.0f} s in)", flush=True)
+        shown["reruns"] = max(shown["reruns"], len(runs))
+    return show
 
 
 def _process_age_s() -> float:
