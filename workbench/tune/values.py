@@ -127,8 +127,9 @@ class WorkloadSpec:
 @dataclass(frozen=True)
 class Goal:
     """What the search maximises. ``throughput``: output tok/s; ``goodput``: output tok/s of the
-    requests whose TTFT is within ``ttft_p99_limit_s`` and whose inter-token latency is within
-    ``itl_p99_limit_ms`` (p99 of its own gaps); ``ttft``: the lowest p99 TTFT, the workload sent at
+    requests whose TTFT is within ``ttft_p99_limit_s`` and whose TPOT (its mean inter-token gap, as
+    ``vllm bench serve --goodput tpot:…`` counts it) is within ``itl_p99_limit_ms`` (the names kept so that
+    stored searches read back); ``ttft``: the lowest p99 TTFT, the workload sent at
     ``rate_per_s`` (None: the workload's own rate)."""
 
     kind: str = "throughput"
