@@ -163,10 +163,11 @@ def _progress_lines(tune):
             print(f"  {progress.phase_text}", flush=True)
         shown["phase"] = progress.phase_text
         runs = tune.study.verdict_runs() if progress.phase in ("verdict", "finished") else []
-        unit = {"ttft": "s p99 TTFT", "goodput": "goodput tok/s"}.get(tune.study.spec.goal.kind, "output tok/s")
+        spec = tune.study.spec
         for index, run in enumerate(runs[shown["reruns"]:], start=shown["reruns"] + 1):
-            value = f"{run['value']:,.3f} {unit}" if run["value"] is not None else f"failed: {run['error']}"
-            print(f"  Rerun {index} of {len(verdict_plan(tune.study.spec.repeats))}, {run['role']}: {value} "
+            value = f"{run['value']:,.3f} {spec.goal.value_unit}" if run["value"] is not None else \
+                f"failed: {run['error']}"
+            print(f"  Rerun {index} of {len(verdict_plan(spec.repeats))}, {run['role']}: {value} "
                   f"({progress.elapsed_s:,.0f} s in)", flush=True)
         shown["reruns"] = max(shown["reruns"], len(runs))
     return show

@@ -20,12 +20,12 @@ import optuna
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 
+from workbench.tune.export import SEARCHES_DB as DB_NAME
+from workbench.tune.space import chunking_needed
 from workbench.tune.values import (
     Goal, SearchParameter, SearchSpace, TrialFigures, TrialResult, TuneSpec, WorkloadSpec,
 )
 
-from workbench.tune.export import SEARCHES_DB as DB_NAME
-from workbench.tune.space import chunking_needed
 DEFAULTS, THROUGHPUT_MODE = "defaults", "performance_mode=throughput"
 STATES = {TrialState.COMPLETE: "complete", TrialState.FAIL: "failed", TrialState.RUNNING: "running",
           TrialState.PRUNED: "failed"}

@@ -151,6 +151,11 @@ class Goal:
         first objective): goodput for a goodput goal, output tok/s otherwise."""
         return "goodput tok/s" if self.kind == "goodput" else "output tok/s"
 
+    @property
+    def value_unit(self) -> str:
+        """What a goal value is counted in: p99 TTFT seconds for the ttft goal, else its throughput."""
+        return "s p99 TTFT" if self.kind == "ttft" else self.throughput_name
+
     def throughput_of(self, figures) -> float:
         return figures.goodput_tokens_per_s if self.kind == "goodput" else figures.output_tokens_per_s
 
