@@ -155,6 +155,16 @@ def test_the_verdict_pairs_reruns_in_order_and_a_goal_no_trial_met_names_the_clo
     assert pareto_front([(0, 100.0, 0.5), (1, 90.0, 0.3), (2, 80.0, 0.4)]) == (0, 1)
 
 
+def test_the_line_that_says_what_a_search_runs_counts_its_settings_in_words():
+    from workbench.ui.tune_text import search_summary
+    one = SearchSpace((SearchParameter("max_num_seqs", "int", 4, 64, log=True),))
+    line = search_summary(small_spec(name="w2", space=one, time_budget_s=900))
+    assert line == ("w2: " + small_spec().workload.describe() + " · highest output tok/s · TPE · budget 15 min 00 s · "
+                    "1 setting searched"), line
+    searched = len(default_space("0.32.0", "cpu").searched())
+    assert search_summary(small_spec(name="w2")).endswith(f" · {searched} settings searched") and searched > 1
+
+
 def test_a_search_kept_in_optunas_storage_lists_as_resumable_until_it_ends(tmp_path):
     spec = small_spec(name="kept", space=SearchSpace((SearchParameter("max_num_seqs", "int", 4, 64, log=True),
                                                       SearchParameter("performance_mode", "choice",

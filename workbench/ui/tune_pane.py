@@ -23,7 +23,7 @@ from workbench.ui.tune_form import ERROR_STYLE, TuneForm
 from workbench.ui.tune_plot import TunePlot
 from workbench.ui.tune_space import SpaceProblem, SpaceTable
 from workbench.ui.tune_table import TrialTableModel, columns_for_goal, trials_view
-from workbench.ui.tune_text import duration_text, progress_text, verdict_html
+from workbench.ui.tune_text import progress_text, search_summary, verdict_html
 
 PROGRESS_STEPS = 1000
 
@@ -194,9 +194,7 @@ class TunePane(QWidget):
         spec = self.spec
         self.summary.setVisible(not shown and spec is not None)
         if spec is not None:
-            self.summary.setText(f"{spec.name}: {spec.workload.describe()} · {spec.goal.describe()} · "
-                                 f"{spec.sampler.upper()} · budget {duration_text(spec.time_budget_s)} · "
-                                 f"{len(spec.space.searched())} settings searched")
+            self.summary.setText(search_summary(spec))
 
     def stop(self) -> None:
         """Stops after the running trial's measure: what was measured stays in the table."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import math
 
-from workbench.tune.values import Goal, TrialResult, TuneProgress, Verdict
+from workbench.tune.values import Goal, TrialResult, TuneProgress, TuneSpec, Verdict
 from workbench.tune.verdict import ratio_text
 from workbench.ui.tune_table import settings_text
 
@@ -22,6 +22,13 @@ def duration_text(seconds: float | None) -> str:
     if seconds >= 60:
         return f"{seconds // 60} min {seconds % 60:02d} s"
     return f"{seconds} s"
+
+
+def search_summary(spec: TuneSpec) -> str:
+    """One line for what a search runs: its name, workload, goal, sampler, budget and settings searched."""
+    searched = len(spec.space.searched())
+    return (f"{spec.name}: {spec.workload.describe()} · {spec.goal.describe()} · {spec.sampler.upper()} · "
+            f"budget {duration_text(spec.time_budget_s)} · {searched} setting{'' if searched == 1 else 's'} searched")
 
 
 def goal_value_text(value: float | None, goal: Goal) -> str:
