@@ -251,8 +251,12 @@ def ensure_installed(run: Runner, flavor: str, force: bool) -> None:
         print(f"install: {VENV} is up to date ({flavor} build of vLLM)", flush=True)
 
 
+SLOWEST_SHOWN = 25
+
+
 def run_tests(run: Runner, extra: list[str]) -> int:
-    env_cmd = [str(venv_python()), "-m", "pytest", "-ra", *extra]
+    # the slowest tests named at the end of every run: the suite's time stays in sight (CI's limit is 90 min)
+    env_cmd = [str(venv_python()), "-m", "pytest", "-ra", f"--durations={SLOWEST_SHOWN}", *extra]
     print("+", " ".join(env_cmd), flush=True)
     if run.dry_run:
         return 0

@@ -32,7 +32,7 @@ def test_installer_dry_run_picks_cpu_build_without_nvidia_driver():
     assert "CPU build of vLLM" in out
     assert "torch==2.13.0+cpu" in out and "[cpu,test]" in out
     assert "uninstall -y torchvision torchaudio torchcodec" in out
-    assert "-m pytest" in out
+    assert "-m pytest -ra --durations=25" in out  # the slowest tests named at the end of each run
 
 
 def test_model_path_checks(tmp_path):
