@@ -60,10 +60,11 @@ def progress_text(progress: TuneProgress, goal: Goal) -> str:
 
 
 def verdict_colour(verdict: Verdict) -> str:
-    """Green where every paired rerun beat the defaults (and the goal was met), red where the median did
-    not reach them or no trial met the goal; "" (the text's own colour) where the pairs straddle 1: a
-    difference within the measure's own spread is neither a win nor a loss."""
-    if not verdict.goal_met or verdict.ratio_median < 1.0:
+    """Green where every paired rerun beat the defaults (and the goal was met), red where every one fell
+    short of them or no trial met the goal; "" (the text's own colour) where the pairs straddle 1: a
+    difference within the measure's own spread (a median of 0.999×, its pairs 0.99–1.00×) is neither a win
+    nor a loss."""
+    if not verdict.goal_met or verdict.ratio_max < 1.0:
         return WORSE_COLOUR
     return BETTER_COLOUR if verdict.ratio_min > 1.0 else ""
 

@@ -1,7 +1,7 @@
 """Offscreen pictures of Tools > Tune… for the docs, a real search on the demo model through the app's
 window, on this machine as it is:
 
-    python -m workbench.bench.gui.tune_shots docs [--trials 6] [--repeats 2]
+    python -m workbench.bench.gui.tune_shots docs [--trials 6] [--repeats 3]
 
 writes ``tune-running.png`` (the Tune tab mid-search: the progress bar with trials done, time left and the
 best so far, the plot's points and Pareto front, the table, and the engine region's heatmap and plots on
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", nargs="?", default="docs")
     parser.add_argument("--trials", type=int, default=6)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)  # the app's default, the fewest the verdict should have
     parser.add_argument("--setup-only", action="store_true", help="only tune-setup.png (no engine)")
     parser.add_argument("--goodput", default="", metavar="TTFT_S:TPOT_MS",
                         help="only tune-goodput-result.png: the burst, max_num_seqs, goodput under these limits")
