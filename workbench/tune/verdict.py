@@ -69,7 +69,7 @@ def make_verdict(best: TrialResult, runs: list[dict], goal: Goal) -> Verdict:
     bests = [r["value"] for r in runs if r["role"] == BEST_ROLE]
     ratios = [ratio for d, b in zip(defaults, bests)
               if d is not None and b is not None and (ratio := _ratio(b, d, goal)) is not None]
-    unit = "s p99 TTFT" if goal.kind == "ttft" else "tok/s"
+    unit = goal.value_unit if goal.kind == "ttft" else "tok/s"  # goodput and output both read as tok/s
     failed = sum(r["value"] is None for r in runs)
     if not ratios:
         text = (f"Trial {best.number} was best, but no rerun pair completed ({failed} reruns failed), so there is "
