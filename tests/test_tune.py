@@ -130,6 +130,7 @@ def test_the_verdict_pairs_reruns_in_order_and_a_goal_no_trial_met_names_the_clo
     itself = make_verdict(TrialResult(0, {}, "complete", goal_value=100.0), runs[:4], Goal())
     assert itself.text.startswith("No setting beat vLLM's defaults on highest output tok/s: they were the best "
                                   "trial. Rerun against themselves, they measured 1.100–1.200×"), itself.text
+    assert itself.text.endswith("(the two sets of reruns averaged 115.0 and 100.0 tok/s)."), itself.text
     # goodput where vLLM's defaults served nothing within the limits: infinitely better, said in words
     goodput = Goal("goodput", ttft_p99_limit_s=2.0, itl_p99_limit_ms=50.0)
     zero = [{"role": role, "value": value, "error": ""} for role, value in

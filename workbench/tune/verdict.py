@@ -81,8 +81,8 @@ def make_verdict(best: TrialResult, runs: list[dict], goal: Goal) -> Verdict:
         pairs = f"{len(ratios)} pair{'s' if len(ratios) != 1 else ''}"
         text = (f"No setting beat vLLM's defaults on {goal.describe()}: they were the best trial. Rerun against "
                 f"themselves, they measured {low:.3f}–{high:.3f}× (median {median:.3f}× of {pairs}): "
-                f"differences within that spread are noise at this workload ({_mean_text(bests, unit)} and "
-                f"{_mean_text(defaults, unit)} {unit}).")
+                f"differences within that spread are noise at this workload (the two sets of reruns averaged "
+                f"{_mean_text(bests, unit)} and {_mean_text(defaults, unit)} {unit}).")
     else:
         text = (f"trial {best.number} ({_params_text(best.params)}): {ratio_text(median)}× vLLM's defaults on "
                 f"{goal.describe()} (median of {len(ratios)} paired rerun{'s' if len(ratios) != 1 else ''}, "
