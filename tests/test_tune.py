@@ -3,6 +3,7 @@ engine command leaves the model; the engine loop's schedule; the verdict's arith
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import pytest
 
@@ -440,3 +441,71 @@ def test_the_command_line_log_shows_each_engine_start_once_and_each_rerun_as_it_
         "  Trial 0: starting the engine",
         "  Rerun 1 of 6, defaults: 0.000 goodput tok/s (95 s in)",
         "  Rerun 2 of 6, best: failed: the engine died (180 s in)"]
+
+
+def ended_search(folder, name: str, base: EngineConfig, verdict_too: bool = True):
+    """A search kept as the window keeps one: vLLM's defaults, then ``max_num_seqs=24`` measured better, the
+    two rerun once each; ended with its verdict, or stopped before it."""
+    spec = small_spec(name=name, repeats=1, space=SearchSpace((SearchParameter("max_num_seqs", "int", 4, 64),)))
+    study = SearchStudy.create(folder, spec, base)
+    trial, _ = study.ask()
+    study.tell_complete(trial, TrialResult(0, {}, "complete", TrialFigures(100.0, num_requests_done=4),
+                                           goal_value=100.0))
+    study.study.enqueue_trial({"max_num_seqs": 24})
+    trial, params = study.ask()
+    assert params == {"max_num_seqs": 24}
+    study.tell_complete(trial, TrialResult(1, params, "complete", TrialFigures(130.0, num_requests_done=4),
+                                           goal_value=130.0))
+    if not verdict_too:
+        study.end("stopped")
+        return None
+    runs = [{"role": "defaults", "value": 100.0, "error": ""}, {"role": "best", "value": 125.0, "error": ""}]
+    for run in runs:
+        study.keep_verdict_run(run)
+    verdict = make_verdict(trial_result_of(study, 1), runs, spec.goal)
+    study.end("verdict", asdict(verdict))
+    return verdict
+
+
+def trial_result_of(study, number):
+    return next(r for r in study.results() if r.number == number)
+
+
+def test_an_ended_search_opens_as_it_ended_on_the_model_it_ran_on_and_starts_nothing(search, tmp_path, monkeypatch):
+    run, posted = search
+    monkeypatch.setenv("WORKBENCH_CONFIG_DIR", str(tmp_path / "config"))
+    ran_on = EngineConfig(model="/models/other", max_model_len=1024)
+    verdict = ended_search(run.folder, "tuned before", ran_on)
+    ended_search(run.folder, "stopped early", ran_on, verdict_too=False)
+    assert run.past() == ["stopped early", "tuned before"] and run.resumable() == []  # newest first
+    trials, ended = [], []
+    run.trial_finished.connect(trials.append)
+    run.finished.connect(lambda v, message: ended.append((v, message)))
+    run.open("tuned before")
+    assert [(t.number, t.state) for t in trials] == [(0, "complete"), (1, "complete")]
+    [(shown, message)] = ended
+    assert message == "" and shown.best_number == 1 and shown.ratio_median == pytest.approx(1.25)
+    assert shown.text == verdict.text and not run.running
+    line = run.serve_line()  # on the configuration the search ran on, not the engine's now
+    assert line.startswith("vllm serve /models/other") and "--max-model-len 1024" in line, line
+    assert "--max-num-seqs 24" in line, line
+    preset = run.apply_as_preset("from the past")
+    assert preset.endswith(".toml") and "tuned before" in open(preset).read()
+    assert posted == []  # nothing went to the engine
+    run.open("stopped early")
+    assert ended[-1] == (None, "Stopped before its verdict: 2 trials kept.")
+    with pytest.raises(KeyError):  # gone since it was listed: the pane says so
+        run.open("never kept")
+
+
+def test_a_search_resumes_only_on_the_model_it_ran_on(search):
+    run, posted = search
+    spec = small_spec(name="elsewhere", space=SearchSpace((SearchParameter("max_num_seqs", "int", 4, 64),)))
+    SearchStudy.create(run.folder, spec, EngineConfig(model="/models/other", max_model_len=512))
+    assert run.resumable() == ["elsewhere"]
+    with pytest.raises(TuneRefused) as refused:
+        run.resume("elsewhere")
+    assert list(refused.value.messages) == [
+        "The search ran on /models/other, and the engine now runs demo: trials on another model would not "
+        "compare with its trials so far. Start /models/other again, then resume."]
+    assert posted == [] and not run.running and run.resumable() == ["elsewhere"]

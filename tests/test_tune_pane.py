@@ -6,13 +6,17 @@ beside their fields. The search here is a stand-in that only emits what a search
 layout tests; the real search runs in test_tune_window.py."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from psygnal import Signal
 from PySide6.QtCore import Qt
 
 from workbench.tune.problems import TuneRefused
 from workbench.tune.space import default_space
-from workbench.tune.values import TrialFigures, TrialResult, TuneProgress, Verdict
+from workbench.tune.values import (
+    Goal, TrialFigures, TrialResult, TuneProgress, TuneSpec, Verdict, WorkloadSpec,
+)
 from workbench.ui.tune_pane import TunePane
 from workbench.ui.tune_space import SpaceProblem, read_range
 
@@ -25,7 +29,7 @@ class SearchStandIn:
     finished = Signal(object, str)
 
     def __init__(self, refusal: list[str] | None = None):
-        self.refusal, self.started, self.stopped = refusal, None, False
+        self.refusal, self.started, self.stopped, self.opened = refusal, None, False, None
 
     def check(self, spec):  # on the pane's worker thread
         return list(self.refusal or ())
@@ -44,6 +48,20 @@ class SearchStandIn:
 
     def resumable(self):
         return ["tune-killed"]
+
+    def past(self):
+        return ["tune-done"]
+
+    def open(self, name):  # an ended search, shown as it ended: its trials, then its verdict
+        if name != "tune-done":
+            raise KeyError(f"no search named {name!r} is kept")
+        self.opened = name
+        self.study = SimpleNamespace(spec=TuneSpec(WorkloadSpec(num_requests=8), Goal(),
+                                                   default_space("0.32.0", "cpu"), name=name))
+        for number, tok_s, ttft_s in ((0, 1000, 0.8), (1, 1300, 0.5)):
+            self.trial_finished.emit(trial(number, tok_s, ttft_s, **({"max_num_seqs": 16} if number else {})))
+        self.finished.emit(Verdict(1, {"max_num_seqs": 16}, (1300, 1290, 1310), (1000, 990, 1010), 1.3, 1.28,
+                                   1.32, ""), "")
 
     def trials(self):
         return []
@@ -228,3 +246,20 @@ def test_a_goodput_search_plots_goodput_so_the_best_is_the_highest_point(qtbot):
     assert [tuple(p.pos()) for p in plot.defaults_item.points()] == [(0.03, 0.0)]
     assert plot.front == (0, 1)  # the defaults' TTFT is lower, the best's goodput higher
     assert trial_tip(fast, goal).startswith("Trial 0: 14,000 output tok/s, 0 goodput tok/s, p99 TTFT 0.030 s")
+
+
+def test_an_ended_search_opens_with_its_table_plot_and_verdict_and_its_best_can_be_applied(pane, qtbot):
+    assert pane.past.isVisible() and pane.buttons["open"].isVisible() and pane.past.currentText() == "tune-done"
+    assert not pane.buttons["preset"].isEnabled()  # nothing shown yet
+    assert pane.open_past()
+    assert pane.tune.opened == "tune-done" and not pane.running
+    assert [t.number for t in pane.trials.trials] == [0, 1] and pane.plot.num_points == 2
+    assert "1.30× the defaults" in pane.verdict_label.text() and pane.progress.format() == "Finished"
+    assert not pane.setup_area.isVisible() and pane.summary.isVisible()  # the results have the room
+    assert pane.summary.text().startswith("tune-done: 8 generated requests")
+    assert pane.buttons["preset"].isEnabled() and pane.buttons["serve"].isEnabled()
+    pane.ask_name = lambda: "from-the-past"
+    assert pane.apply_as_preset() == "/presets/from-the-past.toml"
+    assert not pane.open_past("gone since")  # its storage gone since it was listed: said, nothing lost
+    assert "gone since cannot be opened" in pane.message.text()
+    assert [t.number for t in pane.trials.trials] == [0, 1] and "1.30×" in pane.verdict_label.text()

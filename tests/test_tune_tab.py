@@ -2,10 +2,12 @@
 message beside the field it is about, nothing typed lost and no engine command posted; a stored session
 listed as a workload (through the sessions layer, off the GUI thread), its search started and stopped; a search the
 app did not finish (closed or killed during it: its study kept without an end) is offered at the next
-start, as an unfinished download is: a notice above the regions naming it, and the tab's Resume beside it."""
+start, as an unfinished download is: a notice above the regions naming it, and the tab's Resume beside it; one
+that ended is listed beside Open, and opened shows as it ended, its serve line on the model it ran on."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from workbench.engine.commands import StartEngine
 from workbench.engine.events import EngineState, StateChanged
@@ -16,7 +18,7 @@ from workbench.storage.store import Storage
 from workbench.tune.run import TuneRun
 from workbench.tune.space import default_space
 from workbench.tune.study import SearchStudy
-from workbench.tune.values import Goal, TuneSpec, WorkloadSpec
+from workbench.tune.values import Goal, TrialFigures, TrialResult, TuneSpec, WorkloadSpec
 from workbench.ui.tune_actions import stored_sessions
 from workbench.ui.tune_pane import TunePane
 
@@ -86,6 +88,12 @@ def test_an_unfinished_search_is_offered_at_the_next_start(tmp_path, monkeypatch
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path))
     spec = TuneSpec(WorkloadSpec(num_requests=4), Goal(), default_space("0.32.0", "cpu"), name="search-cut-short")
     SearchStudy.create(tmp_path / "tune", spec)  # what the app leaves when it ends mid-search
+    done = SearchStudy.create(tmp_path / "tune", replace(spec, name="search-stopped"),
+                              EngineConfig(model="/models/tuned-on", max_model_len=1024))
+    trial, _ = done.ask()
+    done.tell_complete(trial, TrialResult(0, {}, "complete", TrialFigures(80.0, num_requests_done=4),
+                                          goal_value=80.0))
+    done.end("stopped")  # and one it stopped: not offered to resume, but listed to open
     window, _ = build_window(demo_engine_config(), start_engine=False, storage=Storage.open(tmp_path / "workbench.db"))
     window.show()
     try:
@@ -98,6 +106,11 @@ def test_an_unfinished_search_is_offered_at_the_next_start(tmp_path, monkeypatch
         qtbot.waitUntil(lambda: pane.resumable.count() == 1)
         assert pane.resumable.currentText() == "search-cut-short"
         assert not pane.buttons["resume"].isHidden() and pane.buttons["start"].isEnabled()
+        assert [pane.past.itemText(i) for i in range(pane.past.count())] == ["search-stopped"]
+        assert pane.open_past() and not pane.running
+        assert [t.number for t in pane.trials.trials] == [0] and pane.progress.format() == "Stopped"
+        assert pane.message.text() == "Stopped before its verdict: 1 trial kept."
+        assert pane.copy_serve_line().startswith("vllm serve /models/tuned-on")  # where it ran, not the demo
     finally:
         window.close()
         assert window.shutdown.wait(SHUTDOWN_TIMEOUT_S)

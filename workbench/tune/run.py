@@ -23,7 +23,7 @@ from workbench.model.engine_commands import EngineCommands
 from workbench.model.engine_status import EngineStatus
 from workbench.tune.measure import agreement, goal_value, pareto_front
 from workbench.tune.problems import TuneRefused
-from workbench.tune.study import DEFAULTS, SearchStudy, resumable, study_names
+from workbench.tune.study import DEFAULTS, SearchStudy, ended_searches, resumable, study_names
 from workbench.tune.trial import STOPPED, TrialLimits, TrialOutcome, TrialRun
 from workbench.tune.trial_config import config_problem, trial_config
 from workbench.tune.values import TrialFigures, TrialResult, TuneProgress, TuneSpec, Verdict
@@ -72,6 +72,7 @@ class TuneRun:
         self._elapsed_before_s = 0.0
         self._stopping = False
         self._restore = None  # the configuration to start again after the search (None: leave it)
+        self._opened_base = None  # the configuration an ended search opened again ran on (None: unknown)
         self._last_progress_s = 0.0
         self._last_tick_s = 0.0
         self._phase_text = ""
@@ -126,12 +127,17 @@ class TuneRun:
         self._checked = None
         if not spec.name:
             spec = replace(spec, name=time.strftime("search %Y-%m-%d %H.%M.%S"))
-        self._begin(SearchStudy.create(self.folder, spec), workload)
+        self._begin(SearchStudy.create(self.folder, spec, self.model.config), workload)
 
     def resume(self, name: str, time_budget_s: float | None = None, max_trials: int | None = None) -> None:
         """Carries on the stored search ``name``; a budget or a number of trials given replaces its own."""
         self._refuse_while_busy()
         study = SearchStudy.load(self.folder, name)
+        ran_on = study.base_config
+        if ran_on is not None and ran_on.model != self.model.config.model:
+            raise TuneRefused([f"The search ran on {ran_on.model}, and the engine now runs "
+                               f"{self.model.config.model}: trials on another model would not compare with its "
+                               f"trials so far. Start {ran_on.model} again, then resume."])
         if time_budget_s is not None:
             problem = checks.budget_problem(time_budget_s, None)
             if problem:
@@ -142,6 +148,30 @@ class TuneRun:
 
     def resumable(self) -> list[str]:
         return resumable(self.folder)
+
+    def past(self) -> list[str]:
+        return ended_searches(self.folder)
+
+    def open(self, name: str) -> None:
+        """Shows the ended search ``name`` as it ended (its trials, then ``finished`` with its verdict, or None and
+        how it ended); its best can be applied as a preset or copied as a ``vllm serve`` line, on the
+        configuration it ran on. Starts nothing."""
+        if self.running:
+            raise TuneRefused(["A search is running: stop it before opening another."])
+        study = SearchStudy.open(self.folder, name)
+        self.study, self.workload, self._restore, self._opened_base = study, None, None, study.base_config
+        self._results = study.results()
+        self.phase = "finished"
+        for result in self._results:
+            self.trial_finished.emit(result)
+        verdict = study.study.user_attrs.get("verdict")
+        if verdict is not None:
+            self.finished.emit(Verdict(**verdict), "")
+        elif study.ended == "stopped":
+            self.finished.emit(None, f"Stopped before its verdict: {self._trials_text()} kept.")
+        else:
+            done = any(r.state == "complete" for r in self._results)
+            self.finished.emit(None, "It ended without a verdict." + ("" if done else " " + self._no_trial_message()))
 
     def stop(self) -> None:
         if not self.running:
@@ -176,6 +206,7 @@ class TuneRun:
     # ------------------------------------------------------------------ the search
     def _begin(self, study: SearchStudy, workload: Workload) -> None:
         self.study, self.workload, self._stopping, self.paused = study, workload, False, False
+        self._opened_base = None
         self._search_note, self._refused_in_a_row, self._next_on_tick = "", 0, False
         self.model.add_request_sink("tune", self)  # the search running hears of the trials' requests
         self._results = study.results()
@@ -218,7 +249,7 @@ class TuneRun:
                            f"{OVERRUN_FLOOR_S:.0f} s")
 
     def _base_config(self):
-        return self._restore or self.model.config
+        return self._restore or self._opened_base or self.model.config
 
     def elapsed_s(self) -> float:
         return self._elapsed_before_s + (self.clock() - self._begun_s if self.running else 0.0)

@@ -1,5 +1,7 @@
 """A search kept in Optuna's SQLite storage (``<data folder>/tune/searches.db``), so a search survives the
-app's end and resumes: its spec, each trial's parameters, figures and error, the verdict's runs.
+app's end and resumes, and an ended one can be opened again: its spec, the engine configuration it ran on (the
+model, its length; each trial changes only the searched arguments), each trial's parameters, figures and error,
+the verdict's runs and the verdict.
 
 Ask and tell: each trial is asked for (vLLM's defaults enqueued as trial 0, ``performance_mode=throughput``
 as trial 1 where the space has it), run by the caller, and told its value, or PRUNED for settings that failed
@@ -20,6 +22,7 @@ import optuna
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 
+from workbench.engine.spec import EngineConfig
 from workbench.tune.export import SEARCHES_DB as DB_NAME
 from workbench.tune.space import chunking_needed
 from workbench.tune.values import (
@@ -44,6 +47,15 @@ def spec_from_json(text: str) -> TuneSpec:
                               for p in data["space"]["parameters"]))
     return TuneSpec(**{**data, "workload": WorkloadSpec(**data["workload"]), "goal": Goal(**data["goal"]),
                        "space": space})
+
+
+def config_to_json(config: EngineConfig) -> str:
+    return json.dumps(asdict(config))
+
+
+def config_from_json(text: str) -> EngineConfig:
+    data = json.loads(text)
+    return EngineConfig(**{**data, "extra": tuple((key, value) for key, value in data.get("extra", ()))})
 
 
 def distribution(parameter: SearchParameter):
@@ -75,12 +87,16 @@ class SearchStudy:
         self.study, self.spec = study, spec
 
     @classmethod
-    def create(cls, folder: Path, spec: TuneSpec) -> "SearchStudy":
+    def create(cls, folder: Path, spec: TuneSpec, base: EngineConfig | None = None) -> "SearchStudy":
+        """``base``: the engine configuration the trials change (kept, so that the search resumes on it and an
+        ended one's ``vllm serve`` line names its model)."""
         directions = ["maximize", "minimize"] if spec.sampler == "nsga2" else \
             ["maximize" if spec.goal.maximise else "minimize"]
         study = optuna.create_study(storage=storage_for(folder), study_name=spec.name, sampler=_sampler(spec),
                                     directions=directions)
         study.set_user_attr("spec", spec_to_json(spec))
+        if base is not None:
+            study.set_user_attr("base_config", config_to_json(base))
         study.set_user_attr("created_s", time.time())
         study.enqueue_trial({}, user_attrs={"role": DEFAULTS})
         mode = spec.space.parameter("performance_mode")
@@ -101,6 +117,12 @@ class SearchStudy:
         found = cls.open(folder, name)
         found.requeue_cut_short()
         return found
+
+    @property
+    def base_config(self) -> EngineConfig | None:
+        """The engine configuration the search ran on (None: a search kept before it was stored)."""
+        text = self.study.user_attrs.get("base_config")
+        return config_from_json(text) if text else None
 
     def change_limits(self, time_budget_s: float | None = None, max_trials: int | None = None) -> None:
         """A resumed search carried further (or cut shorter): its time budget, its number of trials; None keeps
@@ -206,12 +228,21 @@ def trial_result(trial) -> TrialResult:
 
 def resumable(folder: Path) -> list[str]:
     """Searches that did not end (a killed app's), newest first."""
+    return _names(folder, ended=False)
+
+
+def ended_searches(folder: Path) -> list[str]:
+    """Searches that ended (with their verdict, stopped, or failed), newest first: they can be opened again."""
+    return _names(folder, ended=True)
+
+
+def _names(folder: Path, ended: bool) -> list[str]:
     if not (folder / DB_NAME).exists():
         return []
     summaries = optuna.get_all_study_summaries(storage_for(folder), include_best_trial=False)
-    open_ones = [s for s in summaries if not s.user_attrs.get("ended")]
-    open_ones.sort(key=lambda s: s.user_attrs.get("created_s", 0.0), reverse=True)
-    return [s.study_name for s in open_ones]
+    chosen = [s for s in summaries if bool(s.user_attrs.get("ended")) == ended]
+    chosen.sort(key=lambda s: s.user_attrs.get("created_s", 0.0), reverse=True)
+    return [s.study_name for s in chosen]
 
 
 def study_names(folder: Path) -> list[str]:

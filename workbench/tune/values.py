@@ -322,6 +322,13 @@ class TuneControls(Protocol):
     def resumable(self) -> list[str]:
         """Stored searches that did not reach their verdict (a killed app's), newest first."""
 
+    def past(self) -> list[str]:
+        """Stored searches that ended (with a verdict, stopped or failed), newest first."""
+
+    def open(self, name: str) -> None:
+        """Shows the ended search ``name`` through the same signals, as it ended (one of :meth:`past`); its best
+        can then be applied or copied. Starts no engine."""
+
     def trials(self) -> list[TrialResult]:
         """Every trial of the search so far, in order."""
 

@@ -60,7 +60,8 @@ class TunePane(QWidget):
     def _build_controls(self) -> None:
         self.buttons = {}
         for key, text, slot in (("start", "Start", self.start), ("stop", "Stop", self.stop),
-                                ("resume", "Resume", self.resume), ("preset", "Apply as preset…", self.apply_as_preset),
+                                ("resume", "Resume", self.resume), ("open", "Open", self.open_past),
+                                ("preset", "Apply as preset…", self.apply_as_preset),
                                 ("serve", "Copy vllm serve line", self.copy_serve_line)):
             button = QPushButton(text, objectName=f"tune{key.capitalize()}Button")
             button.clicked.connect(lambda _=False, s=slot: s())
@@ -70,6 +71,9 @@ class TunePane(QWidget):
         self.setup_button.toggled.connect(self._on_setup_button_toggled)
         self.summary = QLabel(objectName="tuneSummary", wordWrap=True, visible=False)
         self.resumable = QComboBox(objectName="tuneResumable")
+        self.resumable.setToolTip("Searches a closed or killed app left unfinished: Resume carries one on")
+        self.past = QComboBox(objectName="tunePast")
+        self.past.setToolTip("Searches that ended: Open shows one's trials and verdict, to apply or copy its best")
         self.progress = QProgressBar(objectName="tuneProgress", maximum=PROGRESS_STEPS, textVisible=True,
                                      visible=False)  # shown with the first search
         self.phase = QLabel(objectName="tunePhase", wordWrap=True, visible=False)
@@ -101,7 +105,8 @@ class TunePane(QWidget):
         for widget in (self.buttons["start"], self.buttons["stop"], self.setup_button):
             row.addWidget(widget)
         row.addStretch(1)
-        for widget in (self.resumable, self.buttons["resume"], self.buttons["preset"], self.buttons["serve"]):
+        for widget in (self.resumable, self.buttons["resume"], self.past, self.buttons["open"], self.buttons["preset"],
+                       self.buttons["serve"]):
             row.addWidget(widget)
         layout = QVBoxLayout(self)
         layout.addLayout(row)
@@ -205,21 +210,39 @@ class TunePane(QWidget):
 
     def resume(self, name: str | None = None) -> bool:
         name = name or self.resumable.currentText()
+        if not self._ask_stored(name, self.tune.resume, "resumed", "Start a new search instead."):
+            return False
+        self._show_running()
+        return True
+
+    def open_past(self, name: str | None = None) -> bool:
+        """Shows an ended search as it ended: its table, plot and verdict; Apply and Copy then act on its best."""
+        name = name or self.past.currentText()
+        if not self._ask_stored(name, self.tune.open, "opened", ""):
+            return False
+        self.setup_button.setChecked(False)  # the results take the room; the setup is a click away
+        if not self.message.text():
+            self._set_message(f"{name}, as it ended: Apply as preset… and Copy vllm serve line take its best.")
+        return True
+
+    def _ask_stored(self, name: str, action, done: str, instead: str) -> bool:
+        """``action(name)`` on a stored search (resume, open); a refusal or a search gone or unreadable since the
+        list was read said in the message line, the lists read again."""
         if not name or self.running or self.checking:
             return False
         self._asked = name
         try:
-            self.tune.resume(name)
+            action(name)
         except TuneRefused as refused:
             self._asked = None
-            self._set_message(f"{name} cannot be resumed: " + " ".join(refused.messages), error=True)
+            self._set_message(f"{name} cannot be {done}: " + " ".join(refused.messages), error=True)
             return False
-        except (KeyError, ValueError, OSError) as error:  # its storage gone or unreadable since it was offered
+        except (KeyError, ValueError, OSError) as error:
             self._asked = None
-            self._set_message(f"{name} cannot be resumed: {error}. Start a new search instead.", error=True)
+            reason = "it is no longer kept" if isinstance(error, KeyError) else str(error)
+            self._set_message(f"{name} cannot be {done}: {reason}. {instead}".strip(), error=True)
             self.offer_resumable()
             return False
-        self._show_running()
         return True
 
     def apply_as_preset(self) -> str:
@@ -282,12 +305,14 @@ class TunePane(QWidget):
 
     # ------------------------------------------------------------------ resumable searches, stored sessions
     def offer_resumable(self) -> None:
-        """The searches a killed app left unfinished, offered in the combo beside Resume."""
-        self._off_thread(self.tune.resumable, self._on_resumable_read)
+        """The searches a killed app left unfinished, offered in the combo beside Resume; those that ended, in
+        the one beside Open."""
+        self._off_thread(lambda: (self.tune.resumable(), self.tune.past()), self._on_stored_read)
 
-    def _on_resumable_read(self, names: list[str]) -> None:
-        self.resumable.clear()
-        self.resumable.addItems(names)
+    def _on_stored_read(self, names: tuple[list[str], list[str]]) -> None:
+        for combo, found in zip((self.resumable, self.past), names):
+            combo.clear()
+            combo.addItems(found)
         self._update_buttons()
 
     def refresh_sessions(self) -> None:
@@ -312,6 +337,9 @@ class TunePane(QWidget):
         offered = not self.running and not self.checking and self.resumable.count() > 0
         self.resumable.setVisible(offered)
         self.buttons["resume"].setVisible(offered)
+        past = not self.running and not self.checking and self.past.count() > 0
+        self.past.setVisible(past)
+        self.buttons["open"].setVisible(past)
         self.buttons["preset"].setEnabled(has_result)
         self.buttons["serve"].setEnabled(has_result)
 
