@@ -509,3 +509,16 @@ def test_a_search_resumes_only_on_the_model_it_ran_on(search):
         "The search ran on /models/other, and the engine now runs demo: trials on another model would not "
         "compare with its trials so far. Start /models/other again, then resume."]
     assert posted == [] and not run.running and run.resumable() == ["elsewhere"]
+
+
+def test_a_model_folder_moved_or_written_again_is_the_same_model_to_a_search(search, tmp_path):
+    run, posted = search
+    first, moved, other = (tmp_path / name for name in ("shape-a1b2", "shape-c3d4", "other"))
+    for folder, layers in ((first, 28), (moved, 28), (other, 24)):
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps({"num_hidden_layers": layers, "_name_or_path": str(folder),
+                                                        "transformers_version": "5.17"}))
+    spec = small_spec(name="on a shape", space=SearchSpace((SearchParameter("max_num_seqs", "int", 4, 64),)))
+    study = SearchStudy.create(run.folder, spec, EngineConfig(model=str(first), max_model_len=512))
+    assert study.runs_on(str(moved)) and study.runs_on(str(first))  # the same config.json: the same model
+    assert not study.runs_on(str(other)) and not study.runs_on("demo")

@@ -134,7 +134,7 @@ class TuneRun:
         self._refuse_while_busy()
         study = SearchStudy.load(self.folder, name)
         ran_on = study.base_config
-        if ran_on is not None and ran_on.model != self.model.config.model:
+        if ran_on is not None and not study.runs_on(self.model.config.model):
             raise TuneRefused([f"The search ran on {ran_on.model}, and the engine now runs "
                                f"{self.model.config.model}: trials on another model would not compare with its "
                                f"trials so far. Start {ran_on.model} again, then resume."])

@@ -12,6 +12,7 @@ chunked prefill stays at vLLM's default (on).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
@@ -58,6 +59,23 @@ def config_from_json(text: str) -> EngineConfig:
     return EngineConfig(**{**data, "extra": tuple((key, value) for key, value in data.get("extra", ()))})
 
 
+# What a model folder's config.json holds that says nothing of the model: where it was saved from, and by which
+# transformers release.
+NOT_THE_MODEL = ("_name_or_path", "transformers_version")
+
+
+def model_identity(model: str) -> str:
+    """What a search's trials depend on of its model: a local folder by its ``config.json`` (so a folder moved, or
+    a benchmark's shape written again under another name, is the same model), else the name as given."""
+    config = Path(model).expanduser() / "config.json"
+    try:
+        data = json.loads(config.read_text())
+    except (OSError, ValueError):
+        return model
+    kept = {key: value for key, value in data.items() if key not in NOT_THE_MODEL}
+    return "config.json " + hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def distribution(parameter: SearchParameter):
     if parameter.kind == "int":
         return IntDistribution(int(parameter.low), int(parameter.high), log=parameter.log,
@@ -97,6 +115,7 @@ class SearchStudy:
         study.set_user_attr("spec", spec_to_json(spec))
         if base is not None:
             study.set_user_attr("base_config", config_to_json(base))
+            study.set_user_attr("model_identity", model_identity(base.model))
         study.set_user_attr("created_s", time.time())
         study.enqueue_trial({}, user_attrs={"role": DEFAULTS})
         mode = spec.space.parameter("performance_mode")
@@ -123,6 +142,11 @@ class SearchStudy:
         """The engine configuration the search ran on (None: a search kept before it was stored)."""
         text = self.study.user_attrs.get("base_config")
         return config_from_json(text) if text else None
+
+    def runs_on(self, model: str) -> bool:
+        """Whether ``model`` is the model the search ran on (True for a search kept before that was stored)."""
+        identity = self.study.user_attrs.get("model_identity")
+        return identity is None or identity == model_identity(model)
 
     def change_limits(self, time_budget_s: float | None = None, max_trials: int | None = None) -> None:
         """A resumed search carried further (or cut shorter): its time budget, its number of trials; None keeps
