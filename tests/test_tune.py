@@ -449,13 +449,13 @@ def ended_search(folder, name: str, base: EngineConfig, verdict_too: bool = True
     spec = small_spec(name=name, repeats=1, space=SearchSpace((SearchParameter("max_num_seqs", "int", 4, 64),)))
     study = SearchStudy.create(folder, spec, base)
     trial, _ = study.ask()
-    study.tell_complete(trial, TrialResult(0, {}, "complete", TrialFigures(100.0, num_requests_done=4),
+    study.tell_complete(trial, TrialResult(0, {}, "complete", TrialFigures(100.0, ttft_p99_s=0.2, num_requests_done=4),
                                            goal_value=100.0))
     study.study.enqueue_trial({"max_num_seqs": 24})
     trial, params = study.ask()
     assert params == {"max_num_seqs": 24}
-    study.tell_complete(trial, TrialResult(1, params, "complete", TrialFigures(130.0, num_requests_done=4),
-                                           goal_value=130.0))
+    study.tell_complete(trial, TrialResult(1, params, "complete", TrialFigures(130.0, ttft_p99_s=0.3,
+                                                                               num_requests_done=4), goal_value=130.0))
     if not verdict_too:
         study.end("stopped")
         return None
@@ -478,13 +478,18 @@ def test_an_ended_search_opens_as_it_ended_on_the_model_it_ran_on_and_starts_not
     verdict = ended_search(run.folder, "tuned before", ran_on)
     ended_search(run.folder, "stopped early", ran_on, verdict_too=False)
     assert run.past() == ["stopped early", "tuned before"] and run.resumable() == []  # newest first
-    trials, ended = [], []
-    run.trial_finished.connect(trials.append)
+    ended, progress = [], []
     run.finished.connect(lambda v, message: ended.append((v, message)))
-    run.open("tuned before")
-    assert [(t.number, t.state) for t in trials] == [(0, "complete"), (1, "complete")]
+    run.progress_changed.connect(progress.append)
+    stored = run.read_stored("tuned before")  # the window reads it on a worker thread
+    assert stored.ended == "verdict" and not ended
+    run.open("tuned before", stored)
+    assert [(t.number, t.state) for t in run.trials()] == [(0, "complete"), (1, "complete")]
     [(shown, message)] = ended
     assert message == "" and shown.best_number == 1 and shown.ratio_median == pytest.approx(1.25)
+    [as_ended] = progress  # its best and Pareto front, for the plot and the table
+    assert as_ended.best.number == 1 and as_ended.pareto_numbers == (0, 1) and as_ended.phase == "finished"
+    assert as_ended.time_left_s == 0.0
     assert shown.text == verdict.text and not run.running
     line = run.serve_line()  # on the configuration the search ran on, not the engine's now
     assert line.startswith("vllm serve /models/other") and "--max-model-len 1024" in line, line
@@ -492,7 +497,7 @@ def test_an_ended_search_opens_as_it_ended_on_the_model_it_ran_on_and_starts_not
     preset = run.apply_as_preset("from the past")
     assert preset.endswith(".toml") and "tuned before" in open(preset).read()
     assert posted == []  # nothing went to the engine
-    run.open("stopped early")
+    run.open("stopped early")  # read here
     assert ended[-1] == (None, "Stopped before its verdict: 2 trials kept.")
     with pytest.raises(KeyError):  # gone since it was listed: the pane says so
         run.open("never kept")

@@ -29,7 +29,7 @@ class SearchStandIn:
     finished = Signal(object, str)
 
     def __init__(self, refusal: list[str] | None = None):
-        self.refusal, self.started, self.stopped, self.opened = refusal, None, False, None
+        self.refusal, self.started, self.stopped, self.opened, self.shown = refusal, None, False, None, []
 
     def check(self, spec):  # on the pane's worker thread
         return list(self.refusal or ())
@@ -52,19 +52,20 @@ class SearchStandIn:
     def past(self):
         return ["tune-done"]
 
-    def open(self, name):  # an ended search, shown as it ended: its trials, then its verdict
+    def read_stored(self, name):  # on the pane's worker thread
         if name != "tune-done":
             raise KeyError(f"no search named {name!r} is kept")
-        self.opened = name
+        return (trial(0, 1000, 0.8), trial(1, 1300, 0.5, max_num_seqs=16))
+
+    def open(self, name, stored):  # an ended search, shown as it ended: its trials, then its verdict
+        self.opened, self.shown = name, list(stored)
         self.study = SimpleNamespace(spec=TuneSpec(WorkloadSpec(num_requests=8), Goal(),
                                                    default_space("0.32.0", "cpu"), name=name))
-        for number, tok_s, ttft_s in ((0, 1000, 0.8), (1, 1300, 0.5)):
-            self.trial_finished.emit(trial(number, tok_s, ttft_s, **({"max_num_seqs": 16} if number else {})))
         self.finished.emit(Verdict(1, {"max_num_seqs": 16}, (1300, 1290, 1310), (1000, 990, 1010), 1.3, 1.28,
                                    1.32, ""), "")
 
     def trials(self):
-        return []
+        return list(self.shown)
 
     def apply_as_preset(self, name):
         return f"/presets/{name}.toml"
@@ -252,7 +253,9 @@ def test_an_ended_search_opens_with_its_table_plot_and_verdict_and_its_best_can_
     assert pane.past.isVisible() and pane.buttons["open"].isVisible() and pane.past.currentText() == "tune-done"
     assert not pane.buttons["preset"].isEnabled()  # nothing shown yet
     assert pane.open_past()
-    assert pane.tune.opened == "tune-done" and not pane.running
+    assert not pane.buttons["open"].isVisible() and not pane.buttons["start"].isEnabled()  # while it is read
+    qtbot.waitUntil(lambda: pane.tune.opened == "tune-done")
+    assert not pane.running and pane.buttons["start"].isEnabled()
     assert [t.number for t in pane.trials.trials] == [0, 1] and pane.plot.num_points == 2
     assert "1.30× the defaults" in pane.verdict_label.text() and pane.progress.format() == "Finished"
     assert not pane.setup_area.isVisible() and pane.summary.isVisible()  # the results have the room
@@ -260,6 +263,7 @@ def test_an_ended_search_opens_with_its_table_plot_and_verdict_and_its_best_can_
     assert pane.buttons["preset"].isEnabled() and pane.buttons["serve"].isEnabled()
     pane.ask_name = lambda: "from-the-past"
     assert pane.apply_as_preset() == "/presets/from-the-past.toml"
-    assert not pane.open_past("gone since")  # its storage gone since it was listed: said, nothing lost
-    assert "gone since cannot be opened" in pane.message.text()
+    assert pane.open_past("gone since")  # its storage gone since it was listed: said, nothing lost
+    qtbot.waitUntil(lambda: "gone since cannot be opened: it is no longer kept." == pane.message.text())
+    qtbot.waitUntil(lambda: not pane.workers)  # the lists read again
     assert [t.number for t in pane.trials.trials] == [0, 1] and "1.30×" in pane.verdict_label.text()

@@ -107,7 +107,9 @@ def test_an_unfinished_search_is_offered_at_the_next_start(tmp_path, monkeypatch
         assert pane.resumable.currentText() == "search-cut-short"
         assert not pane.buttons["resume"].isHidden() and pane.buttons["start"].isEnabled()
         assert [pane.past.itemText(i) for i in range(pane.past.count())] == ["search-stopped"]
-        assert pane.open_past() and not pane.running
+        assert pane.open_past()  # read off the GUI thread
+        qtbot.waitUntil(lambda: pane.trials.rowCount() == 1)
+        assert not pane.running
         assert [t.number for t in pane.trials.trials] == [0] and pane.progress.format() == "Stopped"
         assert pane.message.text() == "Stopped before its verdict: 1 trial kept."
         assert pane.copy_serve_line().startswith("vllm serve /models/tuned-on")  # where it ran, not the demo

@@ -11,13 +11,14 @@ import json
 import statistics
 import time
 import zlib
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 from psygnal import Signal
 
 from workbench.engine.events import EngineState
+from workbench.engine.spec import EngineConfig
 from workbench.model.app_model import AppModel
 from workbench.model.engine_commands import EngineCommands
 from workbench.model.engine_status import EngineStatus
@@ -46,6 +47,19 @@ REFUSED_IN_A_ROW_LIMIT = 50
 # Asking Optuna for a trial takes tens of ms (TPE and SQLite): refusals in a row go on in slices of this long of
 # the thread's time, the rest at the next tick, so the window never waits on a run of them.
 REFUSALS_SLICE_S = 0.05
+
+
+@dataclass(frozen=True)
+class StoredSearch:
+    """An ended search as read from its storage: the study, its trials, its verdict (as kept), how it ended and the
+    engine configuration it ran on (None: not kept)."""
+
+    study: SearchStudy
+    results: list[TrialResult]
+    verdict: dict | None
+    ended: str
+    base_config: EngineConfig | None
+    elapsed_s: float
 
 
 class TuneRun:
@@ -152,22 +166,31 @@ class TuneRun:
     def past(self) -> list[str]:
         return ended_searches(self.folder)
 
-    def open(self, name: str) -> None:
-        """Shows the ended search ``name`` as it ended (its trials, then ``finished`` with its verdict, or None and
-        how it ended); its best can be applied as a preset or copied as a ``vllm serve`` line, on the
-        configuration it ran on. Starts nothing."""
+    def read_stored(self, name: str) -> "StoredSearch":
+        """The stored search ``name`` read whole, on any thread (a search of a thousand trials takes some tenths
+        of a second: the window reads it on a worker, then calls :meth:`open` with it)."""
+        study = SearchStudy.open(self.folder, name)
+        attrs = study.study.user_attrs
+        return StoredSearch(study, study.results(), attrs.get("verdict"), attrs.get("ended", ""), study.base_config,
+                            float(attrs.get("elapsed_s", 0.0)))
+
+    def open(self, name: str, stored: "StoredSearch | None" = None) -> None:
+        """Shows the ended search ``name`` as it ended: ``progress_changed`` (its best, its Pareto front), then
+        ``finished`` with its verdict, or None and how it ended (its trials are :meth:`trials`, read once by the
+        window then); its best can be applied as a preset or
+        copied as a ``vllm serve`` line, on the configuration it ran on. Starts nothing. ``stored``: it as
+        :meth:`read_stored` read it (None: read here)."""
         if self.running:
             raise TuneRefused(["A search is running: stop it before opening another."])
-        study = SearchStudy.open(self.folder, name)
-        self.study, self.workload, self._restore, self._opened_base = study, None, None, study.base_config
-        self._results = study.results()
-        self.phase = "finished"
-        for result in self._results:
-            self.trial_finished.emit(result)
-        verdict = study.study.user_attrs.get("verdict")
-        if verdict is not None:
-            self.finished.emit(Verdict(**verdict), "")
-        elif study.ended == "stopped":
+        stored = stored if stored is not None else self.read_stored(name)
+        self.study, self.workload, self._restore = stored.study, None, None
+        self._opened_base = stored.base_config
+        self._results, self._elapsed_before_s = list(stored.results), stored.elapsed_s
+        self.phase, self._phase_text, self.running_number = "finished", "finished", None
+        self.progress_changed.emit(self.progress())  # its best and Pareto front, as when it ended
+        if stored.verdict is not None:
+            self.finished.emit(Verdict(**stored.verdict), "")
+        elif stored.ended == "stopped":
             self.finished.emit(None, f"Stopped before its verdict: {self._trials_text()} kept.")
         else:
             done = any(r.state == "complete" for r in self._results)
@@ -449,7 +472,8 @@ class TuneRun:
         left = max(0.0, spec.time_budget_s - self.elapsed_s()) if self.phase == "search" else 0.0
         planned = spec.max_trials if spec.max_trials is not None else \
             (len(ended) + int(left // estimate) if estimate else None)
-        reruns_left = len(verdict_plan(spec.repeats)) - len(self.study.verdict_runs())
+        reruns_left = 0 if self.phase == "finished" else \
+            len(verdict_plan(spec.repeats)) - len(self.study.verdict_runs())
         points = [(r.number, spec.goal.throughput_of(r.figures), r.figures.ttft_p99_s) for r in ended
                   if r.state == "complete" and r.figures.ttft_p99_s is not None]
         return TuneProgress(len(ended), planned, self.elapsed_s(), left + reruns_left * estimate,

@@ -325,9 +325,12 @@ class TuneControls(Protocol):
     def past(self) -> list[str]:
         """Stored searches that ended (with a verdict, stopped or failed), newest first."""
 
-    def open(self, name: str) -> None:
-        """Shows the ended search ``name`` through the same signals, as it ended (one of :meth:`past`); its best
-        can then be applied or copied. Starts no engine."""
+    def read_stored(self, name: str):
+        """The ended search ``name`` (one of :meth:`past`) read whole, for :meth:`open`; called off the GUI thread."""
+
+    def open(self, name: str, stored=None) -> None:
+        """Shows the ended search ``name`` as it ended, through ``finished`` (its trials are then :meth:`trials`);
+        its best can then be applied or copied. Starts no engine."""
 
     def trials(self) -> list[TrialResult]:
         """Every trial of the search so far, in order."""

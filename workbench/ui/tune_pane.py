@@ -210,40 +210,59 @@ class TunePane(QWidget):
 
     def resume(self, name: str | None = None) -> bool:
         name = name or self.resumable.currentText()
-        if not self._ask_stored(name, self.tune.resume, "resumed", "Start a new search instead."):
-            return False
-        self._show_running()
-        return True
-
-    def open_past(self, name: str | None = None) -> bool:
-        """Shows an ended search as it ended: its table, plot and verdict; Apply and Copy then act on its best."""
-        name = name or self.past.currentText()
-        if not self._ask_stored(name, self.tune.open, "opened", ""):
-            return False
-        self.setup_button.setChecked(False)  # the results take the room; the setup is a click away
-        if not self.message.text():
-            self._set_message(f"{name}, as it ended: Apply as preset… and Copy vllm serve line take its best.")
-        return True
-
-    def _ask_stored(self, name: str, action, done: str, instead: str) -> bool:
-        """``action(name)`` on a stored search (resume, open); a refusal or a search gone or unreadable since the
-        list was read said in the message line, the lists read again."""
         if not name or self.running or self.checking:
             return False
         self._asked = name
         try:
-            action(name)
-        except TuneRefused as refused:
-            self._asked = None
-            self._set_message(f"{name} cannot be {done}: " + " ".join(refused.messages), error=True)
-            return False
-        except (KeyError, ValueError, OSError) as error:
-            self._asked = None
-            reason = "it is no longer kept" if isinstance(error, KeyError) else str(error)
-            self._set_message(f"{name} cannot be {done}: {reason}. {instead}".strip(), error=True)
-            self.offer_resumable()
-            return False
+            self.tune.resume(name)
+        except (TuneRefused, KeyError, ValueError, OSError) as error:  # its storage gone or unreadable since
+            return self._say_not_stored(name, error, "resumed", "Start a new search instead.")  # it was offered
+        self._show_running()
         return True
+
+    def open_past(self, name: str | None = None) -> bool:
+        """Reads an ended search off the GUI thread (a long one's thousand trials take tenths of a second), then
+        shows it as it ended: its table, plot and verdict; Apply and Copy then act on its best. True if the read
+        began."""
+        name = name or self.past.currentText()
+        if not name or self.running or self.checking:
+            return False
+        self.checking = True  # the buttons wait for it, as for a check
+        self._set_phase(f"Reading {name}…")
+        self._update_buttons()
+        self._off_thread(lambda: self.tune.read_stored(name), lambda stored: self._on_past_read(name, stored),
+                         lambda error: self._on_past_read(name, None, error))
+        return True
+
+    def _on_past_read(self, name: str, stored, error: Exception | None = None) -> None:
+        self.checking = False
+        self._set_phase("")
+        self._update_buttons()
+        if error is None:
+            self._asked = name
+            try:
+                self.tune.open(name, stored)
+            except TuneRefused as refused:  # a search started meanwhile
+                error = refused
+        if error is not None:
+            self._say_not_stored(name, error, "opened", "")
+            return
+        self.setup_button.setChecked(False)  # the results take the room; the setup is a click away
+        self.past.setCurrentText(name)  # the list says which is shown
+        if not self.message.text():
+            self._set_message(f"{name}, as it ended: Apply as preset… and Copy vllm serve line take its best.")
+
+    def _say_not_stored(self, name: str, error: Exception, done: str, instead: str) -> bool:
+        """A stored search that could not be resumed or opened: a refusal in its own words; one gone or unreadable
+        since the list was read named as such, and the lists read again. False."""
+        self._asked = None
+        if isinstance(error, TuneRefused):
+            self._set_message(f"{name} cannot be {done}: " + " ".join(error.messages), error=True)
+            return False
+        reason = "it is no longer kept" if isinstance(error, KeyError) else f"{type(error).__name__}: {error}"
+        self._set_message(f"{name} cannot be {done}: {reason}. {instead}".strip(), error=True)
+        self.offer_resumable()
+        return False
 
     def apply_as_preset(self) -> str:
         name = self.ask_name()
@@ -311,8 +330,11 @@ class TunePane(QWidget):
 
     def _on_stored_read(self, names: tuple[list[str], list[str]]) -> None:
         for combo, found in zip((self.resumable, self.past), names):
+            chosen = combo.currentText()  # kept chosen where it is still listed (the search just opened)
             combo.clear()
             combo.addItems(found)
+            if chosen in found:
+                combo.setCurrentText(chosen)
         self._update_buttons()
 
     def refresh_sessions(self) -> None:
