@@ -1,0 +1,84 @@
+"""How long the Tune tab keeps the GUI thread when it opens an ended search, offscreen, no engine:
+
+    python -m workbench.bench.gui.tune_open FOLDER NAME [--repeats 3]
+
+FOLDER holds the searches' storage (``searches.db``; W1's, 1,217 trials with the settings refused before their
+start: ``docs/results/h100-tune-2026-12-05-night/w1/store/searches.db.xz``, unpacked). Each repeat opens NAME in a
+fresh tab while a 10 ms timer ticks, and prints how long ``open_past`` took to return, how long until the table
+showed the trials, and the longest gap between two ticks: the longest the window could not answer.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+TICK_MS = 10
+SETTLE_S = 1.0
+
+
+def open_once(app, folder: Path, name: str) -> tuple[float, float, float, int]:
+    from PySide6.QtCore import QTimer
+
+    from workbench.engine.spec import EngineConfig
+    from workbench.model.app_model import AppModel
+    from workbench.model.engine_commands import EngineCommands
+    from workbench.tune.run import TuneRun
+    from workbench.tune.space import default_space
+    from workbench.ui.tune_pane import TunePane
+
+    model = AppModel(EngineConfig(model="demo", max_model_len=512))
+    pane = TunePane(TuneRun(model, EngineCommands(model, lambda command: None), folder),
+                    default_space("0.32.0", "cpu"))
+    pane.resize(900, 860)
+    pane.show()
+    _pump(app, lambda: pane.past.count() > 0 and not pane.workers)
+    gaps, last = [], [time.perf_counter()]
+
+    def tick() -> None:
+        now = time.perf_counter()
+        gaps.append(now - last[0])
+        last[0] = now
+
+    timer = QTimer()
+    timer.timeout.connect(tick)
+    timer.start(TICK_MS)
+    begun = time.perf_counter()
+    pane.open_past(name)
+    returned_s = time.perf_counter() - begun
+    _pump(app, lambda: pane.trials.rowCount() > 0)
+    shown_s = time.perf_counter() - begun
+    settle = time.monotonic() + SETTLE_S
+    _pump(app, lambda: time.monotonic() > settle and not pane.workers)
+    timer.stop()
+    rows = pane.trials.rowCount()
+    pane.close()
+    pane.deleteLater()
+    return returned_s, shown_s, max(gaps), rows
+
+
+def _pump(app, done) -> None:
+    while not done():
+        app.processEvents()
+        time.sleep(0.001)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("name")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication([])
+    print(f"opening {args.name!r} from {args.folder}, a {TICK_MS} ms timer ticking")
+    for repeat in range(1, args.repeats + 1):
+        returned_s, shown_s, gap_s, rows = open_once(app, args.folder, args.name)
+        print(f"repeat {repeat}: open_past returned in {returned_s * 1e3:.1f} ms; {rows:,} trials shown after "
+              f"{shown_s * 1e3:.0f} ms; longest gap between ticks {gap_s * 1e3:.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
