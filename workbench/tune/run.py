@@ -177,9 +177,8 @@ class TuneRun:
     def open(self, name: str, stored: "StoredSearch | None" = None) -> None:
         """Shows the ended search ``name`` as it ended: ``progress_changed`` (its best, its Pareto front), then
         ``finished`` with its verdict, or None and how it ended (its trials are :meth:`trials`, read once by the
-        window then); its best can be applied as a preset or
-        copied as a ``vllm serve`` line, on the configuration it ran on. Starts nothing. ``stored``: it as
-        :meth:`read_stored` read it (None: read here)."""
+        window then); its best can be applied as a preset or copied as a ``vllm serve`` line, on the
+        configuration it ran on. Starts nothing. ``stored``: it as :meth:`read_stored` read it (None: read here)."""
         if self.running:
             raise TuneRefused(["A search is running: stop it before opening another."])
         stored = stored if stored is not None else self.read_stored(name)

@@ -1,8 +1,10 @@
 """The search's table of trials: one row a trial (its number, state, the settings it tried, what it
 measured, why it failed), a running trial's row replaced when it ends, the best trial in bold and
 vLLM's defaults (trial 0) in grey. A search has tens of trials, a long one on a GPU a thousand (most of them
-settings refused before their start): a list, its columns sized by the first rows."""
+settings refused before their start): a list, its columns sized on the rows in view."""
 from __future__ import annotations
+
+from functools import cache
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor, QFont
@@ -38,7 +40,7 @@ def goal_text(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
-SIZED_BY_ROWS = 0  # the rows a column's width is measured on
+SIZED_BY_ROWS = 0  # the rows a column's width is measured on: 0, those in view (Qt's default: the first 1,000)
 DISPLAY, TOOLTIP, FOREGROUND, FONT, ALIGNMENT = (int(role.value) for role in (
     Qt.DisplayRole, Qt.ToolTipRole, Qt.ForegroundRole, Qt.FontRole, Qt.TextAlignmentRole))
 RIGHT_ALIGNED = int((Qt.AlignRight | Qt.AlignVCenter).value)
@@ -147,23 +149,17 @@ class TrialTableModel(QAbstractTableModel):
         return next((i for i, t in enumerate(self.trials) if t.number == number), None)
 
 
-_BRUSHES: dict[str, QBrush] = {}
-_BOLD: list[QFont] = []
-
-
+@cache
 def _brush(colour: str) -> QBrush:
     """One brush a colour (asked for at every cell drawn or measured)."""
-    if colour not in _BRUSHES:
-        _BRUSHES[colour] = QBrush(QColor(colour))
-    return _BRUSHES[colour]
+    return QBrush(QColor(colour))
 
 
+@cache
 def _bold() -> QFont:
-    if not _BOLD:
-        font = QFont()
-        font.setBold(True)
-        _BOLD.append(font)
-    return _BOLD[0]
+    font = QFont()
+    font.setBold(True)
+    return font
 
 
 def columns_for_goal(goal_kind: str) -> dict[str, bool]:
@@ -185,8 +181,8 @@ def trials_view(model: TrialTableModel) -> QTableView:
     table.setWordWrap(False)
     header = table.horizontalHeader()
     header.setSectionResizeMode(QHeaderView.ResizeToContents)
-    # columns sized by the first rows only: Qt's default, 1,000 rows, reads every cell of a long search (1,217
-    # trials, 500,000 reads of data(), took 10 s on the GUI thread at each new row)
+    # columns sized on the rows in view: Qt's default, the first 1,000 rows, read every cell of a long search
+    # (1,217 trials, 500,000 reads of data(), took 10 s on the GUI thread at each new row)
     header.setResizeContentsPrecision(SIZED_BY_ROWS)
     header.setStretchLastSection(True)
     return table
