@@ -105,11 +105,17 @@ class TunePane(QWidget):
         for widget in (self.buttons["start"], self.buttons["stop"], self.setup_button):
             row.addWidget(widget)
         row.addStretch(1)
-        for widget in (self.resumable, self.buttons["resume"], self.past, self.buttons["open"], self.buttons["preset"],
-                       self.buttons["serve"]):
+        for widget in (self.buttons["preset"], self.buttons["serve"]):
             row.addWidget(widget)
+        # the stored searches on a row of their own, so that the tab stays as narrow as before on a small screen
+        # (each list and its button hidden while it lists nothing)
+        stored = QHBoxLayout()
+        for widget in (self.resumable, self.buttons["resume"], self.past, self.buttons["open"]):
+            stored.addWidget(widget)
+        stored.addStretch(1)
         layout = QVBoxLayout(self)
         layout.addLayout(row)
+        layout.addLayout(stored)
         layout.addWidget(self.progress)
         layout.addWidget(self.phase)
         layout.addWidget(self.summary)
