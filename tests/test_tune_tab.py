@@ -116,3 +116,18 @@ def test_an_unfinished_search_is_offered_at_the_next_start(tmp_path, monkeypatch
     finally:
         window.close()
         assert window.shutdown.wait(SHUTDOWN_TIMEOUT_S)
+
+
+def test_a_damaged_store_of_searches_is_named_with_its_path_and_the_fix(tmp_path, qtbot):
+    folder = tmp_path / "tune"
+    folder.mkdir()
+    (folder / "searches.db").write_bytes(b"SQLite format 3\x00" + b"\x07" * 3000)  # a file cut short, damaged
+    model = AppModel(EngineConfig(model="demo", max_model_len=512))
+    pane = TunePane(TuneRun(model, EngineCommands(model, lambda command: None), folder), default_space("0.32.0", "cpu"))
+    qtbot.addWidget(pane)
+    qtbot.waitUntil(lambda: "could not be read" in pane.message.text())
+    text = pane.message.text()
+    assert text.startswith(f"The stored searches could not be read ({folder / 'searches.db'}): "), text
+    assert text.endswith("Move that file aside (or restore it from a backup): the next search starts a new one.")
+    assert pane.buttons["start"].isEnabled() and not pane.buttons["open"].isVisible()
+    qtbot.waitUntil(lambda: not pane.workers)

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import create_worker
 
+from workbench.tune.export import SEARCHES_DB
 from workbench.tune.problems import TuneRefused
 from workbench.tune.values import Goal, SearchSpace, TrialResult, TuneProgress, TuneSpec, Verdict
 from workbench.ui.tune_form import ERROR_STYLE, TuneForm
@@ -332,7 +333,16 @@ class TunePane(QWidget):
     def offer_resumable(self) -> None:
         """The searches a killed app left unfinished, offered in the combo beside Resume; those that ended, in
         the one beside Open."""
-        self._off_thread(lambda: (self.tune.resumable(), self.tune.past()), self._on_stored_read)
+        self._off_thread(lambda: (self.tune.resumable(), self.tune.past()), self._on_stored_read,
+                         self._on_stored_unreadable)
+
+    def _on_stored_unreadable(self, error: Exception) -> None:
+        """The searches' storage could not be read (a damaged file): said with its path and the fix."""
+        where = getattr(self.tune, "folder", None)
+        path = f" ({where / SEARCHES_DB})" if where is not None else ""
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        self._set_message(f"The stored searches could not be read{path}: {first}. Move that file aside (or restore "
+                          "it from a backup): the next search starts a new one.", error=True)
 
     def _on_stored_read(self, names: tuple[list[str], list[str]]) -> None:
         for combo, found in zip((self.resumable, self.past), names):
