@@ -131,3 +131,26 @@ def test_a_damaged_store_of_searches_is_named_with_its_path_and_the_fix(tmp_path
     assert text.endswith("Move that file aside (or restore it from a backup): the next search starts a new one.")
     assert pane.buttons["start"].isEnabled() and not pane.buttons["open"].isVisible()
     qtbot.waitUntil(lambda: not pane.workers)
+    assert pane.start()  # a search asked for all the same is refused with the same words, nothing started
+    qtbot.waitUntil(lambda: not pane.checking)
+    assert pane.message.text() == "The search did not start: " + text and not pane.running
+
+
+def test_a_damaged_store_of_searches_is_said_in_the_notice_at_the_apps_start(tmp_path, monkeypatch, qtbot):
+    from workbench.app import build_window, demo_engine_config
+
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path))
+    (tmp_path / "tune").mkdir()
+    (tmp_path / "tune" / "searches.db").write_bytes(b"SQLite format 3\x00" + b"\x07" * 3000)
+    window, _ = build_window(demo_engine_config(), start_engine=False, storage=Storage.open(tmp_path / "workbench.db"))
+    window.show()
+    try:
+        notice = window.tune.notice
+        qtbot.waitUntil(notice.isVisible)  # read off the GUI thread
+        assert notice.text().startswith("The stored searches could not be read ("), notice.text()
+        assert "Move that file aside" in notice.text()
+        notice.linkActivated.emit("dismiss")
+        assert not notice.isVisible()
+    finally:
+        window.close()
+        assert window.shutdown.wait(SHUTDOWN_TIMEOUT_S)

@@ -20,11 +20,13 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 import optuna
+import sqlalchemy.exc
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 
 from workbench.engine.spec import EngineConfig
 from workbench.tune.export import SEARCHES_DB as DB_NAME
+from workbench.tune.problems import TuneRefused
 from workbench.tune.space import chunking_needed
 from workbench.tune.values import (
     Goal, SearchParameter, SearchSpace, TrialFigures, TrialResult, TuneSpec, WorkloadSpec,
@@ -87,9 +89,15 @@ def distribution(parameter: SearchParameter):
 
 
 def storage_for(folder: Path) -> optuna.storages.RDBStorage:
+    """The searches' storage; TuneRefused, naming the file and the fix, where it is damaged."""
     folder.mkdir(parents=True, exist_ok=True)
-    return optuna.storages.RDBStorage(f"sqlite:///{folder / DB_NAME}",
-                                      engine_kwargs={"connect_args": {"timeout": 30}})
+    try:
+        return optuna.storages.RDBStorage(f"sqlite:///{folder / DB_NAME}",
+                                          engine_kwargs={"connect_args": {"timeout": 30}})
+    except sqlalchemy.exc.DatabaseError as error:
+        first = str(error).splitlines()[0]
+        raise TuneRefused([f"The stored searches could not be read ({folder / DB_NAME}): {first}. Move that file "
+                           "aside (or restore it from a backup): the next search starts a new one."]) from error
 
 
 def _sampler(spec: TuneSpec):

@@ -114,7 +114,8 @@ class TuneActions(QObject):
         """Reads the unfinished searches off the GUI thread; the notice shows them when there are any."""
         if not self.folder.is_dir():  # no search was ever kept here: nothing to read
             return
-        worker = create_worker(unfinished_searches, self.folder, _start_thread=False)
+        worker = create_worker(unfinished_searches, self.folder, _start_thread=False,
+                               _connect={"errored": self._on_unfinished_unreadable})
         worker.returned.connect(self._on_unfinished_read)
         worker.finished.connect(lambda: self.workers.discard(worker))
         self.workers.add(worker)
@@ -127,6 +128,12 @@ class TuneActions(QObject):
         self.notice.setText(f"The search {html.escape(names[0])} did not finish (the app was closed or killed "
                             "during it, or it paused): its trials are kept. <a href='resume'>Resume it</a> · "
                             "<a href='dismiss'>Not now</a> (Tools > Tune… offers it too).")
+        self.notice.show()
+
+    def _on_unfinished_unreadable(self, error: Exception) -> None:
+        """A damaged store of searches: said in the notice (the refusal names the file and the fix)."""
+        text = " ".join(getattr(error, "messages", ())) or f"The stored searches could not be read: {error}"
+        self.notice.setText(f"{html.escape(text)} <a href='dismiss'>Not now</a>")
         self.notice.show()
 
     def _on_notice_link_activated(self, link: str) -> None:

@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import create_worker
 
-from workbench.tune.export import SEARCHES_DB
 from workbench.tune.problems import TuneRefused
 from workbench.tune.values import Goal, SearchSpace, TrialResult, TuneProgress, TuneSpec, Verdict
 from workbench.ui.tune_form import ERROR_STYLE, TuneForm
@@ -337,12 +336,10 @@ class TunePane(QWidget):
                          self._on_stored_unreadable)
 
     def _on_stored_unreadable(self, error: Exception) -> None:
-        """The searches' storage could not be read (a damaged file): said with its path and the fix."""
-        where = getattr(self.tune, "folder", None)
-        path = f" ({where / SEARCHES_DB})" if where is not None else ""
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        self._set_message(f"The stored searches could not be read{path}: {first}. Move that file aside (or restore "
-                          "it from a backup): the next search starts a new one.", error=True)
+        """The searches' storage could not be read (a damaged file: the search's refusal names it and the fix)."""
+        text = " ".join(error.messages) if isinstance(error, TuneRefused) else \
+            f"The stored searches could not be read: {type(error).__name__}: {error}"
+        self._set_message(text, error=True)
 
     def _on_stored_read(self, names: tuple[list[str], list[str]]) -> None:
         for combo, found in zip((self.resumable, self.past), names):
