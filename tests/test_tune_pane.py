@@ -43,8 +43,11 @@ class SearchStandIn:
     def stop(self):
         self.stopped = True
 
-    def resume(self, name):
-        self.started = name
+    def prepare_resume(self, name):  # on the pane's worker thread
+        return name
+
+    def resume(self, name, ready=None):
+        self.started = ready
 
     def resumable(self):
         return ["tune-killed"]

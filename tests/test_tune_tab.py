@@ -82,6 +82,30 @@ def test_a_stored_session_is_offered_as_the_workload_and_its_search_stops_keepin
     storage.close()
 
 
+def test_resume_reads_the_search_off_the_gui_thread_then_carries_it_on(tmp_path, qtbot):
+    model = AppModel(EngineConfig(model="demo", max_model_len=512))
+    posted = []
+    spec = TuneSpec(WorkloadSpec(num_requests=4), Goal(), default_space("0.32.0", "cpu"), name="cut-short")
+    SearchStudy.create(tmp_path / "tune", spec, model.config)  # what the app leaves when it ends mid-search
+    SearchStudy.create(tmp_path / "tune", replace(spec, name="elsewhere"),
+                       EngineConfig(model="/models/other", max_model_len=512))
+    search = TuneRun(model, EngineCommands(model, posted.append), tmp_path / "tune")
+    pane = TunePane(search, default_space("0.32.0", "cpu"))
+    qtbot.addWidget(pane)
+    qtbot.waitUntil(lambda: pane.resumable.count() == 2)
+    assert pane.resume("elsewhere")  # read on a worker: the buttons wait, the window says so
+    assert pane.checking and pane.phase.text() == "Reading elsewhere…" and not pane.buttons["start"].isEnabled()
+    qtbot.waitUntil(lambda: not pane.checking)
+    assert not pane.running and posted == [] and pane.buttons["start"].isEnabled()
+    assert pane.message.text().startswith("elsewhere cannot be resumed: The search ran on /models/other")
+    assert pane.resume("cut-short")
+    qtbot.waitUntil(lambda: pane.running)
+    assert search.study.spec.name == "cut-short" and [type(c) for c in posted] == [StartEngine]  # trial 0's engine
+    assert pane.phase.text() != "Reading cut-short…" and pane.buttons["stop"].isEnabled()
+    pane.stop()
+    qtbot.waitUntil(lambda: not pane.running)
+
+
 def test_an_unfinished_search_is_offered_at_the_next_start(tmp_path, monkeypatch, qtbot):
     from workbench.app import build_window, demo_engine_config
 

@@ -62,6 +62,16 @@ class StoredSearch:
     elapsed_s: float
 
 
+@dataclass(frozen=True)
+class ResumeReady:
+    """A stored search loaded to carry on (its trials cut short queued again, its limits as asked) and its workload
+    built: what :meth:`TuneRun.prepare_resume` reads off the GUI thread for :meth:`TuneRun.resume`."""
+
+    name: str
+    study: SearchStudy
+    workload: Workload
+
+
 class TuneRun:
     progress_changed = Signal(object)  # TuneProgress
     trial_finished = Signal(object)  # TrialResult (a running one too, as it starts)
@@ -143,9 +153,12 @@ class TuneRun:
             spec = replace(spec, name=time.strftime("search %Y-%m-%d %H.%M.%S"))
         self._begin(SearchStudy.create(self.folder, spec, self.model.config), workload)
 
-    def resume(self, name: str, time_budget_s: float | None = None, max_trials: int | None = None) -> None:
-        """Carries on the stored search ``name``; a budget or a number of trials given replaces its own."""
-        self._refuse_while_busy()
+    def prepare_resume(self, name: str, time_budget_s: float | None = None,
+                       max_trials: int | None = None) -> ResumeReady:
+        """The stored search ``name`` read and made ready to carry on, on any thread (a search of a thousand trials
+        takes half a second to load: the window reads it on a worker, then calls :meth:`resume` with it). A budget
+        or a number of trials given replaces its own. TuneRefused: it ran on another model, or the budget is
+        refused."""
         study = SearchStudy.load(self.folder, name)
         ran_on = study.base_config
         if ran_on is not None and not study.runs_on(self.model.config.model):
@@ -158,7 +171,17 @@ class TuneRun:
                 raise TuneRefused([problem])
         study.change_limits(time_budget_s, max_trials)
         spec = study.spec
-        self._begin(study, build_workload(spec.workload, spec.goal, self.model.config.max_model_len, self.database))
+        return ResumeReady(name, study, build_workload(spec.workload, spec.goal, self.model.config.max_model_len,
+                                                       self.database))
+
+    def resume(self, name: str, time_budget_s: float | None = None, max_trials: int | None = None,
+               ready: ResumeReady | None = None) -> None:
+        """Carries on the stored search ``name``; a budget or a number of trials given replaces its own. ``ready``:
+        it as :meth:`prepare_resume` read it (None: read here, on this thread)."""
+        self._refuse_while_busy()
+        if ready is None or ready.name != name:
+            ready = self.prepare_resume(name, time_budget_s, max_trials)
+        self._begin(ready.study, ready.workload)
 
     def resumable(self) -> list[str]:
         return resumable(self.folder)

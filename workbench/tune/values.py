@@ -316,8 +316,12 @@ class TuneControls(Protocol):
     def stop(self) -> None:
         """Stops after the running trial's measure is kept (no verdict unless one was running)."""
 
-    def resume(self, name: str) -> None:
-        """Carries on the stored search ``name`` (one of :meth:`resumable`)."""
+    def prepare_resume(self, name: str):
+        """The stored search ``name`` (one of :meth:`resumable`) read and made ready to carry on, for :meth:`resume`;
+        called off the GUI thread. Raises TuneRefused where it cannot go on (another model)."""
+
+    def resume(self, name: str, ready=None) -> None:
+        """Carries on the stored search ``name`` (one of :meth:`resumable`), as :meth:`prepare_resume` read it."""
 
     def resumable(self) -> list[str]:
         """Stored searches that did not reach their verdict (a killed app's), newest first."""

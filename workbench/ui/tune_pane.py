@@ -215,16 +215,32 @@ class TunePane(QWidget):
             self._set_phase("Stopping: the running trial's figures are kept…")
 
     def resume(self, name: str | None = None) -> bool:
+        """Reads the stored search off the GUI thread (a long one takes half a second to load), then carries it on.
+        True if the read began."""
         name = name or self.resumable.currentText()
         if not name or self.running or self.checking:
             return False
-        self._asked = name
-        try:
-            self.tune.resume(name)
-        except (TuneRefused, KeyError, ValueError, OSError) as error:  # its storage gone or unreadable since
-            return self._say_not_stored(name, error, "resumed", "Start a new search instead.")  # it was offered
-        self._show_running()
+        self.checking = True  # the buttons wait for it, as for a check
+        self._set_phase(f"Reading {name}…")
+        self._update_buttons()
+        self._off_thread(lambda: self.tune.prepare_resume(name), lambda ready: self._on_resume_read(name, ready),
+                         lambda error: self._on_resume_read(name, None, error))
         return True
+
+    def _on_resume_read(self, name: str, ready, error: Exception | None = None) -> None:
+        self.checking = False
+        self._set_phase("")
+        if error is None:
+            self._asked = name
+            try:
+                self.tune.resume(name, ready=ready)
+            except (TuneRefused, KeyError, ValueError, OSError) as refused:  # a search started meanwhile
+                error = refused
+        if error is not None:  # its storage gone or unreadable since it was offered, another model, a refusal
+            self._update_buttons()
+            self._say_not_stored(name, error, "resumed", "Start a new search instead.")
+            return
+        self._show_running()
 
     def open_past(self, name: str | None = None) -> bool:
         """Reads an ended search off the GUI thread (a long one's thousand trials take tenths of a second), then
