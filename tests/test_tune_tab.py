@@ -89,19 +89,35 @@ def test_resume_reads_the_search_off_the_gui_thread_then_carries_it_on(tmp_path,
     SearchStudy.create(tmp_path / "tune", spec, model.config)  # what the app leaves when it ends mid-search
     SearchStudy.create(tmp_path / "tune", replace(spec, name="elsewhere"),
                        EngineConfig(model="/models/other", max_model_len=512))
+    SearchStudy.create(tmp_path / "tune", replace(spec, name="kept-before"))  # an earlier version's: no model noted
     search = TuneRun(model, EngineCommands(model, posted.append), tmp_path / "tune")
     pane = TunePane(search, default_space("0.32.0", "cpu"))
+    asked = []
+    pane.confirm_unknown_model = lambda name, on: asked.append((name, on)) or len(asked) > 1  # no, then yes
     qtbot.addWidget(pane)
-    qtbot.waitUntil(lambda: pane.resumable.count() == 2)
-    assert pane.resume("elsewhere")  # read on a worker: the buttons wait, the window says so
+    pane.show()
+    qtbot.waitUntil(lambda: pane.resumable.count() == 3)
+    assert pane.resume("elsewhere")  # read on a worker: the buttons wait, the window says so, a busy bar moves
     assert pane.checking and pane.phase.text() == "Reading elsewhere…" and not pane.buttons["start"].isEnabled()
+    assert pane.busy.isVisible()
     qtbot.waitUntil(lambda: not pane.checking)
-    assert not pane.running and posted == [] and pane.buttons["start"].isEnabled()
+    assert not pane.running and posted == [] and pane.buttons["start"].isEnabled() and not pane.busy.isVisible()
     assert pane.message.text().startswith("elsewhere cannot be resumed: The search ran on /models/other")
+    assert asked == []  # a search that noted its model is checked, not asked about
+    assert pane.resume("kept-before")  # the user is asked whether it ran on this model: No
+    qtbot.waitUntil(lambda: not pane.checking)
+    assert asked == [("kept-before", "demo")] and not pane.running and posted == []
+    assert pane.message.text() == "kept-before was not resumed; its trials are kept."
     assert pane.resume("cut-short")
     qtbot.waitUntil(lambda: pane.running)
     assert search.study.spec.name == "cut-short" and [type(c) for c in posted] == [StartEngine]  # trial 0's engine
     assert pane.phase.text() != "Reading cut-short…" and pane.buttons["stop"].isEnabled()
+    assert pane.summary.text().startswith("cut-short: ")  # the line standing for the setup names it
+    pane.stop()
+    qtbot.waitUntil(lambda: not pane.running)
+    assert pane.resume("kept-before")  # Yes: it runs on the engine's model
+    qtbot.waitUntil(lambda: pane.running)
+    assert len(asked) == 2 and search.study.spec.name == "kept-before" and pane.summary.text().startswith("kept-before")
     pane.stop()
     qtbot.waitUntil(lambda: not pane.running)
 

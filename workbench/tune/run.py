@@ -70,6 +70,8 @@ class ResumeReady:
     name: str
     study: SearchStudy
     workload: Workload
+    model: str = ""  # the engine's model it would run on
+    model_unknown: bool = False  # kept by a build that did not note the model it ran on: nothing to check
 
 
 class TuneRun:
@@ -172,7 +174,8 @@ class TuneRun:
         study.change_limits(time_budget_s, max_trials)
         spec = study.spec
         return ResumeReady(name, study, build_workload(spec.workload, spec.goal, self.model.config.max_model_len,
-                                                       self.database))
+                                                       self.database), self.model.config.model,
+                           ran_on is None)
 
     def resume(self, name: str, time_budget_s: float | None = None, max_trials: int | None = None,
                ready: ResumeReady | None = None) -> None:

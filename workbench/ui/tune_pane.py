@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QApplication, QComboBox, QHBoxLayout, QInputDialog, QLabel, QProgressBar, QPushButton, QScrollArea, QSplitter,
-    QVBoxLayout, QWidget,
+    QApplication, QComboBox, QHBoxLayout, QInputDialog, QLabel, QMessageBox, QProgressBar, QPushButton, QScrollArea,
+    QSplitter, QVBoxLayout, QWidget,
 )
 from superqt.utils import create_worker
 
@@ -37,6 +37,7 @@ class TunePane(QWidget):
         super().__init__(objectName="tunePane")
         self.tune, self.list_sessions, self.preset_saved = tune, list_sessions, preset_saved
         self.ask_name = self._ask_preset_name  # replaced by tests
+        self.confirm_unknown_model = self._confirm_unknown_model  # (name, model) -> bool; replaced by tests
         self.spec: TuneSpec | None = None  # the search shown
         self._asked: TuneSpec | str | None = None  # a search asked for (a spec, or a name to resume), not yet shown
         self.goal = Goal()
@@ -77,6 +78,8 @@ class TunePane(QWidget):
         self.progress = QProgressBar(objectName="tuneProgress", maximum=PROGRESS_STEPS, textVisible=True,
                                      visible=False)  # shown with the first search
         self.phase = QLabel(objectName="tunePhase", wordWrap=True, visible=False)
+        self.busy = QProgressBar(objectName="tuneBusy", maximum=0, textVisible=False, visible=False,
+                                 maximumWidth=160)  # moves while a check or a read runs on its worker
         self.message = QLabel(objectName="tuneMessage", wordWrap=True,
                               textInteractionFlags=Qt.TextSelectableByMouse)
         self.verdict_label = QLabel(objectName="tuneVerdict", wordWrap=True,
@@ -117,7 +120,10 @@ class TunePane(QWidget):
         layout.addLayout(row)
         layout.addLayout(stored)
         layout.addWidget(self.progress)
-        layout.addWidget(self.phase)
+        phase_row = QHBoxLayout()
+        phase_row.addWidget(self.phase, 1)
+        phase_row.addWidget(self.busy)
+        layout.addLayout(phase_row)
         layout.addWidget(self.summary)
         layout.addWidget(self.splitter, 1)
         layout.addWidget(self.verdict_label)
@@ -135,7 +141,7 @@ class TunePane(QWidget):
         except SpaceProblem as problem:
             self.space.show_problems([str(problem)])
             return False
-        self.checking = True
+        self._set_checking(True)
         self._set_setup_enabled(False)
         self._set_phase("Checking the settings against vLLM and reading the workload…")
         self._update_buttons()
@@ -144,7 +150,7 @@ class TunePane(QWidget):
         return True
 
     def _on_checked(self, spec: TuneSpec, problems: list[str]) -> None:
-        self.checking = False
+        self._set_checking(False)
         self._set_phase("")
         if not problems:
             self._asked = spec
@@ -173,6 +179,8 @@ class TunePane(QWidget):
         self.spec = stored or (self._asked if isinstance(self._asked, TuneSpec) else None)
         self._asked = None
         self.goal = self.spec.goal if self.spec is not None else Goal()
+        if self.spec is not None:  # the line that stands for the setup names the search shown
+            self.summary.setText(search_summary(self.spec))
         self.plot.set_goal(self.goal)
         self.running, self.verdict = True, None
         self.trials.set_param_names([p.name for p in self.spec.space.searched()] if self.spec else [])
@@ -220,7 +228,7 @@ class TunePane(QWidget):
         name = name or self.resumable.currentText()
         if not name or self.running or self.checking:
             return False
-        self.checking = True  # the buttons wait for it, as for a check
+        self._set_checking(True)  # the buttons wait for it, as for a check
         self._set_phase(f"Reading {name}…")
         self._update_buttons()
         self._off_thread(lambda: self.tune.prepare_resume(name), lambda ready: self._on_resume_read(name, ready),
@@ -228,8 +236,13 @@ class TunePane(QWidget):
         return True
 
     def _on_resume_read(self, name: str, ready, error: Exception | None = None) -> None:
-        self.checking = False
+        self._set_checking(False)
         self._set_phase("")
+        if error is None and getattr(ready, "model_unknown", False) and \
+                not self.confirm_unknown_model(name, ready.model):
+            self._update_buttons()
+            self._set_message(f"{name} was not resumed; its trials are kept.")
+            return
         if error is None:
             self._asked = name
             try:
@@ -242,6 +255,18 @@ class TunePane(QWidget):
             return
         self._show_running()
 
+    def _confirm_unknown_model(self, name: str, model: str) -> bool:
+        """Whether to resume a search kept without the model it ran on (an earlier version's) on ``model``: asked,
+        not assumed."""
+        box = QMessageBox(QMessageBox.Question, "Resume a search",
+                          f"{name} was kept by an earlier version of the workbench, which did not note the model it "
+                          f"ran on. Its trials so far compare with new ones only on the same model and machine.\n\n"
+                          f"Resume it on {model}?", parent=self)
+        resume = box.addButton("Resume", QMessageBox.AcceptRole)
+        box.addButton(QMessageBox.Cancel)
+        box.exec()
+        return box.clickedButton() is resume
+
     def open_past(self, name: str | None = None) -> bool:
         """Reads an ended search off the GUI thread (a long one's thousand trials take tenths of a second), then
         shows it as it ended: its table, plot and verdict; Apply and Copy then act on its best. True if the read
@@ -249,7 +274,7 @@ class TunePane(QWidget):
         name = name or self.past.currentText()
         if not name or self.running or self.checking:
             return False
-        self.checking = True  # the buttons wait for it, as for a check
+        self._set_checking(True)  # the buttons wait for it, as for a check
         self._set_phase(f"Reading {name}…")
         self._update_buttons()
         self._off_thread(lambda: self.tune.read_stored(name), lambda stored: self._on_past_read(name, stored),
@@ -257,7 +282,7 @@ class TunePane(QWidget):
         return True
 
     def _on_past_read(self, name: str, stored, error: Exception | None = None) -> None:
-        self.checking = False
+        self._set_checking(False)
         self._set_phase("")
         self._update_buttons()
         if error is None:
@@ -393,6 +418,11 @@ class TunePane(QWidget):
         self.buttons["open"].setVisible(past)
         self.buttons["preset"].setEnabled(has_result)
         self.buttons["serve"].setEnabled(has_result)
+
+    def _set_checking(self, checking: bool) -> None:
+        """A check or a read on a worker: the buttons wait for it (see :meth:`_update_buttons`), a busy bar moves."""
+        self.checking = checking
+        self.busy.setVisible(checking)
 
     def _set_phase(self, text: str) -> None:
         self.phase.setText(text)

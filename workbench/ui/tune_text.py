@@ -52,7 +52,7 @@ def progress_text(progress: TuneProgress, goal: Goal) -> str:
     planned = f" of {progress.num_trials_planned}" if progress.num_trials_planned else ""
     parts = [f"{progress.num_trials_done}{planned} trials done"]
     if progress.phase == "verdict":
-        parts[0] = "search done; rerunning the best and the defaults for the verdict"
+        parts[0] = f"{progress.num_trials_done} trials done · verdict"  # the phase line names the rerun
     if progress.time_left_s is not None:
         parts.append(f"{duration_text(progress.time_left_s)} left")
     parts.append(best_text(progress.best, goal))
