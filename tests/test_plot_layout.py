@@ -150,3 +150,18 @@ def test_the_memory_table_keeps_its_height_while_figures_change(qtbot):
     assert panel.show_memory(memory_state(later, 21))
     assert table.texts()[1][2] == "31.00 GiB" and table.height() == height == table.minimumHeight()
     assert table.sizePolicy().horizontalPolicy() == table.sizePolicy().Policy.Ignored
+
+
+def test_engines_ending_in_a_row_leave_one_label_before_the_totals(qtbot):
+    """A search restarts the engine for each trial, often before its first statistics: the line above the plots
+    names the last end once, not each end in a row ("restarted — restarted — …")."""
+    from workbench.engine.events import EngineState
+    from workbench.model.engine_status import EngineStatus
+
+    plots = StatsPlotsView(0.0)
+    qtbot.addWidget(plots)
+    for at in (1.0, 2.0, 3.0):
+        plots.mark_engine_end(EngineStatus(EngineState.STARTING, "starting"), at)
+    assert plots.totals.text() == "restarted — No statistics yet."
+    plots.mark_engine_end(EngineStatus(EngineState.STOPPED, "stopped"), 4.0)
+    assert plots.totals.text() == "engine stopped — No statistics yet."

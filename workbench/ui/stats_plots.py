@@ -85,6 +85,7 @@ class StatsPlotsView(LivePlotsWidget):
         self.follow = QPushButton("Follow")
         self.follow.clicked.connect(self._on_follow_clicked)
         self.totals = QElidingLabel("No statistics yet.", objectName="statsTotals")
+        self._totals_line = self.totals.text()  # the totals as last drawn, without an engine's end before them
         fixed_size_text(self.totals)  # a longer line is elided (its whole text in the tooltip), never made room for
         bar = QHBoxLayout()
         for widget in (self.paused, self.show_all, self.follow):
@@ -153,7 +154,8 @@ class StatsPlotsView(LivePlotsWidget):
         self.view.follow_one(index, x[-1], peak)
         self._shown[name] = stats.version
         if index == 0:
-            self._set_totals(totals_text(stats.totals))
+            self._totals_line = totals_text(stats.totals)
+            self._set_totals(self._totals_line)
         self.pause.shown_version = min(self._shown[name] for name in self.plots)  # the oldest series a plot shows
         self.num_draws += 1
         return True
@@ -177,7 +179,7 @@ class StatsPlotsView(LivePlotsWidget):
             self.kept[key].keep(curve)
         super().mark_engine_end(status, at)
         self.draw_all_again()
-        self._set_totals(f"{engine_end_label(status)} — {self.totals.text()}")
+        self._set_totals(f"{engine_end_label(status)} — {self._totals_line}")  # one label: engines in a row
 
     def _set_totals(self, text: str) -> None:
         """The totals line, only when it changed (a new text repaints the bar); elided to its width."""
@@ -201,7 +203,8 @@ class StatsPlotsView(LivePlotsWidget):
             self.plots = self._shown_plots(())
             self.grid.set_plots(list(self.plots.values()))
         self.draw_all_again()
-        self.totals.setText("No engine running.")
+        self._totals_line = "No engine running."
+        self.totals.setText(self._totals_line)
 
     def _on_show_all_clicked(self) -> None:
         spans = [x for x in [*(kept.x for kept in self.kept.values()), self._x] if x is not None and len(x)]
