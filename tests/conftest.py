@@ -21,6 +21,14 @@ from chat_driver import ENGINE_START_TIMEOUT_MS
 ENGINE_FIXTURES = {"demo_model_path", "shared_window", "window"}  # each builds or starts the real engine
 
 
+def pytest_sessionfinish(session, exitstatus):
+    """The jobs still on Qt's worker threads (a list read again as a test's pane closed) end before Python does:
+    its exit would free their signals under them, as the app waits for them at its own exit."""
+    from workbench.app import finish_background_jobs
+
+    finish_background_jobs(30.0)
+
+
 def pytest_collection_modifyitems(config, items):
     """Keeps the markers true: a test that uses the real engine must say ``slow`` itself, so that
     ``-m "not slow"`` is the fast set; ``gpu`` tests are skipped where there is no NVIDIA GPU."""

@@ -107,7 +107,7 @@ def test_resume_reads_the_search_off_the_gui_thread_then_carries_it_on(tmp_path,
     assert pane.resume("kept-before")  # the user is asked whether it ran on this model: No
     qtbot.waitUntil(lambda: not pane.checking)
     assert asked == [("kept-before", "demo")] and not pane.running and posted == []
-    assert pane.message.text() == "kept-before was not resumed; its trials are kept."
+    assert pane.message.text() == "The search “kept-before” was not resumed; its trials are kept."
     assert pane.resume("cut-short")
     qtbot.waitUntil(lambda: pane.running)
     assert search.study.spec.name == "cut-short" and [type(c) for c in posted] == [StartEngine]  # trial 0's engine

@@ -23,7 +23,7 @@ from workbench.ui.tune_form import ERROR_STYLE, TuneForm
 from workbench.ui.tune_plot import TunePlot
 from workbench.ui.tune_space import SpaceProblem, SpaceTable
 from workbench.ui.tune_table import TrialTableModel, columns_for_goal, trials_view
-from workbench.ui.tune_text import progress_text, search_summary, verdict_html
+from workbench.ui.tune_text import progress_text, search_summary, unbroken_units, verdict_html
 
 PROGRESS_STEPS = 1000
 
@@ -180,7 +180,7 @@ class TunePane(QWidget):
         self._asked = None
         self.goal = self.spec.goal if self.spec is not None else Goal()
         if self.spec is not None:  # the line that stands for the setup names the search shown
-            self.summary.setText(search_summary(self.spec))
+            self.summary.setText(unbroken_units(search_summary(self.spec)))
         self.plot.set_goal(self.goal)
         self.running, self.verdict = True, None
         self.trials.set_param_names([p.name for p in self.spec.space.searched()] if self.spec else [])
@@ -213,7 +213,7 @@ class TunePane(QWidget):
         spec = self.spec
         self.summary.setVisible(not shown and spec is not None)
         if spec is not None:
-            self.summary.setText(search_summary(spec))
+            self.summary.setText(unbroken_units(search_summary(spec)))
 
     def stop(self) -> None:
         """Stops after the running trial's measure: what was measured stays in the table."""
@@ -241,7 +241,7 @@ class TunePane(QWidget):
         if error is None and getattr(ready, "model_unknown", False) and \
                 not self.confirm_unknown_model(name, ready.model):
             self._update_buttons()
-            self._set_message(f"{name} was not resumed; its trials are kept.")
+            self._set_message(f"The search “{name}” was not resumed; its trials are kept.")
             return
         if error is None:
             self._asked = name
@@ -259,7 +259,7 @@ class TunePane(QWidget):
         """Whether to resume a search kept without the model it ran on (an earlier version's) on ``model``: asked,
         not assumed."""
         box = QMessageBox(QMessageBox.Question, "Resume a search",
-                          f"{name} was kept by an earlier version of the workbench, which did not note the model it "
+                          f"The search “{name}” was kept by an earlier version of the workbench, which did not note the model it "
                           f"ran on. Its trials so far compare with new ones only on the same model and machine.\n\n"
                           f"Resume it on {model}?", parent=self)
         resume = box.addButton("Resume", QMessageBox.AcceptRole)
@@ -359,7 +359,7 @@ class TunePane(QWidget):
         self._set_phase("")
         self.progress.setValue(PROGRESS_STEPS if verdict is not None else self.progress.value())
         self.progress.setFormat("Finished" if verdict is not None else "Stopped")
-        self.verdict_label.setText(verdict_html(verdict, self.goal) if verdict is not None else "")
+        self.verdict_label.setText(unbroken_units(verdict_html(verdict, self.goal)) if verdict is not None else "")
         self._set_message(message, error=verdict is None and bool(message) and "stopped" not in message.lower())
         self.offer_resumable()
         self._update_buttons()

@@ -31,6 +31,11 @@ def search_summary(spec: TuneSpec) -> str:
             f"budget {duration_text(spec.time_budget_s)} · {searched} setting{'' if searched == 1 else 's'} searched")
 
 
+def unbroken_units(text: str) -> str:
+    """``text`` with "tok/s" held on one line where a label wraps (a word joiner after the slash)."""
+    return text.replace("tok/s", "tok/\u2060s")
+
+
 def goal_value_text(value: float | None, goal: Goal) -> str:
     if value is None:
         return "—"

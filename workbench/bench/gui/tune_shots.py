@@ -10,7 +10,9 @@ verdict's ratio to vLLM's defaults with its spread, Apply as preset and the serv
 ``tune-setup.png`` alone (the tab before a search; no engine is started). With ``--goodput TTFT_S:TPOT_MS``,
 ``tune-goodput-result.png`` alone: a burst of 64 requests (24 prompt, 64 output tokens) searched on
 ``max_num_seqs`` for goodput under those limits, where a TPOT limit below what vLLM's defaults give a full batch
-shows the verdict for defaults that served no request within the goal.
+shows the verdict for defaults that served no request within the goal. With ``--resume-only`` (no engine):
+``tune-resume-reading.png`` (Resume reading a stored search on its worker: the phase line and the busy bar) and
+``tune-resume-ask.png`` (the question asked before a search kept without its model resumes on the engine's).
 """
 from __future__ import annotations
 
@@ -98,18 +100,78 @@ def setup_picture(folder: Path) -> int:
     return 0
 
 
+def resume_pictures(folder: Path) -> int:
+    """``tune-resume-reading.png`` and ``tune-resume-ask.png``, from two stored searches (no engine is started)."""
+    import tempfile
+    from dataclasses import replace
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from workbench.bench.gui.screenshot import save_small
+    from workbench.engine.spec import EngineConfig
+    from workbench.model.app_model import AppModel
+    from workbench.model.engine_commands import EngineCommands
+    from workbench.tune.run import TuneRun
+    from workbench.tune.space import default_space
+    from workbench.tune.study import SearchStudy
+    from workbench.tune.values import Goal, TuneSpec, WorkloadSpec
+    from workbench.ui.tune_pane import TunePane
+
+    app = QApplication.instance() or QApplication([])
+    model = AppModel(EngineConfig(model="demo", max_model_len=2048))
+    stored = Path(tempfile.mkdtemp()) / "tune"
+    spec = TuneSpec(WorkloadSpec(num_requests=64), Goal(), default_space("0.32.0", "cpu"), name="chat workload")
+    SearchStudy.create(stored, spec, model.config)  # as an app closed mid-search leaves it
+    SearchStudy.create(stored, replace(spec, name="nightly batch"))  # no model noted
+    pane = TunePane(TuneRun(model, EngineCommands(model, lambda command: None), stored), default_space("0.32.0", "cpu"))
+    pane.resize(760, 420)
+    pane.show()
+    while pane.resumable.count() < 2 or pane.workers:
+        app.processEvents()
+    pane.resume("chat workload")
+    app.processEvents()
+    size = save_small(pane, str(folder / "tune-resume-reading.png"), max_bytes=200_000)
+    print("saved tune-resume-reading.png", f"{size:,} bytes |", pane.phase.text())
+    while pane.checking or not pane.running:
+        app.processEvents()
+    pane.stop()
+    while pane.running or pane.workers:
+        app.processEvents()
+
+    def answer() -> None:
+        box = QApplication.activeModalWidget()
+        if box is None:
+            QTimer.singleShot(50, answer)
+            return
+        size = save_small(box, str(folder / "tune-resume-ask.png"), max_bytes=100_000)
+        print("saved tune-resume-ask.png", f"{size:,} bytes |", box.text().replace("\n", " "))
+        box.reject()
+
+    QTimer.singleShot(50, answer)
+    pane.resume("nightly batch")
+    while pane.checking:
+        app.processEvents()
+    print(pane.message.text())
+    pane.close()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", nargs="?", default="docs")
     parser.add_argument("--trials", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=3)  # the app's default, the fewest the verdict should have
     parser.add_argument("--setup-only", action="store_true", help="only tune-setup.png (no engine)")
+    parser.add_argument("--resume-only", action="store_true", help="only the two pictures of Resume (no engine)")
     parser.add_argument("--goodput", default="", metavar="TTFT_S:TPOT_MS",
                         help="only tune-goodput-result.png: the burst, max_num_seqs, goodput under these limits")
     args = parser.parse_args(argv)
     goodput = tuple(float(v) for v in args.goodput.split(":")) if args.goodput else None
     if args.setup_only:
         return setup_picture(Path(args.folder))
+    if args.resume_only:
+        return resume_pictures(Path(args.folder))
     from workbench.bench.gui.screenshot import _started_window, close_window, save_small
 
     window, wait = _started_window((1500, 940))
