@@ -62,6 +62,9 @@ def test_plots_counters_equal_vllms_own(window, qtbot):
     qtbot.waitUntil(counters_agree, timeout=HANG_TIMEOUT_MS)
     totals = worker.latest_stats().totals
     assert totals.generation_tokens >= 96 and totals.prefix_hits > 0, totals
+    # A line needs two points: the series gains a row a quarter second (idle ones too), and on a quiet machine both
+    # replies can end within the engine's first one.
+    qtbot.waitUntil(lambda: len(worker.latest_stats().series) >= 2, timeout=HANG_TIMEOUT_MS)
     version = worker.latest_stats().version  # each plot draws, in turn, the series as it is by then
     qtbot.waitUntil(lambda: window.plots.pause.shown_version >= version, timeout=HANG_TIMEOUT_MS)
     x, generated = window.plots.curves["generation_tokens_per_s"].getOriginalDataset()
