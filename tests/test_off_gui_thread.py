@@ -195,6 +195,28 @@ def test_a_killed_checking_process_is_replaced_at_the_next_check():
     assert check_process._executor().submit(os.getpid).result() != first
 
 
+def test_the_checking_process_ends_itself_when_the_app_is_killed():
+    """An app killed (SIGKILL, a crash) never shuts its checking process down: the process sees its app gone and
+    ends, rather than waiting on its queue with vLLM imported until the next start reaps it."""
+    import signal
+    import subprocess
+    import sys
+
+    import psutil
+
+    app = subprocess.Popen([sys.executable, "-c", "import os, time\n"
+                            "from workbench.presets import check_process\n"
+                            "print(check_process._executor().submit(os.getpid).result(), flush=True)\n"
+                            "time.sleep(600)"], stdout=subprocess.PIPE, text=True)
+    try:
+        checking = psutil.Process(int(app.stdout.readline()))
+        app.send_signal(signal.SIGKILL)
+        app.wait(30)
+        checking.wait(30)  # psutil.TimeoutExpired: it outlived its app
+    finally:
+        app.kill()
+
+
 def test_a_failed_read_of_vllms_defaults_goes_to_the_panel_only(qtbot, monkeypatch, config_folder):
     """The panel handles the error (the values then say "vLLM default" without a figure); nothing is
     raised again on the GUI thread (pytest-qt fails a test on any exception in the Qt event loop)."""

@@ -3,7 +3,8 @@
 Reading vLLM's ``EngineArgs`` imports vLLM and torch: seconds of work that, in a thread of the
 window's process, still holds the GIL for stretches of a second (C extensions load with it held) and
 so stalls the GUI thread. One spawned process does it instead and is kept for the next check (then
-milliseconds); ``shutdown`` ends it with the app. It runs at the lowest CPU priority (nice 19): its
+milliseconds); ``shutdown`` ends it with the app, and it ends itself once the app is gone (killed, the
+pool never tells it). It runs at the lowest CPU priority (nice 19): its
 seconds of imports come as the first engine is ready, and on a 2-core machine they would otherwise take
 a core from the window and the engine just when the user asks the first question.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -40,14 +42,28 @@ def _check_here(toml_text: str, path: str, machine, facts) -> tuple[list, dict]:
 
 
 LOWEST_PRIORITY = 19
+PARENT_POLL_S = 1.0
+
+
+def _start_checking(app_pid: int) -> None:
+    """In the checking process, before any work: the lowest CPU priority there is, and a watch on the app."""
+    _lower_priority()
+    threading.Thread(target=_end_with_the_app, args=(app_pid,), name="app-watch", daemon=True).start()
 
 
 def _lower_priority() -> None:
-    """In the checking process, before any work: the lowest CPU priority there is."""
     try:
         os.nice(LOWEST_PRIORITY - os.nice(0))
     except OSError:  # a platform without nice: the check runs at the app's priority
         pass
+
+
+def _end_with_the_app(app_pid: int) -> None:
+    """Ends the checking process once the app that started it is gone: an app killed (SIGKILL, a crash) never shuts
+    its pool down, and the process would wait on its queue, vLLM imported, until the next start reaped it."""
+    while os.getppid() == app_pid:
+        time.sleep(PARENT_POLL_S)
+    os._exit(0)
 
 
 def niceness() -> int:
@@ -60,7 +76,7 @@ def _executor() -> ProcessPoolExecutor:
     with _lock:
         if _pool is None:
             _pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=_lower_priority)
+                                        initializer=_start_checking, initargs=(os.getpid(),))
         return _pool
 
 

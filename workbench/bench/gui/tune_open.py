@@ -53,6 +53,7 @@ def open_once(app, folder: Path, name: str, resume: bool = False) -> tuple[float
     model = AppModel(config)
     pane = TunePane(TuneRun(model, EngineCommands(model, lambda command: None), folder),
                     default_space("0.32.0", "cpu"))
+    pane.confirm_unknown_model = lambda name, on: True  # a search kept before its model was (W1): yes, resume it
     pane.resize(900, 860)
     pane.show()
     listed = pane.resumable if resume else pane.past
