@@ -225,19 +225,10 @@ class TunePane(QWidget):
     def resume(self, name: str | None = None) -> bool:
         """Reads the stored search off the GUI thread (a long one takes half a second to load), then carries it on.
         True if the read began."""
-        name = name or self.resumable.currentText()
-        if not name or self.running or self.checking:
-            return False
-        self._set_checking(True)  # the buttons wait for it, as for a check
-        self._set_phase(f"Reading {name}…")
-        self._update_buttons()
-        self._off_thread(lambda: self.tune.prepare_resume(name), lambda ready: self._on_resume_read(name, ready),
-                         lambda error: self._on_resume_read(name, None, error))
-        return True
+        return self._read_stored(name or self.resumable.currentText(), self.tune.prepare_resume,
+                                 self._on_resume_read)
 
     def _on_resume_read(self, name: str, ready, error: Exception | None = None) -> None:
-        self._set_checking(False)
-        self._set_phase("")
         if error is None and getattr(ready, "model_unknown", False) and \
                 not self.confirm_unknown_model(name, ready.model):
             self._update_buttons()
@@ -259,9 +250,9 @@ class TunePane(QWidget):
         """Whether to resume a search kept without the model it ran on (an earlier version's) on ``model``: asked,
         not assumed."""
         box = QMessageBox(QMessageBox.Question, "Resume a search",
-                          f"The search “{name}” was kept by an earlier version of the workbench, which did not note the model it "
-                          f"ran on. Its trials so far compare with new ones only on the same model and machine.\n\n"
-                          f"Resume it on {model}?", parent=self)
+                          f"The search “{name}” was kept by an earlier version of the workbench, which did not "
+                          "note the model it ran on. Its trials so far compare with new ones only on the same model "
+                          f"and machine.\n\nResume it on {model}?", parent=self)
         resume = box.addButton("Resume", QMessageBox.AcceptRole)
         box.addButton(QMessageBox.Cancel)
         box.exec()
@@ -271,19 +262,26 @@ class TunePane(QWidget):
         """Reads an ended search off the GUI thread (a long one's thousand trials take tenths of a second), then
         shows it as it ended: its table, plot and verdict; Apply and Copy then act on its best. True if the read
         began."""
-        name = name or self.past.currentText()
+        return self._read_stored(name or self.past.currentText(), self.tune.read_stored, self._on_past_read)
+
+    def _read_stored(self, name: str, read, then) -> bool:
+        """Runs ``read(name)`` on a worker while the buttons wait and the busy bar moves, then ``then(name, what it
+        read, None)`` or ``then(name, None, error)`` on the GUI thread. True if the read began."""
         if not name or self.running or self.checking:
             return False
         self._set_checking(True)  # the buttons wait for it, as for a check
         self._set_phase(f"Reading {name}…")
         self._update_buttons()
-        self._off_thread(lambda: self.tune.read_stored(name), lambda stored: self._on_past_read(name, stored),
-                         lambda error: self._on_past_read(name, None, error))
+
+        def done(value, error: Exception | None = None) -> None:
+            self._set_checking(False)
+            self._set_phase("")
+            then(name, value, error)
+
+        self._off_thread(lambda: read(name), done, lambda error: done(None, error))
         return True
 
     def _on_past_read(self, name: str, stored, error: Exception | None = None) -> None:
-        self._set_checking(False)
-        self._set_phase("")
         self._update_buttons()
         if error is None:
             self._asked = name
