@@ -163,6 +163,22 @@ def test_export_writes_only_what_differs_from_vllms_defaults_and_marks_machine_v
     assert "--gpu-memory-utilization 0.85" in on_gpu and "--block-size 16" in on_gpu
 
 
+def test_export_on_a_demo_model_names_its_folder(facts, tmp_path, monkeypatch):
+    """``vllm serve demo`` would look for a Hub repository named "demo": every form names the demo's folder."""
+    from workbench.engine.demo_model import demo_model_dir
+    from workbench.engine.demo_vl_model import demo_vl_model_dir
+    from workbench.engine.spec import DEMO_MODEL, DEMO_VL_MODEL
+
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path))
+    document = store.load_catalog().entries["balanced"].document
+    for demo, folder in ((DEMO_MODEL, demo_model_dir()), (DEMO_VL_MODEL, demo_vl_model_dir())):
+        deployment = deployment_of(document, CPU, demo, facts)
+        assert deployment.model == str(folder) and str(tmp_path) in deployment.model
+        assert export_command(deployment, SERVE).startswith(f"vllm serve {folder} ")
+        assert f"model: \"{folder}\"" in export_command(deployment, YAML)
+    assert deployment_of(document, CPU, "/app/model", facts).model == "/app/model"  # any other model as named
+
+
 SERVE_LINE = """CUDA_VISIBLE_DEVICES=0,1 vllm serve Qwen/Qwen2.5-7B-Instruct \\
     --tensor-parallel-size=2 --max_model_len 8192 \\
     --no-enable-prefix-caching --enforce-eager --enable-chunked-prefill false \\

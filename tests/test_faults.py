@@ -83,7 +83,8 @@ def test_engine_that_fails_to_start_kv_cache_too_small(window, qtbot, demo_model
     finally:
         window.engine.host.event_emitted.disconnect(recorder.on_host_event_emitted)
     signalled = recorder.signalled
-    assert [state for state, _ in signalled] == ["starting", "failed"]
+    assert [state for state, _ in signalled] == ["starting", "starting", "failed"]
+    assert signalled[0][1].startswith("Stopping the engine in use") and signalled[1][1].startswith("Starting")
     assert window.model.engine.state == "failed"
     message = engine_message(window)
     assert message == signalled[-1][1]

@@ -509,3 +509,27 @@ def test_the_panel_edits_the_value_for_this_cpu(qtbot, facts, monkeypatch):
     editor.editingFinished.emit()
     assert panel.document.engine()["kv_cache_dtype"] == {"cpu": "auto", "cpu_avx512": "bfloat16", "cuda": "fp8"}
     assert panel.resolved.config.option("kv_cache_dtype") == "bfloat16"
+
+
+def test_the_table_marks_only_real_changes_and_shows_no_none(qtbot, facts):
+    """vLLM's default written out is no change (not marked); a row the preset leaves unset (the CPU's KV budget)
+    shows an empty editor saying so, never "None", and leaving it empty changes nothing."""
+    from workbench.ui.preset_values import CHANGED, PresetValuesTable
+
+    edits = []
+    table = PresetValuesTable(lambda key, value: edits.append((key, value)))
+    qtbot.addWidget(table)
+    document = preset("max_num_batched_tokens = 2048\nmax_num_seqs = 12")
+    resolved = resolve_preset(document, EngineConfig(model=facts.path), CPU, facts)
+    running = {"max_num_seqs": 64, "kv_cache_memory_bytes": 1 << 30}
+    table.show_preset(resolved, running, CPU.platform_keys, {"max_num_batched_tokens": 2048, "max_num_seqs": 256})
+    rows = {table.item(row, 0).text(): row for row in range(table.rowCount())}
+    marked = {key for key, row in rows.items() if table.item(row, 0).background().color() == CHANGED}
+    assert marked == {"max_num_seqs"}, "2048 is vLLM's default: the same as the running engine's"
+    budget = table.cellWidget(rows["kv_cache_memory_bytes"], 1)
+    assert budget.text() == "" and budget.placeholderText() == "not set: auto"
+    budget.editingFinished.emit()
+    assert edits == []
+    budget.setText("512 MiB")
+    budget.editingFinished.emit()
+    assert edits == [("kv_cache_memory_bytes", "512 MiB")]

@@ -49,6 +49,29 @@ def test_vllms_defaults_are_said_with_their_values(window, qtbot):
     panel.choose("high-throughput")  # the demo configuration leaves the token budget to vLLM
     assert cells(panel, 3)["max_num_batched_tokens"] == f"vLLM default: {resolved['max_num_batched_tokens']}"
     assert f"max_num_batched_tokens vLLM default: {resolved['max_num_batched_tokens']} → 8192" in panel.diff.text()
+    panel.choose("low-latency")  # it writes out vLLM's own default for chunked prefill: no change, not listed
+    assert resolved["enable_chunked_prefill"] is True and panel.document.engine()["enable_chunked_prefill"] is True
+    assert "enable_chunked_prefill" not in panel.diff.text() and "max_num_seqs" in panel.diff.text()
+
+
+@pytest.mark.slow
+def test_a_restart_says_so_before_the_engine_in_use_has_stopped(window, qtbot):
+    """From the moment a restart is asked, the window says the engine is stopping, never "ready": stopping
+    the engine in use takes seconds (two on this machine's demo, more for a large model on a GPU)."""
+    model, bar = window.model, window.status
+    seen = []
+    model.engine_changed.connect(lambda status: seen.append((status.state, status.start_id, status.message,
+                                                             bar.message.text(), bar.restart_button.isEnabled())))
+    before = model.engine.start_id
+    start_id = window.restart_engine()
+    qtbot.waitUntil(lambda: model.engine.settled(start_id), timeout=ENGINE_START_TIMEOUT_MS)
+    assert model.engine.ready, model.engine.message
+    first = seen[0]
+    assert first[:3] == (EngineState.STARTING, start_id, "Stopping the engine in use, then starting on "
+                                                         f"{model.config.model}…"), seen[:3]
+    assert first[3] == first[2] and not first[4], "the bar says it, Restart waits"
+    assert not any(state is EngineState.READY and sid == before for state, sid, *_ in seen), "no old 'ready'"
+    assert any(message.startswith("Starting the engine on") for _, _, message, *_ in seen)
 
 
 @pytest.mark.slow

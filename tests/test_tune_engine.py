@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from chat_driver import ENGINE_START_TIMEOUT_MS, HANG_TIMEOUT_MS, reply_line, type_and_send, wait_finished
+from workbench.engine.demo_model import demo_model_dir
 from workbench.engine.process_guard import is_running
 from workbench.presets.document import read_preset
 from workbench.tune.run import HOLD, TuneRun
@@ -106,7 +107,8 @@ def test_a_search_ends_with_a_verdict_a_failed_start_is_kept_and_the_best_is_app
     assert heard.progress[-1].phase == "finished" and heard.progress[-1].num_trials_done == 3
     assert run.resumable() == []  # a search with its verdict is not offered again
     line = run.serve_line()
-    assert line.startswith("vllm serve ") and "--max-model-len 2048" in line and "--scheduling-policy" not in line
+    assert line.startswith(f"vllm serve {demo_model_dir()} ")  # the demo's folder: `vllm serve demo` would fail
+    assert "--max-model-len 2048" in line and "--scheduling-policy" not in line
     assert ("--performance-mode throughput" in line) == (verdict.best_number == 1)
     path = run.apply_as_preset("tuned demo")
     preset = read_preset(Path(path))

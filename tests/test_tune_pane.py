@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 from psygnal import Signal
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
 
 from workbench.tune.problems import TuneRefused
 from workbench.tune.space import default_space
@@ -74,7 +75,7 @@ class SearchStandIn:
         return f"/presets/{name}.toml"
 
     def serve_line(self):
-        return "vllm serve demo --max-num-seqs 24"
+        return "vllm serve /models/demo \\\n  --max-num-seqs 24 \\\n  --block-size 32\n"
 
 
 def trial(number: int, tok_s: float, ttft_s: float, state: str = "complete", **params) -> TrialResult:
@@ -198,7 +199,9 @@ def test_trials_are_drawn_and_tabled_as_they_end_and_the_verdict_shown(pane, qtb
     search.finished.emit(verdict, "")
     assert "1.50× the defaults" in pane.verdict_label.text() and "1.46–1.54×" in pane.verdict_label.text()
     assert pane.buttons["preset"].isEnabled() and pane.buttons["serve"].isEnabled()
-    assert pane.copy_serve_line() == "vllm serve demo --max-num-seqs 24"
+    assert pane.copy_serve_line() == "vllm serve /models/demo \\\n  --max-num-seqs 24 \\\n  --block-size 32\n"
+    assert QApplication.clipboard().text() == pane.copy_serve_line()  # as written, to paste in a shell
+    assert pane.message.text() == "Copied to the clipboard: vllm serve /models/demo --max-num-seqs 24 --block-size 32"
     pane.ask_name = lambda: "my-best"
     assert pane.apply_as_preset() == "/presets/my-best.toml"
     assert "my-best" in pane.message.text()
@@ -270,3 +273,21 @@ def test_an_ended_search_opens_with_its_table_plot_and_verdict_and_its_best_can_
     qtbot.waitUntil(lambda: "gone since cannot be opened: it is no longer kept." == pane.message.text())
     qtbot.waitUntil(lambda: not pane.workers)  # the lists read again
     assert [t.number for t in pane.trials.trials] == [0, 1] and "1.30×" in pane.verdict_label.text()
+
+
+def test_on_a_cpu_the_space_names_what_a_gpu_adds(qtbot):
+    """The issue's GPU arguments are not offered on a CPU; the tab names them rather than leave them out unsaid."""
+    from workbench.tune.space import gpu_only
+
+    names = gpu_only("0.32.0")
+    assert names == ("gpu_memory_utilization", "async_scheduling", "max_cudagraph_capture_size", "optimization_level",
+                     "kv_cache_dtype", "quantization")
+    cpu = TunePane(SearchStandIn(), default_space("0.32.0", "cpu"), gpu_only=names)
+    gpu = TunePane(SearchStandIn(), default_space("0.32.0", "cuda"))
+    for pane in (cpu, gpu):
+        qtbot.addWidget(pane)
+    assert not cpu.space.elsewhere.isHidden() and cpu.space.elsewhere.text() == (
+        "Searched on a GPU only: gpu_memory_utilization, async_scheduling, max_cudagraph_capture_size, "
+        "optimization_level, kv_cache_dtype, quantization.")
+    assert gpu.space.elsewhere.isHidden()
+    assert not set(names) & {p.name for p in cpu.space.space().parameters}

@@ -7,6 +7,7 @@ that ended is listed beside Open, and opened shows as it ended, its serve line o
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 from workbench.engine.commands import StartEngine
@@ -74,6 +75,9 @@ def test_a_stored_session_is_offered_as_the_workload_and_its_search_stops_keepin
     qtbot.waitUntil(lambda: pane.running or pane.buttons["start"].isEnabled(), timeout=300_000)
     assert pane.running, pane.message.text()
     assert search.workload.num_requests == 2  # the session's requests that ran, replayed
+    summary = pane.summary.text()  # the session as the list names it, not by its id
+    assert re.search(r": the 2 requests of the session begun \d{4}-\d\d-\d\d \d\d:\d\d · ", summary), summary
+    assert storage.session_id not in pane.summary.text()
     assert [type(c) for c in posted] == [StartEngine]  # trial 0's engine, through the one owner
     pane.stop()
     qtbot.waitUntil(lambda: not pane.running)

@@ -28,7 +28,7 @@ from workbench.engine.process_death import is_signal_death
 from workbench.engine.schedule import RequestSchedule
 from workbench.engine.session import EngineSession
 from workbench.engine.spec import EngineConfig
-from workbench.engine.start_phases import EngineStartError, StartProgress
+from workbench.engine.start_phases import EngineStartError, StartProgress, progress_for
 from workbench.engine.stats import StatsRecorder, StatsSeries, StepStats
 
 
@@ -37,6 +37,10 @@ NOT_RUNNING = "The engine is not running. Start it (Engine > Restart engine) and
 
 def starting_message(model: str) -> str:
     return f"Starting the engine on {model}…"
+
+
+def stopping_message(model: str) -> str:
+    return f"Stopping the engine in use, then starting on {model}…"
 
 
 class LoopListener(Protocol):
@@ -202,8 +206,11 @@ class EngineLoop:
 
     # -------------------------------------------------------------- commands
     def _start_engine(self, config: EngineConfig, start_id: int) -> None:
-        self._stop_engine()
         self.start_id = start_id
+        if self.backend is not None:  # said before the engine in use stops (seconds): never "ready" meanwhile
+            self._set_state(EngineState.STARTING, stopping_message(config.model))
+            self._report_progress(progress_for("stopping"))
+        self._stop_engine()
         self._set_state(EngineState.STARTING, starting_message(config.model))
         backend = None
         try:

@@ -44,6 +44,17 @@ def resolve_model(spec: str, require_weights: bool = True) -> str:
         f"Model folder '{spec}' does not exist. Check the path, or choose a folder with Model > Choose model….")
 
 
+def model_for_command_line(model: str) -> str:
+    """``model`` as a command line run outside the app must name it: a demo's folder (``vllm serve demo`` would
+    look for a Hub repository of that name), any other model as the app names it."""
+    from workbench.engine.demo_model import demo_model_dir
+    from workbench.engine.demo_vl_model import demo_vl_model_dir
+    from workbench.engine.spec import DEMO_MODEL, DEMO_VL_MODEL
+
+    demos = {DEMO_MODEL: demo_model_dir, DEMO_VL_MODEL: demo_vl_model_dir}
+    return str(demos[model]()) if model in demos else model
+
+
 def check_model_folder(path: Path, require_weights: bool = True) -> Path:
     if not path.is_dir():
         raise ModelNotFoundError(f"'{path}' is a file, not a model folder. Choose the folder that holds config.json.")

@@ -19,6 +19,7 @@ class StartProgress:
 
 
 PHASES = {
+    "stopping": ("Stopping the engine in use", 0.0),
     "model": ("Preparing the model", 0.0),
     "import": ("Loading vLLM", 0.05),
     "process": ("Starting the engine process", 0.15),

@@ -13,6 +13,7 @@ import json
 import shlex
 from dataclasses import dataclass
 
+from workbench.engine.model_source import model_for_command_line
 from workbench.engine.spec import EngineConfig
 from workbench.presets.document import PresetDocument
 from workbench.presets.machine import Machine
@@ -60,7 +61,7 @@ def deployment_of(document: PresetDocument, machine: Machine, model: str, facts:
 
     args = engine_arg_types()
     origin = document.origin()
-    model = origin.get("model") or model
+    model = model_for_command_line(origin.get("model") or model)
     resolved = resolve_preset(document, EngineConfig(model=model), machine, facts)
     engine, notes = [], []
     for item in resolved.values:

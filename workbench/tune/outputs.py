@@ -6,6 +6,7 @@ from pathlib import Path
 
 import tomlkit
 
+from workbench.engine.model_source import model_for_command_line
 from workbench.engine.spec import EngineConfig
 from workbench.presets.command_out import Deployment, differs_from_default, to_serve
 from workbench.presets.document import PresetDocument
@@ -23,7 +24,7 @@ def serve_line(config: EngineConfig, on_cpu: bool) -> str:
     args = engine_arg_types()
     engine = tuple((key, value) for key, value in config.engine_kwargs(on_cpu).items()
                    if key not in APP_ONLY and value is not None and differs_from_default(key, value, args))
-    return to_serve(Deployment(config.model, engine))
+    return to_serve(Deployment(model_for_command_line(config.model), engine))
 
 
 def preset_document(name: str, spec: TuneSpec, best: TrialResult, verdict: Verdict | None) -> PresetDocument:

@@ -50,6 +50,13 @@ def default_space(vllm_version: str, platform: str) -> SearchSpace:
     return SearchSpace(tuple(params))
 
 
+def gpu_only(vllm_version: str) -> tuple[str, ...]:
+    """The parameters a search offers on a GPU and not on a CPU, by vLLM's names (the tab lists them on a CPU,
+    so that none of them is missing unsaid)."""
+    on_cpu = {p.name for p in default_space(vllm_version, "cpu").parameters}
+    return tuple(p.name for p in default_space(vllm_version, "cuda").parameters if p.name not in on_cpu)
+
+
 def chunking_needed(batched: int | None, max_model_len: int | None) -> bool:
     """Whether chunked prefill must stay on: fewer batched tokens than a full-length prompt (off, vLLM refuses)."""
     return batched is not None and max_model_len is not None and batched < max_model_len

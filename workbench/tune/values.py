@@ -106,6 +106,7 @@ class WorkloadSpec:
     shared_prefix_tokens: int = 0
     closed_loop_concurrency: int | None = None
     seed: int = 0
+    session_label: str = ""  # the session as the user chose it ("the 3 requests of the session begun …")
 
     def __post_init__(self):
         if self.kind not in WORKLOAD_KINDS:
@@ -115,7 +116,7 @@ class WorkloadSpec:
         if self.kind == "file":
             what = f"the prompts of {self.path}"
         elif self.kind == "session":
-            what = f"the requests of session {self.session_id}"
+            what = self.session_label or f"the requests of session {self.session_id}"
         else:
             what = (f"{self.num_requests} generated requests of ~{self.prompt_tokens_mean} prompt and "
                     f"~{self.output_tokens_mean} output tokens")

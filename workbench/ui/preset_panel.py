@@ -24,7 +24,7 @@ from workbench.presets.model_facts import facts_for
 from workbench.presets.resolve import config_rows, diff_configs, resolve_preset
 from workbench.presets.trust import remember_trust
 from workbench.ui.engine_status import ElidedProgressBar
-from workbench.ui.preset_values import NOT_READ, PresetValuesTable, value_text
+from workbench.ui.preset_values import NOT_READ, PresetValuesTable, running_value, value_text
 
 FINISH, ABORT = "finish", "abort"
 ERROR_STYLE = "color: #9b1c1c;"
@@ -221,7 +221,11 @@ class PresetPanel(QWidget):
         """How the preset differs from the engine as it is: running, starting, or none (never "the
         running engine" where there is none)."""
         engine = self.model.engine
-        changes = diff_configs(self.model.config, self.resolved.config, self.machine.on_cpu)
+        resolved_now = engine.info.resolved if engine.ready and engine.info is not None else {}
+        running = config_rows(self.model.config, self.machine.on_cpu)
+        changes = [(key, old, new) for key, old, new in diff_configs(self.model.config, self.resolved.config,
+                                                                      self.machine.on_cpu)
+                   if not (old is None and new == running_value(key, running, resolved_now, self.defaults))]
         what = {EngineState.READY: "the running engine", EngineState.STARTING: "the engine starting now"}.get(engine.state)
         if what is None:
             why = {EngineState.FAILED: "its last start failed", EngineState.DIED: "it stopped unexpectedly"}.get(
@@ -229,7 +233,6 @@ class PresetPanel(QWidget):
             return f"No engine is running ({why}): Apply starts one with this preset."
         if not changes:
             return f"Same as {what}."
-        resolved_now = engine.info.resolved if engine.ready and engine.info is not None else {}
         defaults = self.defaults if self.defaults is not None else None
         parts = []
         for key, old, new in changes:

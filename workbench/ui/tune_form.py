@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
     QPushButton, QSpinBox, QStackedWidget, QVBoxLayout, QWidget,
@@ -20,6 +20,7 @@ WORKLOADS = (("generated", "Generated"), ("file", "Batch file"), ("session", "St
 GOALS = (("throughput", "Highest output tok/s"), ("goodput", "Highest goodput, under TTFT and TPOT limits"),
          ("ttft", "Lowest p99 TTFT at a rate"))
 SAMPLERS = (("tpe", "TPE (one goal)"), ("nsga2", "NSGA-II (Pareto front: tok/s and p99 TTFT)"))
+SESSION_LABEL_ROLE = Qt.UserRole + 1  # a session's words in the search's summary
 FIELDS = ("workload", "goal", "budget", "general")  # where a problem can be shown
 BUDGET_WORDS = ("budget", "engine start", "minutes")
 
@@ -132,12 +133,18 @@ class TuneForm(QWidget):
 
     def _session_page(self) -> QWidget:
         page = QWidget()
-        self.session = QComboBox(objectName="tuneSession")
+        self.session = QComboBox(objectName="tuneSession", minimumContentsLength=16,
+                                 sizeAdjustPolicy=QComboBox.AdjustToMinimumContentsLengthWithIcon)
         refresh = QPushButton("Refresh", objectName="tuneSessionsRefresh")
         refresh.clicked.connect(self.sessions_wanted.emit)
+        row = QWidget()
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.session, 1)  # as wide as the row: the list says when, on which model, how many
+        layout.addWidget(refresh)
         form = QFormLayout(page)
         form.setContentsMargins(0, 0, 0, 0)
-        form.addRow("Session", self._pair(self.session, "", refresh))
+        form.addRow("Session", row)
         form.addRow("", QLabel("Its requests are sent again at their arrival times, with their prompt and "
                                "output lengths.", wordWrap=True))
         return page
@@ -203,12 +210,15 @@ class TuneForm(QWidget):
         if path:
             self.file_path.setText(path)
 
-    def set_sessions(self, sessions: list[tuple[str, str]]) -> None:
-        """``(session id, what the list says)`` pairs, newest first; the chosen one stays chosen."""
+    def set_sessions(self, sessions: list[tuple[str, str, str]]) -> None:
+        """``(session id, what the list says, what the search's summary calls its requests)``, newest first; the
+        chosen one stays chosen."""
         chosen = self.session.currentData()
         self.session.clear()
-        for session_id, text in sessions:
+        for session_id, text, label in sessions:
             self.session.addItem(text, session_id)
+            self.session.setItemData(self.session.count() - 1, label, SESSION_LABEL_ROLE)
+            self.session.setItemData(self.session.count() - 1, text, Qt.ToolTipRole)
         index = self.session.findData(chosen)
         self.session.setCurrentIndex(max(index, 0))
         if not sessions:
@@ -224,6 +234,7 @@ class TuneForm(QWidget):
                                 rate_per_s=self.file_rate.value() or None, closed_loop_concurrency=concurrency)
         if kind == "session":
             return WorkloadSpec("session", session_id=self.session.currentData() or "",
+                                session_label=self.session.currentData(SESSION_LABEL_ROLE) or "",
                                 closed_loop_concurrency=concurrency)
         values = {key: widget.value() for key, widget in self.gen.items()}
         values["rate_per_s"] = values["rate_per_s"] or None

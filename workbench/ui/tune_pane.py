@@ -33,7 +33,7 @@ class TunePane(QWidget):
     ``(session id, text)`` pairs of the stored sessions, called off the GUI thread; ``preset_saved(name)``:
     told when "Apply as preset" saved one (the Presets tab lists it)."""
 
-    def __init__(self, tune, space: SearchSpace, list_sessions=None, preset_saved=None):
+    def __init__(self, tune, space: SearchSpace, list_sessions=None, preset_saved=None, gpu_only: tuple[str, ...] = ()):
         super().__init__(objectName="tunePane")
         self.tune, self.list_sessions, self.preset_saved = tune, list_sessions, preset_saved
         self.ask_name = self._ask_preset_name  # replaced by tests
@@ -46,7 +46,7 @@ class TunePane(QWidget):
         self.verdict: Verdict | None = None
         self.workers = set()
         self.form = TuneForm()
-        self.space = SpaceTable(space)
+        self.space = SpaceTable(space, gpu_only)  # gpu_only: the parameters a GPU would add, named on a CPU
         self.plot = TunePlot()
         self.trials = TrialTableModel()
         self.table = trials_view(self.trials)
@@ -332,7 +332,7 @@ class TunePane(QWidget):
         line = self.tune.serve_line()
         if line:
             QApplication.clipboard().setText(line)
-            self._set_message(f"Copied: {line}")
+            self._set_message("Copied to the clipboard: " + " ".join(line.replace("\\\n", " ").split()))
         return line
 
     # ------------------------------------------------------------------ what the search reports

@@ -20,6 +20,7 @@ CHANGES_OUTPUTS = "changes outputs: off unless ticked; trials' outputs compared 
 CHANGES_COLOUR, PROBLEM_COLOUR = "#fff3c4", "#fde2e2"
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
 ERROR_STYLE = "color: #9b1c1c;"
+GPU_ONLY_STYLE = "color: #5f6368;"
 SPACE_WORDS = ("Search space",)  # how the search's checks begin a message about the space
 
 
@@ -88,7 +89,7 @@ class SpaceTable(QWidget):
     """:meth:`space` reads the table back as a :class:`SearchSpace` (SpaceProblem for a row that does
     not read); :meth:`show_problems` puts the search's refusals on their rows."""
 
-    def __init__(self, space: SearchSpace):
+    def __init__(self, space: SearchSpace, gpu_only: tuple[str, ...] = ()):
         super().__init__(objectName="tuneSpace")
         self.table = QTableWidget(0, len(COLUMNS), objectName="tuneSpaceTable")
         self.table.setHorizontalHeaderLabels(COLUMNS)
@@ -101,9 +102,12 @@ class SpaceTable(QWidget):
             header.setSectionResizeMode(column, QHeaderView.ResizeToContents)
         header.setStretchLastSection(True)
         self.problem = QLabel(objectName="tuneSpaceProblem", wordWrap=True, styleSheet=ERROR_STYLE, visible=False)
+        self.elsewhere = QLabel("Searched on a GPU only: " + ", ".join(gpu_only) + ".", objectName="tuneSpaceGpuOnly",
+                                wordWrap=True, styleSheet=GPU_ONLY_STYLE, visible=bool(gpu_only))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.table, 1)
+        layout.addWidget(self.elsewhere)
         layout.addWidget(self.problem)
         self.parameters: tuple[SearchParameter, ...] = ()
         self.set_space(space)

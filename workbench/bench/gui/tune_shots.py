@@ -84,13 +84,13 @@ def setup_picture(folder: Path) -> int:
     from workbench.model.app_model import AppModel
     from workbench.model.engine_commands import EngineCommands
     from workbench.tune.run import TuneRun
-    from workbench.tune.space import default_space
+    from workbench.tune.space import default_space, gpu_only
     from workbench.ui.tune_pane import TunePane
 
     app = QApplication.instance() or QApplication([])
     model = AppModel(EngineConfig(model="demo", max_model_len=2048))
     search = TuneRun(model, EngineCommands(model, lambda command: None), Path(tempfile.mkdtemp()) / "tune")
-    pane = TunePane(search, default_space("0.32.0", "cpu"))
+    pane = TunePane(search, default_space("0.32.0", "cpu"), gpu_only=gpu_only("0.32.0"))  # as on this CPU
     pane.resize(760, 1000)
     pane.show()
     app.processEvents()
