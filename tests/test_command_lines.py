@@ -359,3 +359,45 @@ def test_import_dialog_trust_yes_is_remembered_for_that_model(panel, qtbot):
         dialog.read()
     dialog.import_presets(allow_trust=lambda model: True)
     assert is_trusted("Org/Model") and not is_trusted(panel.model.config.model)
+
+
+def test_nothing_saved_replaces_a_preset_unasked(panel, qtbot, tmp_path):
+    """Import command line, Save as and Import file each ask before a preset of the same name is replaced; the
+    import dialog suggests a name no preset has; a shipped name is a taken one (saving would hide the shipped)."""
+    assert store.taken_by("balanced") == "shipped" and store.taken_by("mine") == ""
+    assert store.free_name("balanced") == "balanced-2"
+    dialog = panel.import_command(show=False)
+    qtbot.addWidget(dialog)
+    assert dialog.name.text() == "imported"
+    dialog.paste.setPlainText("vllm serve Org/Model --max-num-seqs 8")
+    with qtbot.waitSignal(dialog.read_done, timeout=120_000):
+        dialog.read()
+    first = dialog.import_presets(allow_replace=lambda names: pytest.fail(f"asked about {names}"))
+    assert [p.stem for p in first] == ["imported"] and store.taken_by("imported") == "user"
+    again = panel.import_command(show=False)
+    qtbot.addWidget(again)
+    assert again.name.text() == "imported-2", "the next import suggests a free name"
+    again.name.setText("imported")
+    again.paste.setPlainText("vllm serve Org/Other --max-num-seqs 16")
+    with qtbot.waitSignal(again.read_done, timeout=120_000):
+        again.read()
+    asked = []
+    assert again.import_presets(allow_replace=lambda names: asked.append(names) or False) == []
+    assert asked == [["imported"]] and "Nothing imported" in again.status.text()
+    assert "max_num_seqs = 8" in store.user_path("imported").read_text(), "the first import kept"
+    assert [p.stem for p in again.import_presets(allow_replace=lambda names: True)] == ["imported"]
+    assert "max_num_seqs = 16" in store.user_path("imported").read_text()
+
+    panel.reload("balanced")
+    panel.confirm_replace = lambda names: asked.append(names) or False
+    assert panel.save_as("imported") is None and asked[-1] == ["imported"]
+    assert "max_num_seqs = 16" in store.user_path("imported").read_text(), "kept: the user said no"
+    assert panel.save_as("balanced") is not None, "its own name: the user's edit of it, nothing else replaced"
+    assert len(asked) == 2
+    outside = tmp_path / "from-a-colleague.toml"
+    outside.write_text('[preset]\nname = "imported"\n[engine]\nmax_num_seqs = 4\n')
+    assert panel.import_file(str(outside)) is None and asked[-1] == ["imported"]
+    assert "max_num_seqs = 16" in store.user_path("imported").read_text()
+    panel.confirm_replace = lambda names: True
+    assert panel.import_file(str(outside)) == store.user_path("imported")
+    assert "max_num_seqs = 4" in store.user_path("imported").read_text()

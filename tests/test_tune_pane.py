@@ -291,3 +291,24 @@ def test_on_a_cpu_the_space_names_what_a_gpu_adds(qtbot):
         "optimization_level, kv_cache_dtype, quantization.")
     assert gpu.space.elsewhere.isHidden()
     assert not set(names) & {p.name for p in cpu.space.space().parameters}
+
+
+def test_apply_as_preset_asks_before_it_replaces_a_preset(pane, tmp_path, monkeypatch):
+    """The name suggested replaces no preset; a name taken (typed by the user) is asked about, and No keeps it."""
+    from workbench.presets import store
+
+    monkeypatch.setenv("WORKBENCH_CONFIG_DIR", str(tmp_path / "config"))
+    pane.spec = TuneSpec(WorkloadSpec(num_requests=8), Goal(), default_space("0.32.0", "cpu"), name="night")
+    store.user_path("night-best").write_text('[preset]\nname = "night-best"\n[engine]\nmax_num_seqs = 8\n')
+    asked = []
+    pane.confirm_replace = lambda names: asked.append(names) or False
+    pane.ask_name = lambda: "night-best"
+    assert pane.apply_as_preset() == "" and asked == [["night-best"]]
+    assert "not saved" in pane.message.text() and "“night-best” is kept" in pane.message.text()
+    assert "max_num_seqs = 8" in store.user_path("night-best").read_text()
+    pane.confirm_replace = lambda names: True
+    assert pane.apply_as_preset() == "/presets/night-best.toml"
+    names = []
+    monkeypatch.setattr("workbench.ui.tune_pane.QInputDialog.getText",
+                        lambda parent, title, label, text: names.append(text) or (text, True))
+    assert pane._ask_preset_name() == "night-best-2" and names == ["night-best-2"]

@@ -68,6 +68,24 @@ def shipped_names() -> list[str]:
     return sorted(p.stem for p in shipped_dir().glob("*.toml"))
 
 
+def taken_by(name: str) -> str:
+    """What saving as ``name`` would replace: "user" (a preset of the user's, or their edit of a shipped one),
+    "shipped" (a shipped preset, shown as the user's edit from then on), or "" (nothing)."""
+    if user_path(name).exists():
+        return "user"
+    return "shipped" if name in shipped_names() else ""
+
+
+def free_name(base: str) -> str:
+    """``base`` where no preset has it, else ``base-2``, ``base-3``…: a suggested name that replaces nothing."""
+    check_name(base)
+    name, number = base, 1
+    while taken_by(name):
+        number += 1
+        name = f"{base[:64 - len(str(number)) - 1]}-{number}"
+    return name
+
+
 def load_catalog() -> PresetCatalog:
     """Shipped presets first (the default one first of all), then the user's; a broken file is
     reported and the others still load."""
@@ -95,11 +113,14 @@ def save_user_preset(document: PresetDocument, name: str) -> Path:
     return path
 
 
-def import_preset(source: Path) -> Path:
+def import_preset(source: Path, may_replace=lambda name: True) -> Path | None:
     """Reads a preset file from anywhere (refused as a whole when broken) and saves it as a user preset
-    under its own name, else its file's stem."""
+    under its own name, else its file's stem; where that name is taken, only if ``may_replace(name)`` (None
+    when not)."""
     document = read_preset(source)
     name = document.name if NAME.match(document.name) else re.sub(r"[^A-Za-z0-9 _-]", "-", source.stem)[:64]
+    if taken_by(name) and not may_replace(name):
+        return None
     return save_user_preset(document, name)
 
 

@@ -20,6 +20,7 @@ from workbench.presets import store
 from workbench.presets.command_in import NON_OPTION, ImportedCommand, import_text, to_document
 from workbench.presets.command_text import CommandTextError, decode
 from workbench.presets.trust import is_trusted, remember_trust
+from workbench.ui.preset_replace import ask_replace
 
 COLOURS = {NON_OPTION: "#9b1c1c", "bad value": "#9b1c1c", "check": "#92400e", "note": "#1e3a8a",
            "needs a value": "#92400e"}
@@ -88,7 +89,7 @@ class CommandImportDialog(QDialog):
         self.read_soon = qdebounced(self.read, timeout=250, parent=self)  # read once typing pauses
         self.paste.textChanged.connect(self.read_soon)
         self.messages = QTextBrowser(objectName="importMessages")  # wrapped: each message is read whole
-        self.name = QLineEdit("imported", objectName="importName")
+        self.name = QLineEdit(store.free_name("imported"), objectName="importName")  # replaces no preset
         self.status = QLabel(objectName="importStatus", wordWrap=True)
         self.busy = QProgressBar(objectName="importBusy", minimum=0, maximum=0, visible=False, textVisible=False)
         self.busy.setMaximumHeight(8)
@@ -192,14 +193,21 @@ class CommandImportDialog(QDialog):
                  for i, r in enumerate(readable, start=1)]
         return names if len(set(names)) == len(names) else [f"{base}-{i}" for i in range(1, len(readable) + 1)]
 
-    def import_presets(self, allow_trust=None) -> list[Path]:
+    def import_presets(self, allow_trust=None, allow_replace=None) -> list[Path]:
         """Saves each readable command as a user preset. ``allow_trust(model) -> bool`` answers the
-        trust_remote_code question (the user is asked when it is None)."""
+        trust_remote_code question, ``allow_replace(names) -> bool`` whether presets of those names are replaced
+        (the user is asked when either is None; only names that are taken are asked about); nothing is saved
+        when they are not."""
         readable = [r for r in self.results if not r.error]
         try:
             names = [store.check_name(n) for n in self.preset_names()]
         except store.PresetNameError as exc:
             self._show_error(str(exc))
+            return []
+        taken = [name for name in names if store.taken_by(name)]
+        if taken and not (allow_replace or (lambda these: ask_replace(self, these)))(taken):
+            self.status.setText("Nothing imported: the presets of those names are kept. Choose another name, "
+                                "then Import.")
             return []
         self.saved = []
         for name, result in zip(names, readable):

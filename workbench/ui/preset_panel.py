@@ -24,6 +24,7 @@ from workbench.presets.model_facts import facts_for
 from workbench.presets.resolve import config_rows, diff_configs, resolve_preset
 from workbench.presets.trust import remember_trust
 from workbench.ui.engine_status import ElidedProgressBar
+from workbench.ui.preset_replace import ask_replace
 from workbench.ui.preset_values import NOT_READ, PresetValuesTable, running_value, value_text
 
 FINISH, ABORT = "finish", "abort"
@@ -83,6 +84,7 @@ class PresetPanel(QWidget):
     def __init__(self, model: AppModel, abort, restart):
         super().__init__(objectName="presetPanel")
         self.model, self.abort, self.restart = model, abort, restart
+        self.confirm_replace = lambda names: ask_replace(self, names)  # replaced by tests
         self.machine = this_machine()
         self.catalog = store.PresetCatalog()
         self.document: PresetDocument | None = None
@@ -403,6 +405,8 @@ class PresetPanel(QWidget):
             if not ok:
                 return None
         try:
+            if name != self.document.name and not self.confirm_replace([name]):
+                return None  # the preset of that name kept; the one shown stays as edited
             path = store.save_user_preset(self.document, name)
         except store.PresetNameError as exc:
             self.problem_text.setText(str(exc))
@@ -416,7 +420,9 @@ class PresetPanel(QWidget):
         if not source:
             return None
         try:
-            path = store.import_preset(Path(source))
+            path = store.import_preset(Path(source), lambda name: self.confirm_replace([name]))
+            if path is None:
+                return None  # the preset of that name kept
         except (PresetFileError, store.PresetNameError) as exc:
             self.problem_text.setText(f"Not imported: {exc}")
             self.problem_text.setVisible(True)

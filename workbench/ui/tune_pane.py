@@ -17,8 +17,10 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import create_worker
 
+from workbench.presets import store
 from workbench.tune.problems import TuneRefused
 from workbench.tune.values import Goal, SearchSpace, TrialResult, TuneProgress, TuneSpec, Verdict
+from workbench.ui.preset_replace import ask_replace
 from workbench.ui.tune_form import ERROR_STYLE, TuneForm
 from workbench.ui.tune_plot import TunePlot
 from workbench.ui.tune_space import SpaceProblem, SpaceTable
@@ -38,6 +40,7 @@ class TunePane(QWidget):
         self.tune, self.list_sessions, self.preset_saved = tune, list_sessions, preset_saved
         self.ask_name = self._ask_preset_name  # replaced by tests
         self.confirm_unknown_model = self._confirm_unknown_model  # (name, model) -> bool; replaced by tests
+        self.confirm_replace = lambda names: ask_replace(self, names)  # replaced by tests
         self.spec: TuneSpec | None = None  # the search shown
         self._asked: TuneSpec | str | None = None  # a search asked for (a spec, or a name to resume), not yet shown
         self.goal = Goal()
@@ -314,6 +317,10 @@ class TunePane(QWidget):
         if not name:
             return ""
         try:
+            if not self.confirm_replace([name]):
+                self._set_message(f"The preset was not saved: the preset “{name}” is kept as it was. Apply as "
+                                  "preset again with another name.")
+                return ""
             path = self.tune.apply_as_preset(name)
         except (OSError, ValueError) as error:
             self._set_message(f"The preset was not saved: {error}", error=True)
@@ -324,7 +331,10 @@ class TunePane(QWidget):
         return str(path)
 
     def _ask_preset_name(self) -> str:
-        suggested = (self.spec.name if self.spec else "tuned") + "-best"
+        try:  # a name that replaces no preset
+            suggested = store.free_name((self.spec.name if self.spec else "tuned")[:59] + "-best")
+        except store.PresetNameError:  # the search's name is no preset name
+            suggested = store.free_name("tuned-best")
         name, ok = QInputDialog.getText(self, "Apply as preset", "The preset's name:", text=suggested)
         return name.strip() if ok else ""
 
