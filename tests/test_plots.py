@@ -179,6 +179,34 @@ def _points_drawn(plot) -> int:
 
 
 @pytest.mark.slow
+def test_a_restart_right_after_a_reply_keeps_its_last_figures(window, qtbot):
+    """Restart pressed the moment a reply ends: the window says so at once and stops following the engine, and
+    the plots still show that reply (drawn from the engine's figures up to its stop), with its totals."""
+    import re
+
+    plots = window.plots
+    window.chat.sampling.ignore_eos.setChecked(True)
+    window.chat.sampling.max_tokens.setValue(48)
+    _, reply = type_and_send(window, qtbot, "What is a KV cache?")
+    wait_finished(qtbot, reply)
+    kept = plots.kept["generation_tokens_per_s"]
+    at_the_mark = []  # what the plots show as the engine's end is marked (the window's receivers ran first)
+    record = lambda status: at_the_mark.append((status.state, plots.totals.text(), np.nanmax(kept.y, initial=0)))
+    window.model.engine_changed.connect(record)
+    try:
+        start_id = window.restart_engine()
+        qtbot.waitUntil(lambda: window.model.engine.settled(start_id), timeout=180_000)
+    finally:
+        window.model.engine_changed.disconnect(record)
+    assert window.model.engine.ready, window.model.engine.message
+    state, totals, peak = at_the_mark[0]
+    assert state == "starting" and peak > 0, "the reply's generation is not on the tokens/s plot"
+    generated = re.search(r"^restarted — since start: ([\d,]+) generated", totals)
+    assert generated and int(generated[1].replace(",", "")) >= 48, totals
+    assert np.nanmax(kept.y) > 0, "kept after the next engine's start"
+
+
+@pytest.mark.slow
 def test_plots_keep_their_points_across_a_death_marked_where_it_died(window, qtbot):
     """vLLM's processes SIGKILLed mid-reply (as `pkill -9 -f VLLM` does): every plot keeps the points it
     drew and shows a line labelled "engine died: SIGKILL" where the engine died, the memory plot too;

@@ -154,6 +154,7 @@ class EngineLoop:
 
     @_dispatch.register
     def _(self, command: StopEngine) -> None:
+        self._publish_last_stats()
         self._stop_engine()
         self._set_state(EngineState.STOPPED, "Engine stopped.")
 
@@ -206,11 +207,13 @@ class EngineLoop:
 
     # -------------------------------------------------------------- commands
     def _start_engine(self, config: EngineConfig, start_id: int) -> None:
-        self.start_id = start_id
         if self.backend is not None:  # said before the engine in use stops (seconds): never "ready" meanwhile
+            self._publish_last_stats()
+            self.start_id = start_id
             self._set_state(EngineState.STARTING, stopping_message(config.model))
             self._report_progress(progress_for("stopping"))
         self._stop_engine()
+        self.start_id = start_id
         self._set_state(EngineState.STARTING, starting_message(config.model))
         backend = None
         try:
@@ -232,6 +235,14 @@ class EngineLoop:
         self.listener.publish(EngineReady(info))
         self._set_state(EngineState.READY, f"Engine ready: {info.model}")
         self._snapshot_due = self._probe is not None
+
+    def _publish_last_stats(self) -> None:
+        """The engine's figures up to now (its last bin closed early), for the window to draw before it marks the
+        engine's end."""
+        if self._stats is not None and not self._tick_on_push:
+            working = self.backend is not None and self.backend.has_work()
+            if self._stats.tick(time.monotonic(), idle=not working, early=True):
+                self._stats_out(self._stats.publish())
 
     def _begin_stats(self, backend: Backend) -> None:
         """A fresh series for a new engine: its totals count from here, as vLLM's own counters do.

@@ -173,10 +173,11 @@ class StatsRecorder:
         """Tokens stored / token slots of the pool, from the latest KV snapshot."""
         self._occupancy = fraction
 
-    def tick(self, now: float, idle: bool = False) -> bool:
-        """Closes the bin if it has ended by ``now``; True if a point was added. ``idle``: the
-        engine has no requests, so nothing runs, waits or holds blocks (no step says so)."""
-        if now - self._bin_start < self.bin_s:
+    def tick(self, now: float, idle: bool = False, early: bool = False) -> bool:
+        """Closes the bin if it has ended by ``now`` (``early``: if anything of it has passed, as the engine
+        stops); True if a point was added. ``idle``: the engine has no requests, so nothing runs, waits or holds
+        blocks (no step says so)."""
+        if now - self._bin_start < (0.0 if early else self.bin_s) or now <= self._bin_start:
             return False
         if idle:
             self._last = _IDLE

@@ -229,8 +229,10 @@ class MainWindow(QMainWindow):
             self.memory_service.watch(info, (client,) if client else ())
         elif status.state is not EngineState.READY:
             self.heatmap.clear("Engine starting…" if status.state is EngineState.STARTING else "No engine running.")
-            if was_ready:  # the plots keep what they drew, marked where the engine ended
+            if was_ready:  # the plots keep what they drew, its last figures too, marked where the engine ended
                 ended_at = time.monotonic()
+                if self.draw_plots:
+                    self.plots.show_stats_whole(self.engine.host.latest_stats())
                 self.plots.mark_engine_end(status, ended_at)
                 self.memory.mark_engine_end(status, ended_at)
             self.memory_service.watch(None)

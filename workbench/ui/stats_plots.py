@@ -160,6 +160,13 @@ class StatsPlotsView(LivePlotsWidget):
         self.num_draws += 1
         return True
 
+    def show_stats_whole(self, stats: StatsSeries) -> None:
+        """Every plot that does not show ``stats`` yet draws it (an engine's last figures, before its end is
+        marked and the plots stop following it)."""
+        for _ in PLOTS:
+            if not self.show_stats(stats):
+                return
+
     def _next_due(self, version: int) -> str | None:
         """The next plot shown, in turn from the one after the last drawn, that does not show ``version``."""
         names = list(PLOTS)
