@@ -122,3 +122,16 @@ def test_one_start_bar_over_the_demo_models_build_and_the_engine(qtbot, tmp_path
         shown.append(bar.progress.value())
     assert shown == sorted(shown), f"the bar went back: {shown}"
     assert shown[0] <= 5 and shown[-1] == 100
+
+
+@pytest.mark.slow
+def test_a_stop_says_so_before_the_engine_has_stopped(window, qtbot):
+    """Engine > Stop engine: "Stopping the engine…" at once, "Engine stopped." once it has."""
+    model, bar = window.model, window.status
+    seen = []
+    model.engine_changed.connect(lambda status: seen.append((status.state, status.message, bar.message.text())))
+    window.stop_engine()
+    qtbot.waitUntil(lambda: bool(seen) and seen[-1][1] == "Engine stopped.", timeout=ENGINE_START_TIMEOUT_MS)
+    assert [(state, message) for state, message, _ in seen] == [(EngineState.STOPPED, "Stopping the engine…"),
+                                                                (EngineState.STOPPED, "Engine stopped.")]
+    assert seen[0][2] == "Stopping the engine…"

@@ -154,7 +154,9 @@ class EngineLoop:
 
     @_dispatch.register
     def _(self, command: StopEngine) -> None:
-        self._publish_last_stats()
+        if self.backend is not None:  # said before the engine stops (seconds): never "ready" meanwhile
+            self._publish_last_stats()
+            self._set_state(EngineState.STOPPED, "Stopping the engine…")
         self._stop_engine()
         self._set_state(EngineState.STOPPED, "Engine stopped.")
 
