@@ -209,13 +209,12 @@ class EngineLoop:
 
     # -------------------------------------------------------------- commands
     def _start_engine(self, config: EngineConfig, start_id: int) -> None:
+        self.start_id = start_id
         if self.backend is not None:  # said before the engine in use stops (seconds): never "ready" meanwhile
             self._publish_last_stats()
-            self.start_id = start_id
             self._set_state(EngineState.STARTING, stopping_message(config.model))
             self._report_progress(progress_for("stopping"))
         self._stop_engine()
-        self.start_id = start_id
         self._set_state(EngineState.STARTING, starting_message(config.model))
         backend = None
         try:

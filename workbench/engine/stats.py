@@ -177,11 +177,11 @@ class StatsRecorder:
         """Closes the bin if it has ended by ``now`` (``early``: if anything of it has passed, as the engine
         stops); True if a point was added. ``idle``: the engine has no requests, so nothing runs, waits or holds
         blocks (no step says so)."""
-        if now - self._bin_start < (0.0 if early else self.bin_s) or now <= self._bin_start:
+        elapsed = now - self._bin_start
+        if elapsed < self.bin_s and not (early and elapsed > 0):
             return False
         if idle:
             self._last = _IDLE
-        elapsed = now - self._bin_start
         self._bin_start = now
         self._ttft.push(self._ttfts, self._ttfts_weighted)
         self._itl.push(self._itls, self._itls_weighted)

@@ -118,13 +118,9 @@ def facts_from_config(config: dict, path: str, weights_bytes: int | None, folder
 def facts_for(model: str) -> ModelFacts | None:
     """The facts of a model named as the app names it (the demos, a folder, a cached hub id); None when
     its config cannot be found or read (a demo not built yet)."""
-    from workbench.engine.demo_model import demo_model_dir
-    from workbench.engine.demo_vl_model import demo_vl_model_dir
-    from workbench.engine.model_source import cached_snapshot
-    from workbench.engine.spec import DEMO_MODEL, DEMO_VL_MODEL
+    from workbench.engine.model_source import cached_snapshot, model_for_command_line
 
-    demos = {DEMO_MODEL: demo_model_dir, DEMO_VL_MODEL: demo_vl_model_dir}
-    folder = demos[model]() if model in demos else Path(model)
+    folder = Path(model_for_command_line(model))  # a demo's folder
     if not folder.is_dir() and "/" in model:
         folder = cached_snapshot(model) or folder
     try:

@@ -205,7 +205,7 @@ class CommandImportDialog(QDialog):
             self._show_error(str(exc))
             return []
         taken = [name for name in names if store.taken_by(name)]
-        if taken and not (allow_replace or (lambda these: ask_replace(self, these)))(taken):
+        if taken and not (allow_replace(taken) if allow_replace else ask_replace(self, taken)):
             self.status.setText("Nothing imported: the presets of those names are kept. Choose another name, "
                                 "then Import.")
             return []

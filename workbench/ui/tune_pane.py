@@ -32,7 +32,7 @@ PROGRESS_STEPS = 1000
 
 class TunePane(QWidget):
     """``tune``: the search (TuneControls); ``space``: the space offered at first; ``list_sessions()``:
-    ``(session id, text)`` pairs of the stored sessions, called off the GUI thread; ``preset_saved(name)``:
+    ``(session id, text, summary words)`` of the stored sessions, called off the GUI thread; ``preset_saved(name)``:
     told when "Apply as preset" saved one (the Presets tab lists it)."""
 
     def __init__(self, tune, space: SearchSpace, list_sessions=None, preset_saved=None, gpu_only: tuple[str, ...] = ()):
