@@ -91,7 +91,7 @@ def test_snapshot_rebuilt_from_changed_chunks_equals_the_clients_and_shares_the_
 
 
 def test_stats_series_sent_as_new_points_equals_the_clients():
-    recorder, encoder, decoder = StatsRecorder(0.0, capacity=50), StatsEncoder(), StatsDecoder(capacity=50)
+    recorder, encoder, decoder = StatsRecorder(0.0, capacity=50, start_id=4), StatsEncoder(), StatsDecoder(capacity=50)
     now = 0.0
     for step in range(200):  # about 66 points: the ring of 50 wraps
         now += 0.1
@@ -101,15 +101,15 @@ def test_stats_series_sent_as_new_points_equals_the_clients():
             update = _over_the_pipe(encoder.encode(series))
             got = decoder.decode(update)
             assert update.rows.shape[1] <= 1 or update.restart
-            assert got.version == series.version and got.totals == series.totals
+            assert got.version == series.version and got.totals == series.totals and got.start_id == 4
             for name in series.series.columns:
                 assert np.array_equal(got.series[name], series.series[name], equal_nan=True)
     assert len(got.series) == 50, "the window's ring is as long as the client's"
     encoder.restart()  # a new engine: its series is sent whole and replaces the old one
-    fresh = StatsRecorder(now)
+    fresh = StatsRecorder(now, start_id=5)
     fresh.tick(now + 0.3)
     got = decoder.decode(_over_the_pipe(encoder.encode(fresh.publish())))
-    assert len(got.series) == 1 and got.version == 1
+    assert len(got.series) == 1 and got.version == 1 and got.start_id == 5, "named by the start it belongs to"
 
 
 def test_engine_client_setting(monkeypatch):

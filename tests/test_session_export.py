@@ -105,6 +105,18 @@ def newest_exported_s(folder: Path, run_key: str) -> tuple[float, float]:
             max(float(p["t"]) for p in rows if p["kv_usage_pct"] == ""))
 
 
+def series_story(window, stored: dict, started_s: float) -> str:
+    """What a failure needs told: the stored points' span and peaks, and the window's live series now."""
+    live = window.engine.host.latest_stats()
+    peaks = {name: float(np.nanmax(stored[name])) for name in ("kv_usage_pct", "generation_tokens_per_s",
+                                                                "num_running")}
+    live_peaks = {name: float(np.nanmax(live.series[name])) for name in peaks} if len(live.series) else {}
+    return (f"{len(stored['t'])} stored points from {stored['t'][0] - started_s:.2f} s to "
+            f"{stored['t'][-1] - started_s:.2f} s after the run's start, peaks {peaks}; the live series: "
+            f"{len(live.series)} points of start {live.start_id} (the engine's: {window.model.engine.start_id}), "
+            f"peaks {live_peaks}, totals {live.totals}")
+
+
 def answer_dialogs(monkeypatch, folder: Path) -> list:
     """The export's folder chosen as a person would, in the folder dialog; the message boxes that tell
     how the export went recorded (title, text) instead of waiting for a click."""
@@ -222,7 +234,8 @@ def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, t
     exported_is_stored_until_asked([float(p["t"]) for p in points], stored["t"], asked_s)
     assert len(points) >= len(series["t"])  # at least what was on disk before
     exported_kv = [float(p["kv_usage_pct"]) for p in points]
-    assert exported_kv == pytest.approx(list(stored["kv_usage_pct"][:len(points)])) and max(exported_kv) > 0
+    assert exported_kv == pytest.approx(list(stored["kv_usage_pct"][:len(points)]))
+    assert max(exported_kv) > 0, series_story(window, stored, started_s)
     assert sum(float(p["generation_tokens_per_s"]) for p in points) > 0
 
     names = {path.name for path in folder.iterdir()}

@@ -57,10 +57,10 @@ def test_a_version_1_database_keeps_its_data_when_migrated(tmp_path):
         ("e0", "v1"), ("e1", "v1")]
 
 
-def step_points(first_t: float, num: int) -> StatsSeries:
+def step_points(first_t: float, num: int, start_id: int = 0) -> StatsSeries:
     columns = {name: np.arange(num, dtype=float) + index for index, name in enumerate(COLUMNS)}
     columns["t"] = first_t + 0.25 * np.arange(num)
-    return StatsSeries(Series(num, MappingProxyType(columns)), StatsTotals())
+    return StatsSeries(Series(num, MappingProxyType(columns)), StatsTotals(), start_id)
 
 
 def test_a_session_holds_its_engine_runs_and_their_series(tmp_path):
@@ -74,8 +74,8 @@ def test_a_session_holds_its_engine_runs_and_their_series(tmp_path):
                   StateChanged(EngineState.READY, "ready", 1)):
         model.apply(event)
     now = time.monotonic()
-    storage.record_stats(step_points(now, 6))
-    storage.record_stats(step_points(now, 10))  # four new points; the first six are not taken again
+    storage.record_stats(step_points(now, 6, start_id=1))
+    storage.record_stats(step_points(now, 10, start_id=1))  # four new points; the first six are not taken again
     conversation = model.new_conversation()
     request = model.ask(conversation.conversation_id, "Hi", SamplingSettings(), "be brief")
     model.apply(TextFlushed({request.request_id: "Hello"}))
@@ -108,7 +108,7 @@ def test_a_past_session_is_drawn_from_its_stored_series_in_every_plot(tmp_path, 
     storage.start(model, FACTS)
     for event in (StateChanged(EngineState.STARTING, "starting", 1), StateChanged(EngineState.READY, "ready", 1)):
         model.apply(event)
-    storage.record_stats(step_points(time.monotonic(), 12))
+    storage.record_stats(step_points(time.monotonic(), 12, start_id=1))
     storage.close()
     view = SessionsView(path)
     qtbot.addWidget(view)
@@ -145,7 +145,7 @@ def test_the_memory_series_is_stored_per_engine_run_apart_from_the_plots_and_exp
     storage.record_memory(service.latest())  # no engine run yet: not kept
     for event in (StateChanged(EngineState.STARTING, "starting", 1), StateChanged(EngineState.READY, "ready", 1)):
         model.apply(event)
-    storage.record_stats(step_points(time.monotonic(), 8))
+    storage.record_stats(step_points(time.monotonic(), 8, start_id=1))
     for _ in range(5):
         service.sample()
     storage.record_memory(service.latest())
@@ -335,3 +335,44 @@ def test_pictures_are_drawn_from_series_thinned_to_their_peaks_with_the_runs_apa
     assert thinned["t"][0] == 0 and thinned["t"][799] == n - 1 and np.all(np.diff(thinned["t"][:800]) >= 0)
     small = {"t": np.arange(5.0), "kv_usage_pct": np.ones(5)}
     assert thin_series(small, 800) is small
+
+
+def test_the_keeper_files_no_point_of_the_last_engine_under_the_next_one(tmp_path, qtbot):
+    """After a restart the mailbox holds the last engine's series until the new engine's first bin closes
+    (0.25 s), and its newest points (the bin closed as that engine stopped) are newer than any kept: the
+    keeper's tick in that moment files them under the first engine's run, not the new one."""
+    from workbench.bridge.engine_host import Mailboxes
+    from workbench.bridge.series_keeper import SeriesKeeper
+    from workbench.telemetry.memory_service import MemoryService
+
+    path = tmp_path / "workbench.db"
+    storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
+    storage.restore_into(model)
+    storage.start(model, FACTS)
+    mailboxes = Mailboxes()
+    keeper = SeriesKeeper(mailboxes, MemoryService(telemetry_without_nvml()), storage, interval_ms=3_600_000)
+    info = EngineInfo("demo", "0.32.0", "cpu", 2048, None, (1,))
+    for event in (StateChanged(EngineState.STARTING, "starting", 1), EngineReady(info),
+                  StateChanged(EngineState.READY, "ready", 1)):
+        model.apply(event)
+    first_run = storage.recorder.run_key
+    now = time.monotonic()
+    mailboxes._store_stats(step_points(now, 4, start_id=1))
+    keeper.keep()
+    mailboxes._store_stats(step_points(now, 6, start_id=1))  # the first engine's last bin, closed as it stops
+    for event in (StateChanged(EngineState.STARTING, "stopping, then starting", 2), EngineReady(info),
+                  StateChanged(EngineState.READY, "ready", 2)):
+        model.apply(event)
+    second_run = storage.recorder.run_key
+    keeper.keep()  # the mailbox: still the first engine's series, its last points newer than any kept
+    mailboxes._store_stats(step_points(now + 10, 3, start_id=2))
+    keeper.keep()
+    keeper.stop()
+    assert storage.flush()
+    storage.close()
+    db = connect(path)
+    assert len(load_series(db, first_run)["t"]) == 6  # its last two points, which came as it stopped, too
+    assert np.allclose(load_series(db, second_run)["t"] - time.time() + time.monotonic(), now + 10 + 0.25 * np.arange(3),
+                       atol=0.05)
+    db.close()
+

@@ -42,7 +42,7 @@ def add_parser(sub) -> None:
 def _series(first_t: float, num: int, rng: np.random.Generator) -> StatsSeries:
     columns = {name: rng.random(num) * 100 for name in COLUMNS}
     columns["t"] = first_t + BIN_S * np.arange(num)
-    return StatsSeries(Series(num, MappingProxyType(columns)), StatsTotals())
+    return StatsSeries(Series(num, MappingProxyType(columns)), StatsTotals(), start_id=1)  # the engine start below
 
 
 def _store(storage: Storage, model: AppModel, num_requests: int, num_points: int) -> None:

@@ -147,6 +147,7 @@ class StatsUpdate:
     rows: np.ndarray  # (len(COLUMNS), new points), oldest first
     totals: StatsTotals
     restart: bool  # a new series (a new engine): the window's ring starts again
+    start_id: int = 0  # the engine start the series belongs to
 
 
 class StatsEncoder:
@@ -164,7 +165,7 @@ class StatsEncoder:
         rows = (np.array([series[name][len(series) - count:] for name in COLUMNS]) if count and len(series)
                 else np.zeros((len(COLUMNS), 0)))
         self._version = series.version
-        return StatsUpdate(series.version, rows, stats.totals, restart)
+        return StatsUpdate(series.version, rows, stats.totals, restart, stats.start_id)
 
 
 class StatsDecoder:
@@ -178,7 +179,7 @@ class StatsDecoder:
         for row in update.rows.T:
             self._ring.append(row)
         self._ring.version = update.version
-        return StatsSeries(self._ring.publish(), update.totals)
+        return StatsSeries(self._ring.publish(), update.totals, update.start_id)
 
 
 # ------------------------------------------------------------------ the batch

@@ -252,8 +252,8 @@ class EngineLoop:
         live = backend.capabilities.live_stats != "none" and self._stats_out is not None
         self._tick_on_push = backend.capabilities.live_stats == "prometheus"
         bin_s = getattr(backend, "stats_bin_s", None) if self._tick_on_push else None
-        self._stats = (StatsRecorder(time.monotonic(), **({"bin_s": bin_s} if bin_s else {}))
-                       if live else None)
+        options = {"bin_s": bin_s} if bin_s else {}
+        self._stats = StatsRecorder(time.monotonic(), start_id=self.start_id, **options) if live else None
         if self._stats is not None and backend.capabilities.kv_blocks != "physical":
             self._stats.note_token_occupancy(float("nan"))
 

@@ -68,10 +68,12 @@ class StatsTotals:
 
 @dataclass(frozen=True)
 class StatsSeries:
-    """The plots' data: binned series (:data:`COLUMNS`) and the running totals."""
+    """The plots' data: binned series (:data:`COLUMNS`) and the running totals, of the engine that
+    ``start_id`` started (0: none named)."""
 
     series: Series
     totals: StatsTotals
+    start_id: int = 0
 
     @property
     def version(self) -> int:
@@ -118,8 +120,9 @@ def _percent(hits: int, queries: int) -> float:
 class StatsRecorder:
     """Lives on the thread that steps the engine: :meth:`add` per step, :meth:`tick` in the loop."""
 
-    def __init__(self, started: float, bin_s: float = BIN_S, capacity: int = CAPACITY):
-        self.bin_s = bin_s
+    def __init__(self, started: float, bin_s: float = BIN_S, capacity: int = CAPACITY, start_id: int = 0):
+        """``start_id``: the engine start whose figures these are (the series it publishes say so)."""
+        self.bin_s, self.start_id = bin_s, start_id
         self.ring = RingBuffer(COLUMNS, capacity)
         self.totals = dict.fromkeys((f.name for f in fields(StatsTotals)), 0)
         self._bin_start = started
@@ -200,4 +203,4 @@ class StatsRecorder:
                 _percent(sums["mm_hits"], sums["mm_queries"]))
 
     def publish(self) -> StatsSeries:
-        return StatsSeries(self.ring.publish(), StatsTotals(**self.totals))
+        return StatsSeries(self.ring.publish(), StatsTotals(**self.totals), self.start_id)

@@ -38,6 +38,7 @@ class ModelRecorder:
         self._saved = {cid: {m.message_id for m in c.messages} for cid, c in model.conversations.items()}
         self._sampling = {cid: c.sampling for cid, c in model.conversations.items()}
         self._engine_run: tuple[str, int] | None = None  # (run key, start id) of the engine run open now
+        self._recent_runs: dict[int, str] = {}  # start id -> run key, of the run open now and the one before
         self._ready_recorded = False
         self._watched: dict[str, object] = {}  # run id -> its results, whose rows are watched
         self._connections = [
@@ -155,6 +156,11 @@ class ModelRecorder:
         """The engine run open now ("" between runs)."""
         return self._engine_run[0] if self._engine_run is not None else ""
 
+    def run_key_of(self, start_id: int) -> str:
+        """The engine run that start ``start_id`` opened: the one open now or the one before it ("" for
+        any other). An engine's statistics name their start, and the last of them come as it stops."""
+        return self._recent_runs.get(start_id, "")
+
     def _on_model_engine_changed(self, status: EngineStatus) -> None:
         now = time.time()
         run = self._engine_run
@@ -164,6 +170,7 @@ class ModelRecorder:
             self._engine_run = run = None
         if run is None and status.state in (EngineState.STARTING, EngineState.READY):
             run = self._engine_run = (uuid.uuid4().hex, status.start_id)
+            self._recent_runs = {**dict(list(self._recent_runs.items())[-1:]), status.start_id: run[0]}
             self.put(EngineRunStarted(run[0], status.start_id, self.model.config, now, self.session_id))
             self._ready_recorded = False
         if run is not None and status.ready and status.info is not None and not self._ready_recorded:

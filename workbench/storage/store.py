@@ -149,9 +149,10 @@ class Storage:
 
     def record_stats(self, stats) -> None:
         """Keeps the points of the plots' series (a published ``StatsSeries``) not kept yet, for the
-        engine run open now."""
+        engine run its start opened (the run open now, or the one before: an engine's last figures come
+        as it stops; the next engine's run may be open by then)."""
         if self.series is not None and self.recorder is not None:
-            self.series.record(self.recorder.run_key, stats)
+            self.series.record(self.recorder.run_key_of(stats.start_id), stats)
 
     def record_memory(self, state) -> None:
         """Keeps the points of the memory panel's series (a published ``MemoryState``) not kept yet, for

@@ -49,7 +49,7 @@ class MainWindow(QMainWindow):
         self.feeder = ModelFeeder(engine.host, model)
         self.kv_events = ServerKVEventsFeed(model)  # an attached server's KV cache events, while attached
         # the plotted series kept in storage, on the keeper's own timer (the paint timer only draws)
-        self.series_keeper = SeriesKeeper(engine.host, model, memory, storage, self) if storage else None
+        self.series_keeper = SeriesKeeper(engine.host, memory, storage, self) if storage else None
         self._last_state = (model.engine.state, model.engine.start_id)
         self.commands = EngineCommands(model, engine.host.post)  # the one owner of engine commands
         self.chat = ChatPane(model, self.commands)
