@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -83,6 +84,109 @@ def pid_alive(pid: int) -> bool:
 @pytest.mark.slow
 def test_engine_processes_die_with_a_killed_app(tmp_path, demo_model_path):
     assert killed_app_leaves(HEADLESS_APP, tmp_path, demo_model_path) == [], "engine processes outlived the killed app"
+
+
+ENGINE_FILES_APP = '''
+import sys, time
+if __name__ == "__main__":
+    from workbench.engine.session import EngineSession
+    from workbench.engine.spec import EngineConfig
+    config = EngineConfig(model=sys.argv[1], num_gpu_blocks_override=256)
+    for last in (False, True):
+        session = EngineSession(config)
+        session.start(lambda progress: None)
+        folder = session.run_folder
+        print("STARTED", folder, *sorted(p.name for p in folder.iterdir()), flush=True)
+        if last:
+            time.sleep(600)
+        session.shutdown()
+        print("STOPPED", folder.exists(), flush=True)
+'''
+
+
+def sockets_under(folder) -> list:
+    return [path for path in folder.rglob("*") if path.is_socket()]
+
+
+@pytest.mark.slow
+def test_an_engines_files_go_with_it_and_a_killed_apps_at_the_next_start(tmp_path, demo_model_path, monkeypatch,
+                                                                          request):
+    """vLLM's socket files and the start's phase file are made in the engine's run folder, which goes as the
+    engine stops; the folder of an app killed with its engine running is removed at the next start, and a
+    live app's is spared. The app's temp folder is the test's own, so that nothing else is counted."""
+    import shutil
+    import tempfile
+
+    from workbench.engine.run_folder import new_run_folder, remove_leftovers
+
+    temp = Path(tempfile.mkdtemp(prefix="wbt-"))  # short: a socket's path holds 107 bytes
+    request.addfinalizer(lambda: shutil.rmtree(temp, ignore_errors=True))
+    script = tmp_path / "engine_files_app.py"
+    script.write_text(ENGINE_FILES_APP)
+    env = {key: value for key, value in os.environ.items() if key != "VLLM_RPC_BASE_PATH"}
+    app = subprocess.Popen([sys.executable, str(script), demo_model_path], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True, env={**env, "TMPDIR": str(temp)})
+    try:
+        lines = []
+        while len(lines) < 3 and (line := app.stdout.readline()):
+            if line.startswith(("STARTED", "STOPPED")):  # not vLLM's own lines
+                lines.append(line.split())
+        assert [line[0] for line in lines] == ["STARTED", "STOPPED", "STARTED"], lines
+        first, second = lines[0][1], lines[2][1]
+        assert first != second and all(os.path.dirname(f) == str(temp) for f in (first, second))
+        assert {"owner", "phases.log"} < set(lines[0][2:]), "vLLM's sockets are in the run folder, beside these"
+        assert lines[1] == ["STOPPED", "False"], "the stopped engine's folder is gone"
+        assert sockets_under(temp) and all(str(p).startswith(second) for p in sockets_under(temp))
+        app.send_signal(signal.SIGKILL)
+        app.wait(10)
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    live = new_run_folder()  # this process's: its app runs
+    assert [str(f) for f in remove_leftovers()] == [second]
+    assert live.exists() and sockets_under(temp) == []
+    remove_leftovers()
+    assert live.exists(), "a live app's folder is spared"
+
+
+LONG_TEMP_APP = '''
+import sys
+if __name__ == "__main__":
+    from workbench.engine.session import EngineSession
+    from workbench.engine.spec import EngineConfig
+    from workbench.engine.start_phases import EngineStartError
+    try:
+        EngineSession(EngineConfig(model=sys.argv[1], num_gpu_blocks_override=256)).start(lambda progress: None)
+    except EngineStartError as error:
+        print("FAILED", str(error).replace(chr(10), " "), flush=True)
+'''
+
+
+@pytest.mark.slow
+def test_a_temp_folder_too_long_for_vllms_sockets_is_named_with_what_to_do(tmp_path, demo_model_path):
+    temp = tmp_path / ("long-" * 16)  # vLLM's own sockets could not be made there either
+    temp.mkdir()
+    script = tmp_path / "long_temp_app.py"
+    script.write_text(LONG_TEMP_APP)
+    env = {key: value for key, value in os.environ.items() if key != "VLLM_RPC_BASE_PATH"}
+    done = subprocess.run([sys.executable, str(script), demo_model_path], capture_output=True, text=True,
+                          env={**env, "TMPDIR": str(temp)}, timeout=240)
+    said = next((line for line in done.stdout.splitlines() if line.startswith("FAILED")), done.stderr[-2000:])
+    assert "longer than a socket's path may be (107 bytes)" in said, said
+    assert f"vLLM makes its socket files in {temp}. Set TMPDIR" in said and "ipc path" in said, "and vLLM's words"
+    assert not list(temp.glob("wbrun-*")), "the failed start's run folder is gone"
+
+
+def test_vllms_sockets_stay_where_vllm_puts_them_where_the_run_folder_has_no_room_or_the_user_chose(monkeypatch):
+    from workbench.engine.run_folder import RPC_PATH_ENV, vllm_env
+
+    monkeypatch.delenv(RPC_PATH_ENV, raising=False)
+    assert vllm_env(Path("/tmp/wbrun-abcd1234")) == {RPC_PATH_ENV: "/tmp/wbrun-abcd1234"}
+    assert vllm_env(Path("/tmp/" + "x" * 60 + "/wbrun-abcd1234")) == {}, "107 bytes a socket's path"
+    monkeypatch.setenv(RPC_PATH_ENV, "/home/someone/sockets")
+    assert vllm_env(Path("/tmp/wbrun-abcd1234")) == {}, "the user's own choice"
 
 
 def test_reaper_kills_leftovers_of_a_dead_app_and_spares_live_ones():

@@ -42,6 +42,7 @@ def build_window(config: EngineConfig, check_with_scan: bool = False, start_engi
     from workbench.bridge.client_choice import engine_host
     from workbench.engine.demo_model import default_system_prompt
     from workbench.engine.process_guard import mark_owner, reap_orphans
+    from workbench.engine.run_folder import remove_leftovers
     from workbench.model.app_model import AppModel
     from workbench.telemetry.gpu_memory import gpu_telemetry
     from workbench.telemetry.memory_service import MemoryService
@@ -52,6 +53,7 @@ def build_window(config: EngineConfig, check_with_scan: bool = False, start_engi
     configure_pyqtgraph()
     set_gil_switch_interval()
     reap_orphans()
+    remove_leftovers()  # the files of a killed app's engines, once those engines are gone too
     mark_owner()
     engine = engine_host(client, check_with_scan)
     memory = MemoryService(gpu_telemetry())

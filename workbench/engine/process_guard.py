@@ -47,7 +47,8 @@ def mark_owner() -> str:
     return os.environ[OWNER_ENV]
 
 
-def _owner_alive(tag: str) -> bool:
+def owner_alive(tag: str) -> bool:
+    """True while the app that ``tag`` (``owner_tag``) names runs."""
     pid, _, started = tag.partition(":")
     try:
         if "." in started:  # an earlier version's tag: the wall-clock start time, to within the clock's moves
@@ -71,7 +72,7 @@ def reap_orphans() -> list[int]:
         if process.pid == os.getpid():
             continue
         tag = _owner_of(process)
-        if tag is None or _owner_alive(tag):
+        if tag is None or owner_alive(tag):
             continue
         try:
             process.kill()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gc
 import os
-import tempfile
 import time
 from collections import deque
 from dataclasses import dataclass, replace
@@ -28,6 +27,7 @@ from workbench.engine.metrics import figures_from_output
 from workbench.engine.model_source import resolve_model
 from workbench.engine.placement import place_engine_core
 from workbench.engine.process_guard import EngineWatchdog, child_pids, describe_exit, kill_processes, mark_owner
+from workbench.engine.run_folder import new_run_folder, remove_run_folder, vllm_env
 from workbench.engine.sampling import SamplingSettings
 from workbench.engine.sampling_params import to_sampling_params
 from workbench.engine.spec import DEMO_MODEL, DEMO_VL_MODEL, EngineConfig
@@ -111,6 +111,7 @@ class EngineSession(Backend):
         self.watchdog: EngineWatchdog | None = None
         self.on_cpu = True
         self.log_path: Path | None = None  # the engine's own log of its latest start
+        self.run_folder: Path | None = None  # the files the engine makes while it runs (run_folder)
         self._log_capture: EngineLogCapture | None = None  # copies the engine's output into log_path
         self.stats_logging = True  # vLLM's per-step statistics reach the events (set_stats_logging)
         self._stats_switch: StatLoggerSwitch | None = None
@@ -163,8 +164,9 @@ class EngineSession(Backend):
         dummy_weights = self.config.option("load_format") == "dummy"
         self.model_path = resolve_model(self.model_path, require_weights=not dummy_weights)
         args = EngineArgs(**{**self.config.engine_kwargs(self.on_cpu), "model": self.model_path})
-        phase_file = Path(tempfile.gettempdir()) / f"workbench-phases-{os.getpid()}.log"
-        os.environ[PHASE_FILE_ENV] = str(phase_file)
+        self.run_folder = new_run_folder()  # vLLM's sockets and the phase file: gone as the engine stops
+        phase_file = self.run_folder / "phases.log"
+        os.environ.update({PHASE_FILE_ENV: str(phase_file), **vllm_env(self.run_folder)})
         before = child_pids()
         report(progress_for("process"))
         stat_logger = make_stat_logger_factory(self._deliver_stats)
@@ -175,8 +177,11 @@ class EngineSession(Backend):
             except Exception as exc:
                 self.engine_pids = sorted(child_pids(vllm_only=True) - before)
                 capture.detach_parent()
+                run_folder, self.run_folder = self.run_folder, None  # its phase file is read first
                 self.shutdown()
                 capture.wait_closed(timeout_s=5.0)  # the engine processes' last lines reach the log
+                watcher.catch_up()  # the phase the start failed in, as the engine core wrote it
+                remove_run_folder(run_folder)
                 message, retry = explain_start_failure(exc, capture.text(), self.model_path,
                                                        self.config.max_model_len, watcher.error,
                                                        self.config.gpu_memory_utilization)
@@ -236,6 +241,8 @@ class EngineSession(Backend):
             del engine
         gc.collect()
         kill_processes(self.engine_pids)
+        remove_run_folder(self.run_folder)
+        self.run_folder = None
         self.engine_pids = []
         self._stats_switch, self.workers, self.vision = None, (), None
         self.image_spans.clear()

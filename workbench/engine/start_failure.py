@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from workbench.engine.engine_log import RootCause, root_cause
+from workbench.engine.run_folder import PREFIX as RUN_FOLDER_PREFIX
 from workbench.engine.weights_check import find_damaged_weights
 
 GENERIC_ADVICE = "Check the model and the engine settings, and the engine log for the whole story."
@@ -55,6 +56,7 @@ _SHAPE_MISMATCH = re.compile(r"Attempted to load weight \((torch\.Size\(\[[\d, ]
 # vLLM's CPU attention (v1/attention/backends/cpu_attn.py, _get_attn_isa) refuses fp8 KV with these words.
 _FP8_KV_ON_CPU = re.compile(r"FP8 KV cache on CPU requires x86 with AVX-512 or AMX"
                             r"|FP8 KV cache requires head_size divisible by 32 on CPU")
+_IPC_PATH_TOO_LONG = re.compile(r'ipc path "([^"]+)" is longer than \d+ characters')
 _NOT_INITIALIZED = re.compile(r"Following weights were not initialized from checkpoint: (\{.*?\})", re.S)
 
 
@@ -152,6 +154,18 @@ def _cuda_fork(ctx: FailureContext) -> Advice | None:
                   "'fork' (VLLM_WORKER_MULTIPROC_METHOD=fork). Unset it and restart the engine.")
 
 
+def _socket_path_too_long(ctx: FailureContext) -> Advice | None:
+    match = _IPC_PATH_TOO_LONG.search(ctx.said)
+    if not match:
+        return None
+    folder = Path(match.group(1)).parent
+    if folder.name.startswith(RUN_FOLDER_PREFIX):  # the engine's run folder: the temp folder holds it
+        folder = folder.parent
+    return Advice("the paths of vLLM's socket files are longer than a socket's path may be (107 bytes)",
+                  f"vLLM makes its socket files in {folder}. Set TMPDIR (or VLLM_RPC_BASE_PATH) to a short "
+                  "folder, such as /tmp, and start the app again.")
+
+
 def _weights_do_not_match_config(ctx: FailureContext) -> Advice | None:
     match = _SHAPE_MISMATCH.search(ctx.said)
     if not match:
@@ -183,7 +197,7 @@ def _loading_weights_failed(ctx: FailureContext) -> Advice | None:
 # generic failure comes last, after the rules that say more.
 RULES: tuple[Callable[[FailureContext], Advice | None], ...] = (
     _damaged_weights, _fp8_kv_cache_on_cpu, _kv_too_small, _free_memory_below_utilization,
-    _quantization_missing, _tensor_parallel_too_large, _cuda_out_of_memory, _cuda_fork,
+    _quantization_missing, _tensor_parallel_too_large, _cuda_out_of_memory, _cuda_fork, _socket_path_too_long,
     _weights_do_not_match_config, _weights_missing_tensors, _loading_weights_failed,
 )
 

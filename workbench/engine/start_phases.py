@@ -86,8 +86,13 @@ class PhaseWatcher:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.catch_up()
+
+    def catch_up(self) -> None:
+        """Stops following and reads what the file holds that was not read yet."""
         self._stop.set()
-        self._thread.join(timeout=2)
+        if self._thread.is_alive():
+            self._thread.join(timeout=2)
         self._read_new()
 
     def _follow(self) -> None:

@@ -27,6 +27,7 @@ import psutil
 from workbench.engine.engine_log import read_log, root_cause
 from workbench.engine.placement import place_engine_core
 from workbench.engine.process_guard import VLLM_PROCESS_PREFIX, mark_owner
+from workbench.engine.run_folder import new_run_folder, remove_run_folder, vllm_env
 from workbench.engine.vllm_plugin.process_life import die_with_parent
 from workbench.paths import data_dir
 from workbench.remote.spec import KVEventsEndpoint, ServeOptions
@@ -95,6 +96,7 @@ class ServerProcess:
         self.process: subprocess.Popen | None = None
         self.log_path: Path | None = None
         self.engine_core_cores: tuple[int, ...] = ()  # where its engine core was moved, () if left
+        self.run_folder: Path | None = None  # the files its engine makes while it runs (run_folder)
 
     @property
     def base_url(self) -> str:
@@ -110,7 +112,8 @@ class ServerProcess:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         self.log_path = self.log_dir / f"server-{stamp}-{self.options.port}.log"
         mark_owner()  # the child inherits the tag: a killed app's server is reaped at the next start
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.run_folder = new_run_folder()  # vLLM's sockets, gone once the server has stopped
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **vllm_env(self.run_folder)}
         with open(self.log_path, "ab") as log:
             log.write(("$ " + " ".join(serve_argv(self.options)) + "\n").encode())
             log.flush()
@@ -178,6 +181,7 @@ class ServerProcess:
         self._signal_group(signal.SIGKILL)
         if self.process is not None:
             self.process.wait(timeout=30)
+        self._remove_run_folder()
 
     def stop(self, timeout_s: float = 15.0) -> None:
         """SIGTERM to the server's process group, SIGKILL to whatever is left after ``timeout_s``."""
@@ -193,6 +197,11 @@ class ServerProcess:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        self._remove_run_folder()
+
+    def _remove_run_folder(self) -> None:
+        remove_run_folder(self.run_folder)
+        self.run_folder = None
 
     def _signal_group(self, sig: int) -> None:
         if self.process is None:
