@@ -27,7 +27,11 @@ def test_benchmark_view_runs_shows_and_saves(window, qtbot, tmp_path):
     saved = view.save_to(tmp_path / "saved")
     assert {p.name for p in saved} == {"benchmark.md", "benchmark.csv", "benchmark.svg", "benchmark.png"}
     assert "| (a) plain vLLM" in (tmp_path / "saved" / "benchmark.md").read_text()
+    run_folder = view.results_dir
+    assert (run_folder / "benchmark.csv").exists()
     view.close()
+    assert not run_folder.exists(), "the run's folder in the temp folder goes with the view; the saved files stay"
+    assert (tmp_path / "saved" / "benchmark.csv").exists()
 
 
 def test_cancel_stops_the_run_and_its_engine_processes(window, qtbot):
@@ -44,4 +48,6 @@ def test_cancel_stops_the_run_and_its_engine_processes(window, qtbot):
     assert "Cancelled" in view.message.text() and view.run_button.isEnabled()
     assert not view.save_button.isEnabled()  # no earlier results to save
     assert window.model.engine.state == "ready"
+    run_folder = view.out_dir
     view.close()
+    assert not run_folder.exists(), "the cancelled run's folder goes with the view"

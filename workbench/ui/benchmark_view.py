@@ -28,8 +28,11 @@ class BenchmarkView(QDialog):
         self.setWindowTitle("Benchmark: plain vLLM, the workbench, Hugging Face generate, the app")
         self.model, self.engine_running, self.stop_engine = model, engine_running, stop_engine
         self.ask_to_stop = ask_to_stop or self._ask_to_stop
+        # The runs' folders, in the temp folder: each goes once nothing shows it (a later run's results
+        # replace it, its run failed or was cancelled, or the view closed); Save… copies what is kept.
         self.out_dir: Path | None = None  # the current run's folder
         self.results_dir: Path | None = None  # the folder of the results shown (the last run that finished)
+        self.closed = False
         self.cancelled = self.stopped_live_engine = False
         self.output_lines: list[str] = []
         self.process: QProcess | None = None
@@ -105,6 +108,7 @@ class BenchmarkView(QDialog):
         if self.engine_running() and self.ask_to_stop():
             self.stop_engine()
             self.stopped_live_engine = True
+        self._discard(self.out_dir)  # a failed or cancelled run's
         self.out_dir = Path(tempfile.mkdtemp(prefix="workbench-bench-"))
         self.output_lines.clear()
         if self.process is not None:
@@ -156,11 +160,28 @@ class BenchmarkView(QDialog):
 
     def closeEvent(self, event) -> None:
         self.cancel()  # closing the view while it runs stops the run: nothing keeps running unseen
+        self.closed = True
+        if not self.running:  # else once the run has ended
+            self._discard_all()
         super().closeEvent(event)
+
+    def _discard(self, folder: Path | None) -> None:
+        """Removes a run's folder that no results shown are read from."""
+        if folder is not None and folder != self.results_dir:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _discard_all(self) -> None:
+        folders, self.results_dir = (self.out_dir, self.results_dir), None
+        for folder in folders:
+            self._discard(folder)
+        self.out_dir = None
 
     @Slot(int, QProcess.ExitStatus)
     def _on_process_finished(self, exit_code: int, status) -> None:
         self.kill_timer.stop()
+        if self.closed:
+            self._discard_all()
+            return
         self.run_button.setEnabled(True)
         self.cancel_button.setEnabled(False)
         self.save_button.setEnabled(self.results_dir is not None)
@@ -175,7 +196,8 @@ class BenchmarkView(QDialog):
             tail = "\n".join(self.output_lines[-8:])
             self.message.setText(f"The benchmark failed (exit code {exit_code}). Its last output:\n{tail}{restart}")
             return
-        self.results_dir = self.out_dir
+        shown, self.results_dir = self.results_dir, self.out_dir
+        self._discard(shown)  # the earlier run's, replaced
         self.show_results(read_results(csv_path))
         self.save_button.setEnabled(True)
         self.message.setText("Done. Save… writes the table (Markdown, CSV), the plot (SVG) and a picture of it (PNG)."
