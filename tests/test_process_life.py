@@ -87,7 +87,7 @@ def test_engine_processes_die_with_a_killed_app(tmp_path, demo_model_path):
 
 
 ENGINE_FILES_APP = '''
-import sys, time
+import os, sys, time
 if __name__ == "__main__":
     from workbench.engine.session import EngineSession
     from workbench.engine.spec import EngineConfig
@@ -97,6 +97,7 @@ if __name__ == "__main__":
         session.start(lambda progress: None)
         folder = session.run_folder
         print("STARTED", folder, *sorted(p.name for p in folder.iterdir()), flush=True)
+        print("ENV", *(name in os.environ for name in ("VLLM_RPC_BASE_PATH", "WORKBENCH_PHASE_FILE")), flush=True)
         if last:
             time.sleep(600)
         session.shutdown()
@@ -128,14 +129,15 @@ def test_an_engines_files_go_with_it_and_a_killed_apps_at_the_next_start(tmp_pat
                            stderr=subprocess.DEVNULL, text=True, env={**env, "TMPDIR": str(temp)})
     try:
         lines = []
-        while len(lines) < 3 and (line := app.stdout.readline()):
-            if line.startswith(("STARTED", "STOPPED")):  # not vLLM's own lines
+        while len(lines) < 5 and (line := app.stdout.readline()):
+            if line.startswith(("STARTED", "ENV", "STOPPED")):  # not vLLM's own lines
                 lines.append(line.split())
-        assert [line[0] for line in lines] == ["STARTED", "STOPPED", "STARTED"], lines
-        first, second = lines[0][1], lines[2][1]
+        assert [line[0] for line in lines] == ["STARTED", "ENV", "STOPPED", "STARTED", "ENV"], lines
+        assert lines[1] == ["ENV", "False", "False"], "what the engine's processes inherited is not left set after"
+        first, second = lines[0][1], lines[3][1]
         assert first != second and all(os.path.dirname(f) == str(temp) for f in (first, second))
         assert {"owner", "phases.log"} < set(lines[0][2:]), "vLLM's sockets are in the run folder, beside these"
-        assert lines[1] == ["STOPPED", "False"], "the stopped engine's folder is gone"
+        assert lines[2] == ["STOPPED", "False"], "the stopped engine's folder is gone"
         assert sockets_under(temp) and all(str(p).startswith(second) for p in sockets_under(temp))
         app.send_signal(signal.SIGKILL)
         app.wait(10)
@@ -236,3 +238,15 @@ def test_an_earlier_versions_live_app_is_spared():
     finally:
         ours.kill()
         ours.wait()
+
+
+def test_a_phase_file_that_is_gone_costs_the_progress_shown_never_the_start(tmp_path, monkeypatch):
+    """A process started with a phase file named in its environment (an engine's, a served vLLM's) writes its
+    phases there as it starts; a file that cannot be written is passed over."""
+    from workbench.engine.vllm_plugin.phase_hooks import PHASE_FILE_ENV, write_phase
+
+    monkeypatch.setenv(PHASE_FILE_ENV, str(tmp_path / "gone" / "phases.log"))
+    write_phase("weights")  # no error
+    monkeypatch.setenv(PHASE_FILE_ENV, str(tmp_path / "phases.log"))
+    write_phase("weights", "a\nb")
+    assert (tmp_path / "phases.log").read_text().split("\t")[::2] == ["weights", "a b\n"]

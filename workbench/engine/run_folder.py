@@ -17,7 +17,9 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from workbench.engine.process_guard import mark_owner, owner_alive
 
@@ -38,12 +40,26 @@ def new_run_folder() -> Path:
 def vllm_env(folder: Path) -> dict[str, str]:
     """What to add to an engine's environment so that vLLM's sockets go into ``folder``: nothing where the
     user chose a folder for them, or where a socket's path in ``folder`` would be too long."""
-    chosen = os.environ.get(RPC_PATH_ENV, "")
-    if chosen and not _is_run_folder(Path(chosen)):
+    if os.environ.get(RPC_PATH_ENV) or len(os.fsencode(folder)) + SOCKET_NAME_LEN > SOCKET_PATH_MAX:
         return {}
-    if len(os.fsencode(folder)) + SOCKET_NAME_LEN > SOCKET_PATH_MAX:
-        return {RPC_PATH_ENV: tempfile.gettempdir()} if chosen else {}
     return {RPC_PATH_ENV: str(folder)}
+
+
+@contextmanager
+def environment_for_start(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in this process's environment while an engine's processes start (they inherit them), and the
+    environment as it was afterwards: nothing started later from this process (a served vLLM, vLLM used
+    directly) inherits a run folder that is gone by then."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def remove_run_folder(folder: Path | None) -> None:
@@ -64,7 +80,3 @@ def remove_leftovers() -> list[Path]:
             removed.append(folder)
     return removed
 
-
-def _is_run_folder(path: Path) -> bool:
-    """One of ours (an earlier start's, set in this process's environment), removed or not."""
-    return path.name.startswith(PREFIX) and path.parent == Path(tempfile.gettempdir())

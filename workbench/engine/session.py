@@ -27,7 +27,7 @@ from workbench.engine.metrics import figures_from_output
 from workbench.engine.model_source import resolve_model
 from workbench.engine.placement import place_engine_core
 from workbench.engine.process_guard import EngineWatchdog, child_pids, describe_exit, kill_processes, mark_owner
-from workbench.engine.run_folder import new_run_folder, remove_run_folder, vllm_env
+from workbench.engine.run_folder import environment_for_start, new_run_folder, remove_run_folder, vllm_env
 from workbench.engine.sampling import SamplingSettings
 from workbench.engine.sampling_params import to_sampling_params
 from workbench.engine.spec import DEMO_MODEL, DEMO_VL_MODEL, EngineConfig
@@ -166,11 +166,11 @@ class EngineSession(Backend):
         args = EngineArgs(**{**self.config.engine_kwargs(self.on_cpu), "model": self.model_path})
         self.run_folder = new_run_folder()  # vLLM's sockets and the phase file: gone as the engine stops
         phase_file = self.run_folder / "phases.log"
-        os.environ.update({PHASE_FILE_ENV: str(phase_file), **vllm_env(self.run_folder)})
         before = child_pids()
         report(progress_for("process"))
         stat_logger = make_stat_logger_factory(self._deliver_stats)
-        with PhaseWatcher(phase_file, report) as watcher:
+        with (environment_for_start({PHASE_FILE_ENV: str(phase_file), **vllm_env(self.run_folder)}),
+              PhaseWatcher(phase_file, report) as watcher):
             try:
                 self.engine = LLMEngine.from_engine_args(args, usage_context=usage_context(self.config.usage_context),
                                                          stat_loggers=[stat_logger])

@@ -13,9 +13,13 @@ PHASE_FILE_ENV = "WORKBENCH_PHASE_FILE"
 
 def write_phase(phase: str, detail: str = "") -> None:
     path = os.environ.get(PHASE_FILE_ENV)
-    if path:
+    if not path:
+        return
+    try:
         with open(path, "a", encoding="utf-8") as f:
             f.write(f"{phase}\t{time.time():.3f}\t{detail.replace(chr(10), ' ')}\n")
+    except OSError:  # the progress shown is the only loss: a start never fails for its phase file
+        pass
 
 
 def report_phase_on(cls, name: str, phase: str) -> None:
