@@ -38,7 +38,7 @@ class ModelRecorder:
         self._saved = {cid: {m.message_id for m in c.messages} for cid, c in model.conversations.items()}
         self._sampling = {cid: c.sampling for cid, c in model.conversations.items()}
         self._engine_run: tuple[str, int] | None = None  # (run key, start id) of the engine run open now
-        self._recent_runs: dict[int, str] = {}  # start id -> run key, of the run open now and the one before
+        self._run_before: tuple[str, int] | None = None  # the engine run that ended last
         self._ready_recorded = False
         self._watched: dict[str, object] = {}  # run id -> its results, whose rows are watched
         self._connections = [
@@ -159,7 +159,7 @@ class ModelRecorder:
     def run_key_of(self, start_id: int) -> str:
         """The engine run that start ``start_id`` opened: the one open now or the one before it ("" for
         any other). An engine's statistics name their start, and the last of them come as it stops."""
-        return self._recent_runs.get(start_id, "")
+        return next((run[0] for run in (self._engine_run, self._run_before) if run and run[1] == start_id), "")
 
     def _on_model_engine_changed(self, status: EngineStatus) -> None:
         now = time.time()
@@ -167,10 +167,9 @@ class ModelRecorder:
         if run is not None and (status.start_id != run[1] or status.state not in (EngineState.STARTING,
                                                                                    EngineState.READY)):
             self.put(EngineRunStopped(run[0], now, status.message.splitlines()[0] if status.message else ""))
-            self._engine_run = run = None
+            self._run_before, self._engine_run, run = run, None, None
         if run is None and status.state in (EngineState.STARTING, EngineState.READY):
             run = self._engine_run = (uuid.uuid4().hex, status.start_id)
-            self._recent_runs = {**dict(list(self._recent_runs.items())[-1:]), status.start_id: run[0]}
             self.put(EngineRunStarted(run[0], status.start_id, self.model.config, now, self.session_id))
             self._ready_recorded = False
         if run is not None and status.ready and status.info is not None and not self._ready_recorded:
