@@ -29,12 +29,14 @@ def no_search_outlives_its_test(window, qtbot):
 
 def small_search(pane, name: str) -> None:
     """Eight generated requests, two trials (vLLM's defaults, then the next setting), one rerun each. Each
-    request's 48 output tokens keep its blocks in use for some tenths of a second: long enough for the
-    heatmap's frames (the engine is snapshot ten times a second) to catch the trial's requests."""
+    request's 320 output tokens keep its blocks in use for many of the engine's steps: here about 0.8 s a
+    trial, some seven of the heatmap's frames (ten a second), of which the first shows the pool still empty.
+    (With 48 tokens a trial's requests lasted about one frame, and a busy machine's frames could miss them
+    all.) A busier machine steps the engine slower, so its frames see the requests for longer."""
     form = pane.form
     form.workload_kind.setCurrentIndex(form.workload_kind.findData("generated"))
     for key, value in (("num_requests", 8), ("prompt_tokens_mean", 24), ("prompt_tokens_spread", 4),
-                       ("output_tokens_mean", 48), ("output_tokens_spread", 0)):
+                       ("output_tokens_mean", 320), ("output_tokens_spread", 0)):
         form.gen[key].setValue(value)
     form.max_trials.setValue(2)
     form.repeats.setValue(1)
@@ -60,7 +62,7 @@ def test_a_two_trial_search_from_the_tune_tab_fills_its_table(window, qtbot, tmp
     assert pane.running, pane.message.text()
     assert not pane.buttons["start"].isEnabled() and pane.buttons["stop"].isEnabled()
     qtbot.waitUntil(lambda: not pane.running, timeout=SEARCH_TIMEOUT_MS)
-    assert any(in_use_drawn), f"{len(in_use_drawn)} frames drawn during the trials, none with a block in use"
+    assert any(in_use_drawn), f"{len(in_use_drawn)} frames drawn during the trials, none with a block in use: {in_use_drawn}"
     trials = pane.trials.trials
     assert [t.number for t in trials] == [0, 1], [(t.number, t.state, t.error) for t in trials]
     assert trials[0].state == "complete", trials[0].error
