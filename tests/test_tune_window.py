@@ -62,7 +62,8 @@ def test_a_two_trial_search_from_the_tune_tab_fills_its_table(window, qtbot, tmp
     assert pane.running, pane.message.text()
     assert not pane.buttons["start"].isEnabled() and pane.buttons["stop"].isEnabled()
     qtbot.waitUntil(lambda: not pane.running, timeout=SEARCH_TIMEOUT_MS)
-    assert any(in_use_drawn), f"{len(in_use_drawn)} frames drawn during the trials, none with a block in use: {in_use_drawn}"
+    assert any(in_use_drawn), (f"{len(in_use_drawn)} frames drawn during the trials, none with a block in use: "
+                               f"{in_use_drawn}")
     trials = pane.trials.trials
     assert [t.number for t in trials] == [0, 1], [(t.number, t.state, t.error) for t in trials]
     assert trials[0].state == "complete", trials[0].error
