@@ -355,6 +355,30 @@ def test_a_search_pauses_before_a_trial_that_would_end_past_its_deadline_and_res
     assert (stored.time_budget_s, stored.max_trials, stored.name) == (9000, 5, "paused")
 
 
+def test_the_time_left_is_the_trials_asked_for_and_the_reruns_where_they_end_before_the_budget(tmp_path):
+    """Eight trials asked for within two hours: the search ends after them, not at the budget's end. Until a
+    trial completes, each is estimated at an engine start's time."""
+    model = AppModel(EngineConfig(model="demo", max_model_len=512))
+    posted, clock = [], Clock()
+    run = TuneRun(model, EngineCommands(model, posted.append), tmp_path / "tune", clock=clock)
+    run.last_start_s = 100.0  # an engine start takes 100 s here
+    run.start(small_spec(name="asked for", max_trials=8, repeats=3, time_budget_s=7200))
+    assert run.running_number == 0
+    progress = run.progress()
+    assert progress.time_left_s == pytest.approx(8 * 100 + 6 * 100)  # not 7200 s and the reruns
+    assert (progress.num_trials_planned, progress.num_reruns_done, progress.num_reruns_planned) == (8, 0, 6)
+    clock.now += 30  # trial 0 is 30 s in
+    assert run.progress().time_left_s == pytest.approx(1400 - 30)
+    run.stop()
+
+    budget = TuneRun(model, EngineCommands(model, posted.append), tmp_path / "tune", clock=clock)
+    budget.last_start_s = 100.0
+    budget.start(small_spec(name="within the budget", max_trials=None, repeats=3, time_budget_s=7200))
+    clock.now += 30
+    assert budget.progress().time_left_s == pytest.approx(7200 - 30 + 6 * 100)  # the budget ends it
+    budget.stop()
+
+
 def test_chunked_prefill_is_not_sampled_off_where_the_batched_tokens_sampled_need_it(tmp_path):
     """The H100 search of 2026-12-05: TPE, never told that chunked prefill off with fewer batched tokens than
     max_model_len is refused, sampled that combination 1,208 times in a row. It is no longer sampled: below

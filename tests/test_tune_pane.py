@@ -20,6 +20,7 @@ from workbench.tune.values import (
 )
 from workbench.ui.tune_pane import TunePane
 from workbench.ui.tune_space import SpaceProblem, read_range
+from workbench.ui.tune_text import ENDED, end_text
 
 
 class SearchStandIn:
@@ -195,8 +196,13 @@ def test_trials_are_drawn_and_tabled_as_they_end_and_the_verdict_shown(pane, qtb
     assert pane.trials.cell(failed_row, pane.trials.headers().index("Output tok/s")) == ""  # nothing measured
     assert "4 trials done" in pane.progress.format() and "4 min 00 s left" in pane.progress.format()
     assert "trial 3" in pane.progress.format() and pane.phase.text() == "Trial 4: starting the engine"
+    # the verdict's reruns take about a trial's time each: the bar is not full while they run
+    search.progress_changed.emit(TuneProgress(4, 4, 300.0, 180.0, best, (1, 3), None, "Rerun 3 of 6, best",
+                                              "verdict", num_reruns_done=2, num_reruns_planned=6))
+    assert pane.progress.value() == pane.progress.maximum() * 6 // 10
     verdict = Verdict(3, {"max_num_seqs": 64}, (1500, 1480, 1520), (1000, 1010, 990), 1.5, 1.46, 1.54, "")
     search.finished.emit(verdict, "")
+    assert pane.progress.value() == pane.progress.maximum() and pane.progress.format() == "Finished"
     assert "1.50× the defaults" in pane.verdict_label.text() and "1.46–1.54×" in pane.verdict_label.text()
     assert pane.buttons["preset"].isEnabled() and pane.buttons["serve"].isEnabled()
     assert pane.copy_serve_line() == "vllm serve /models/demo \\\n  --max-num-seqs 24 \\\n  --block-size 32\n"
@@ -312,3 +318,15 @@ def test_apply_as_preset_asks_before_it_replaces_a_preset(pane, tmp_path, monkey
     monkeypatch.setattr("workbench.ui.tune_pane.QInputDialog.getText",
                         lambda parent, title, label, text: names.append(text) or (text, True))
     assert pane._ask_preset_name() == "night-best-2" and names == ["night-best-2"]
+
+
+def test_the_bar_says_how_a_search_ended():
+    """A verdict, the user's Stop, a pause before a device call's end, or no verdict the search could give."""
+    verdict = Verdict(3, {"max_num_seqs": 64}, (1500, 1480, 1520), (1000, 1010, 990), 1.5, 1.46, 1.54, "")
+    assert end_text(verdict, "") == "Finished"
+    assert end_text(None, "Stopped: 4 trials kept.") == "Stopped"
+    assert end_text(None, "Stopped before its verdict: 1 trial kept.") == "Stopped"
+    assert end_text(None, "Paused before the next trial, which would not end in time: 2 trials and 0 of 6 "
+                          "reruns kept; resume 'w1' to go on.") == "Paused"
+    assert end_text(None, "No setting met the goal (goodput): not one request of any trial was within the "
+                          "limits.") == ENDED == "Ended without a verdict"

@@ -497,13 +497,18 @@ class TuneRun:
         left = max(0.0, spec.time_budget_s - self.elapsed_s()) if self.phase == "search" else 0.0
         planned = spec.max_trials if spec.max_trials is not None else \
             (len(ended) + int(left // estimate) if estimate else None)
-        reruns_left = 0 if self.phase == "finished" else \
-            len(verdict_plan(spec.repeats)) - len(self.study.verdict_runs())
+        if self.phase == "search" and spec.max_trials is not None and estimate:
+            # the trials asked for end the search before its budget does: their time is what is left of it
+            running_for = self.clock() - self.current.began_s if self.current is not None else 0.0
+            left = min(left, max(0.0, (spec.max_trials - len(ended)) * estimate - running_for))
+        reruns_planned = len(verdict_plan(spec.repeats))
+        reruns_done = len(self.study.verdict_runs())
+        reruns_left = 0 if self.phase == "finished" else reruns_planned - reruns_done
         points = [(r.number, spec.goal.throughput_of(r.figures), r.figures.ttft_p99_s) for r in ended
                   if r.state == "complete" and r.figures.ttft_p99_s is not None]
         return TuneProgress(len(ended), planned, self.elapsed_s(), left + reruns_left * estimate,
                             best_trial(self._results, spec.goal), pareto_front(points), self.running_number,
-                            self._phase_text, self.phase)
+                            self._phase_text, self.phase, reruns_done, reruns_planned)
 
     def _emit_progress(self, force: bool = False) -> None:
         now = self.clock()

@@ -59,19 +59,20 @@ class TrialRun:
         self.measure = TrialMeasure(workload.offsets_s, prefix)
         self.state = "new"  # "starting", "measuring", "done"
         self.start_id = 0
-        self._asked_s = 0.0
+        self.began_s = 0.0  # the caller's clock when the trial began (its engine asked for, or its workload sent)
         self.engine_start_s: float | None = None
         self.batch_limits: dict = {}
 
     def begin(self) -> None:
         self.state = "starting"
-        self._asked_s = self.clock()
+        self.began_s = self.clock()
         self.on_phase(f"{self.label}: starting the engine")
         self.start_id = self.commands.start_on(self.config)
 
     def measure_now(self) -> None:
         """Sends the workload to the engine running now, which must be ready on this trial's configuration
         (a rate search probes one engine at several rates): no start."""
+        self.began_s = self.clock()
         self.start_id = self.model.engine.start_id
         self._read_batch_limits(self.model.engine)
         self._send()
@@ -90,7 +91,7 @@ class TrialRun:
         elif status.start_id < self.start_id:
             return  # the engine before this trial's: its last words
         elif status.state is EngineState.READY and self.state == "starting":
-            self.engine_start_s = self.clock() - self._asked_s
+            self.engine_start_s = self.clock() - self.began_s
             self._read_batch_limits(status)
             self._send()
         elif status.state is EngineState.FAILED:
@@ -150,7 +151,7 @@ class TrialRun:
         if limits is None or self.state not in ("starting", "measuring"):
             return
         now = self.clock()
-        if self.state == "starting" and now - self._asked_s > limits.start_s:
+        if self.state == "starting" and now - self.began_s > limits.start_s:
             self._end(f"The engine did not start within {limits.start_s:.0f} s ({limits.start_why}); "
                       "the trial was ended")
         elif self.state == "measuring":

@@ -281,6 +281,8 @@ class TuneProgress:
     running_number: int | None = None
     phase_text: str = ""
     phase: str = "search"
+    num_reruns_done: int = 0  # the verdict's reruns (the best and the defaults, alternately)
+    num_reruns_planned: int = 0
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from workbench.ui.tune_form import ERROR_STYLE, TuneForm
 from workbench.ui.tune_plot import TunePlot
 from workbench.ui.tune_space import SpaceProblem, SpaceTable
 from workbench.ui.tune_table import TrialTableModel, columns_for_goal, trials_view
-from workbench.ui.tune_text import progress_text, search_summary, unbroken_units, verdict_html
+from workbench.ui.tune_text import ENDED, end_text, progress_text, search_summary, unbroken_units, verdict_html
 
 PROGRESS_STEPS = 1000
 
@@ -365,8 +365,9 @@ class TunePane(QWidget):
         self.running, self.verdict = False, verdict
         self._set_setup_enabled(True)
         self._set_phase("")
-        self.progress.setValue(PROGRESS_STEPS if verdict is not None else self.progress.value())
-        self.progress.setFormat("Finished" if verdict is not None else "Stopped")
+        ending = end_text(verdict, message)
+        self.progress.setValue(PROGRESS_STEPS if ending in ("Finished", ENDED) else self.progress.value())
+        self.progress.setFormat(ending)
         self.verdict_label.setText(unbroken_units(verdict_html(verdict, self.goal)) if verdict is not None else "")
         self._set_message(message, error=verdict is None and bool(message) and "stopped" not in message.lower())
         self.offer_resumable()
@@ -442,9 +443,11 @@ class TunePane(QWidget):
 
 
 def _fraction(progress: TuneProgress) -> int:
-    """How far the search is, in PROGRESS_STEPS: by trials where they are planned, else by time."""
+    """How far the search is, in PROGRESS_STEPS: by trials and the verdict's reruns where the trials are
+    planned (each rerun takes about a trial's time), else by time."""
     if progress.num_trials_planned:
-        return int(PROGRESS_STEPS * min(1.0, progress.num_trials_done / progress.num_trials_planned))
+        done = progress.num_trials_done + progress.num_reruns_done
+        return int(PROGRESS_STEPS * min(1.0, done / (progress.num_trials_planned + progress.num_reruns_planned)))
     if progress.time_left_s is None:
         return 0
     total = progress.elapsed_s + progress.time_left_s

@@ -64,6 +64,21 @@ def progress_text(progress: TuneProgress, goal: Goal) -> str:
     return " · ".join(parts)
 
 
+ENDED = "Ended without a verdict"
+
+
+def end_text(verdict: Verdict | None, message: str) -> str:
+    """The progress bar's word once a search is over: its verdict, the user's Stop, a pause before a device
+    call's end (``bench tune --pause-after-s``), or a search that ended by itself without a verdict (no trial
+    completed, or none met the goal)."""
+    if verdict is not None:
+        return "Finished"
+    for word in ("Stopped", "Paused"):
+        if message.startswith(word):
+            return word
+    return ENDED
+
+
 def verdict_colour(verdict: Verdict) -> str:
     """Green where every paired rerun beat the defaults (and the goal was met), red where every one fell
     short of them or no trial met the goal; "" (the text's own colour) where the pairs straddle 1: a

@@ -5,7 +5,7 @@ window, on this machine as it is:
 
 writes ``tune-running.png`` (the Tune tab mid-search: the progress bar with trials done, time left and the
 best so far, the plot's points and Pareto front, the table, and the engine region's heatmap and plots on
-the running trial's requests) and ``tune-result.png`` (the finished search: every trial in the table, the
+the running trial's requests), ``tune-verdict.png`` (the verdict's reruns under way) and ``tune-result.png`` (the finished search: every trial in the table, the
 verdict's ratio to vLLM's defaults with its spread, Apply as preset and the serve line); with ``--setup-only``,
 ``tune-setup.png`` alone (the tab before a search; no engine is started). With ``--goodput TTFT_S:TPOT_MS``,
 ``tune-goodput-result.png`` alone: a burst of 64 requests (24 prompt, 64 output tokens) searched on
@@ -65,12 +65,32 @@ def running_picture(window, pane, docs: Path, wait) -> None:
     the wait too."""
     from workbench.bench.gui.screenshot import save_small
 
-    if wait(lambda: running_enough(window, pane) or not pane.running, SEARCH_TIMEOUT_S) and pane.running:
+    def in_verdict() -> bool:
+        return "verdict" in pane.progress.format()
+
+    if (wait(lambda: running_enough(window, pane) or not pane.running or in_verdict(), SEARCH_TIMEOUT_S)
+            and pane.running and not in_verdict()):
         size = save_small(window, str(docs / "tune-running.png"), max_bytes=250_000)
         print("saved tune-running.png", f"{size:,} bytes |", pane.progress.format(), "|", pane.phase.text())
     else:
-        print("tune-running.png not taken: the search ended before three trials and a busy fourth were seen "
+        print("tune-running.png not taken: the trials ended before three of them and a busy fourth were seen "
               "(run again on a quieter machine, or with more --trials)")
+
+
+def verdict_picture(window, pane, docs: Path, wait) -> None:
+    """``tune-verdict.png``: the verdict's reruns under way, the bar part-way (each rerun takes about a trial's
+    time), the phase line naming the rerun."""
+    from workbench.bench.gui.screenshot import save_small
+
+    def reruns_under_way() -> bool:
+        return "verdict" in pane.progress.format() and re.search(r"run [2-9] of", pane.phase.text()) is not None
+
+    if wait(lambda: reruns_under_way() or not pane.running, SEARCH_TIMEOUT_S) and pane.running:
+        size = save_small(window, str(docs / "tune-verdict.png"), max_bytes=250_000)
+        print("saved tune-verdict.png", f"{size:,} bytes |", pane.progress.format(), "|", pane.phase.text(),
+              f"| bar {pane.progress.value()} of {pane.progress.maximum()}")
+    else:
+        print("tune-verdict.png not taken: the search ended before its second rerun pair")
 
 
 def setup_picture(folder: Path) -> int:
@@ -188,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if not goodput:  # a burst's trial lasts a second: no moment mid-trial worth a picture
         running_picture(window, pane, docs, wait)
+        verdict_picture(window, pane, docs, wait)
     wait(lambda: not pane.running, SEARCH_TIMEOUT_S)
     pane.table.selectRow(pane.trials.row_of(pane.trials.best_number or 0) or 0)
     model = window.model
