@@ -214,14 +214,20 @@ def engine_now(model: AppModel, state: EngineState, start_id: int, message: str 
     model.apply(StateChanged(state, message, start_id))
 
 
-def test_a_question_asked_during_a_search_waits_saying_why_and_goes_to_the_users_engine_after(tmp_path):
+def search_on_a_ready_engine(tmp_path, max_trials: int):
+    """The user's engine ready, then a search begun on it: (model, commands posted, the one owner, the search)."""
     model = AppModel(EngineConfig(model="demo", max_model_len=512))
     posted = []
     commands = EngineCommands(model, posted.append)
     commands.start()
     engine_now(model, EngineState.READY, model.latest_start_id)
     run = TuneRun(model, commands, tmp_path / "tune")
-    run.start(small_spec(max_trials=1, repeats=1))
+    run.start(small_spec(max_trials=max_trials, repeats=1))
+    return model, posted, commands, run
+
+
+def test_a_question_asked_during_a_search_waits_saying_why_and_goes_to_the_users_engine_after(tmp_path):
+    model, posted, commands, run = search_on_a_ready_engine(tmp_path, max_trials=1)
     conversation = model.new_conversation()
     request = commands.ask(conversation.conversation_id, "Still there?", SamplingSettings())
     assert not [c for c in posted if isinstance(c, SubmitAll)], "a question sent into a trial's engine"
@@ -235,6 +241,49 @@ def test_a_question_asked_during_a_search_waits_saying_why_and_goes_to_the_users
     engine_now(model, EngineState.READY, restart.start_id)
     sent = [c for c in posted if isinstance(c, SubmitAll)]
     assert [r.request_id for c in sent for r in c.requests] == [request.request_id] and not model.engine_hold
+
+
+def test_a_search_stopped_for_the_users_own_start_does_that_in_place_of_their_engine_and_questions_wait_for_it(
+        tmp_path):
+    """Apply a preset mid-search, the user chose to stop the search: the preset's engine is the one start (not the
+    user's engine first, then the preset's: two starts), and a question that waited goes to it, not to the trial's."""
+    model, posted, commands, run = search_on_a_ready_engine(tmp_path, max_trials=2)
+    engine_now(model, EngineState.READY, posted[-1].start_id)  # trial 0's engine: its workload goes in
+    assert isinstance(posted[-1], SubmitScheduled)
+    conversation = model.new_conversation()
+    request = commands.ask(conversation.conversation_id, "Still there?", SamplingSettings())
+    preset = EngineConfig(model="demo", max_model_len=1024)
+    before = len(posted)
+    run.stop(instead=lambda: commands.start(preset))
+    assert not run.running and model.config == preset
+    after = posted[before:]
+    assert {type(c) for c in after} == {Abort, StartEngine}  # the trial's requests taken back, one start
+    [start] = [c for c in after if isinstance(c, StartEngine)]
+    assert start.config == preset and not model.engine_hold
+    assert not [c for c in after if isinstance(c, SubmitAll)], "the question went to the trial's engine"
+    engine_now(model, EngineState.READY, start.start_id)
+    [sent] = [c for c in posted if isinstance(c, SubmitAll)]
+    assert [r.request_id for r in sent.requests] == [request.request_id]
+
+
+def test_a_question_asked_after_stop_engine_waits_though_the_engine_still_says_ready(tmp_path):
+    """A search stopped for Stop engine lets its waiting questions go as the stop is posted: the engine, still
+    ready for a moment, is stopping, and they wait for the next start."""
+    model = AppModel(EngineConfig(model="demo", max_model_len=512))
+    posted = []
+    commands = EngineCommands(model, posted.append)
+    commands.start()
+    engine_now(model, EngineState.READY, model.latest_start_id)
+    commands.stop()
+    conversation = model.new_conversation()
+    request = commands.ask(conversation.conversation_id, "Still there?", SamplingSettings())
+    assert not [c for c in posted if isinstance(c, SubmitAll)] and conversation.messages[-1].status == "waiting"
+    engine_now(model, EngineState.STOPPED, model.latest_start_id, "Engine stopped.")
+    assert waiting_note(model.engine, False).startswith("not sent yet: the engine is stopped")
+    commands.start()
+    engine_now(model, EngineState.READY, model.latest_start_id)
+    [sent] = [c for c in posted if isinstance(c, SubmitAll)]
+    assert [r.request_id for r in sent.requests] == [request.request_id]
 
 
 def test_a_trial_past_its_limits_fails_with_its_requests_aborted_and_the_search_goes_on(tmp_path):

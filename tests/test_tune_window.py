@@ -89,3 +89,54 @@ def test_a_two_trial_search_from_the_tune_tab_fills_its_table(window, qtbot, tmp
     model = window.model
     qtbot.waitUntil(lambda: model.engine.settled(model.latest_start_id), timeout=ENGINE_START_TIMEOUT_MS)
     assert model.engine.ready and model.config == user_config, model.engine.message
+
+
+@pytest.mark.timeout(1800)
+def test_the_engine_asked_for_mid_search_asks_first_and_a_stopped_search_starts_only_what_was_asked(
+        window, qtbot, tmp_path, monkeypatch):
+    """Mid-search, Engine > Restart engine asks whether to stop the search: let it run, and nothing starts. A
+    batch's Run waits for the search, saying why. Presets > Apply, the search stopped for it: the preset's
+    engine is the one start after it (not the user's engine first, then the preset's)."""
+    from test_batch_engine import open_and_wait
+
+    from workbench.engine.commands import StartEngine
+
+    monkeypatch.setenv("WORKBENCH_CONFIG_DIR", str(tmp_path / "config"))
+    model, batch = window.model, window.batch
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("What is a block?\nWhat is a page?\n")
+    open_and_wait(batch, qtbot, prompts, "text")
+    assert batch.run_button.isEnabled()
+    pane = window.tune.show_tab()
+    small_search(pane, f"held-{time.time_ns()}")
+    pane.form.max_trials.setValue(4)  # more than the test lets run
+    asked, answers = [], [False, True]  # let the search run, then stop it
+    monkeypatch.setattr(window.tune, "ask_stop_search", lambda doing: asked.append(doing) or answers.pop(0))
+    posted, post = [], window.commands.post
+    monkeypatch.setattr(window.commands, "post", lambda command: (posted.append(command), post(command))[1])
+    qtbot.mouseClick(pane.buttons["start"], Qt.LeftButton)
+    qtbot.waitUntil(lambda: pane.running or pane.buttons["start"].isEnabled(), timeout=300_000)
+    assert pane.running, pane.message.text()
+    search = window.tune.search
+    stop, stopped_at = search.stop, []
+    monkeypatch.setattr(search, "stop", lambda instead=None: (stopped_at.append(len(posted)), stop(instead))[1])
+    # a trial's engine ready: the batch's Run still waits, for the search
+    qtbot.waitUntil(lambda: model.engine.ready and model.engine.start_id == model.latest_start_id > 0 and
+                    search.current is not None, timeout=ENGINE_START_TIMEOUT_MS)
+    assert not batch.run_button.isEnabled() and "search is using the engine" in batch.run_button.toolTip()
+    latest = model.latest_start_id
+    assert window.restart_engine() == 0 and asked == ["restart the engine"]
+    assert search.running and model.latest_start_id == latest and not stopped_at  # nothing started
+    presets = window.presets
+    presets.choose("low-latency")
+    with qtbot.waitSignal(presets.checked, timeout=ENGINE_START_TIMEOUT_MS) as checked:  # checked off the GUI thread
+        presets.apply()
+    assert checked.args == [True], presets.problem_text.text()
+    assert asked == ["restart the engine", "apply the preset 'low-latency'"]
+    assert not search.running and pane.progress.format() == "Stopped"
+    assert pane.trials.trials and pane.trials.trials[-1].error.startswith("stopped before it finished")
+    [start] = [c for c in posted[stopped_at[0]:] if isinstance(c, StartEngine)]
+    assert start.config == model.config and model.config.max_num_seqs == presets.resolved.config.max_num_seqs
+    qtbot.waitUntil(lambda: model.engine.settled(start.start_id), timeout=ENGINE_START_TIMEOUT_MS)
+    assert model.engine.ready, model.engine.message
+    assert batch.run_button.isEnabled() and batch.run_button.toolTip() == ""  # the search let the engine go

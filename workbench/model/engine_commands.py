@@ -24,6 +24,7 @@ class EngineCommands:
         self.model = model
         self.post = post
         self._waiting: dict[str, ChatRequest] = {}  # request id -> request, in the order asked
+        self._stopped = 0  # the start a stop was asked for last: it is stopping, though it may still say ready
         model.engine_changed.connect(self._on_model_engine_changed)
         model.send_batch_runs_to(self)
 
@@ -31,7 +32,8 @@ class EngineCommands:
         """True when the engine the model asked for last is ready and nothing holds it (a search's trials
         restart it and measure it): a question goes to it at once."""
         status = self.model.engine
-        return status.ready and status.start_id >= self.model.latest_start_id and not self.model.engine_hold
+        return (status.ready and status.start_id >= self.model.latest_start_id and not self.model.engine_hold
+                and status.start_id != self._stopped)
 
     def hold(self, reason: str) -> None:
         """Chat questions and regenerates wait while ``reason`` stands, saying it (:func:`waiting_note`)."""
@@ -59,6 +61,7 @@ class EngineCommands:
         return start_id
 
     def stop(self) -> None:
+        self._stopped = self.model.latest_start_id
         self.post(StopEngine())
 
     # -------------------------------------------------------------- chat

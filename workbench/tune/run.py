@@ -97,6 +97,7 @@ class TuneRun:
         self._begun_s = 0.0
         self._elapsed_before_s = 0.0
         self._stopping = False
+        self._instead = None  # what a Stop asked for in place of starting the user's engine again
         self._restore = None  # the configuration to start again after the search (None: leave it)
         self._opened_base = None  # the configuration an ended search opened again ran on (None: unknown)
         self._last_progress_s = 0.0
@@ -221,10 +222,14 @@ class TuneRun:
             done = any(r.state == "complete" for r in self._results)
             self.finished.emit(None, "It ended without a verdict." + ("" if done else " " + self._no_trial_message()))
 
-    def stop(self) -> None:
+    def stop(self, instead: Callable[[], object] | None = None) -> None:
+        """Ends the search now: the running trial's requests are taken back, what they measured is kept.
+        ``instead``: what the user asked for that needs the engine (a restart, a preset, a stop), done in place
+        of the search starting their engine again and before the questions that waited are let go (they go to
+        the engine ``instead`` starts, not to the trial's)."""
         if not self.running:
             return
-        self._stopping = True
+        self._stopping, self._instead = True, instead
         if self.current is not None:
             self.current.stop()  # its end comes back through _on_trial_done / _on_rerun_done
         else:
@@ -477,7 +482,10 @@ class TuneRun:
         self.phase = "finished"
         self._phase_text = "finished"
         self._emit_progress(force=True)
-        if self._restore is not None:  # the user's own engine again
+        instead, self._instead = self._instead, None
+        if instead is not None:
+            instead()
+        elif self._restore is not None:  # the user's own engine again
             self.commands.start_on(self._restore)
         self.commands.release()  # questions asked meanwhile go to it once it is ready
         self.finished.emit(verdict, message)

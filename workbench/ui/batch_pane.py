@@ -42,6 +42,7 @@ MAX_PROBLEMS_LISTED = 1000
 # Between chunks the reading thread lets the GUI thread have the interpreter: without the pause, reading a
 # 100,000-line file held the window up to 450 ms at a time; with it, only the interpreter's own cleanups do.
 GIL_PAUSE_S = 0.001
+HELD_TIP = "The Tune tab's search is using the engine: run the batch once it ends, or Stop it there."
 
 
 class BatchPane(QWidget):
@@ -67,6 +68,7 @@ class BatchPane(QWidget):
         self.timer.timeout.connect(self._on_timer_timeout)
         self.timer.start()
         model.engine_changed.connect(self._on_model_engine_changed)
+        model.waiting_changed.connect(self._update_controls)  # a search holds the engine, or lets it go
         model.batch_run_added.connect(self._on_model_batch_runs_changed)
         model.batch_run_removed.connect(self._on_model_batch_run_removed)
         if model.batch_runs:  # the latest run an earlier session stored
@@ -311,7 +313,8 @@ class BatchPane(QWidget):
     def _can_run(self) -> bool:
         loaded = self._pending() and self.loader.done and self.loader.results.num_rows > 0
         another = any(run.state == "running" for run in self.model.batch_runs.values())
-        return loaded and self.run is None and self.model.engine.ready and not self._reading() and not another
+        free = self.model.engine.ready and not self.model.engine_hold  # a search's trials use it: not into them
+        return loaded and self.run is None and free and not self._reading() and not another
 
     def _pending(self) -> bool:
         """A file read (or being read) that has not run yet."""
@@ -476,6 +479,7 @@ class BatchPane(QWidget):
     def _update_controls(self) -> None:
         state = self.run.state if self.run is not None else ""
         self.run_button.setEnabled(self._can_run())
+        self.run_button.setToolTip(HELD_TIP if self.model.engine_hold else "")
         self.pause_button.setEnabled(state in ("running", "paused"))
         self.pause_button.setText("Resume" if state == "paused" else "Pause")
         self.cancel_button.setEnabled(state in ("running", "paused"))

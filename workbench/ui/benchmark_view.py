@@ -106,7 +106,8 @@ class BenchmarkView(QDialog):
     def run(self) -> None:
         self.stopped_live_engine = False
         if self.engine_running() and self.ask_to_stop():
-            self.stop_engine()
+            if not self.stop_engine():  # a search uses the engine, and the user let it run: no run beside it
+                return
             self.stopped_live_engine = True
         self._discard(self.out_dir)  # a failed or cancelled run's
         self.out_dir = Path(tempfile.mkdtemp(prefix="workbench-bench-"))

@@ -80,7 +80,7 @@ class MainWindow(QMainWindow):
         self.tune.offer_unfinished()
         layout.addWidget(self.regions, 1)
         self.setCentralWidget(central)
-        self.presets = PresetPanel(model, self.commands.abort, self.restart_engine)
+        self.presets = PresetPanel(model, self.commands.abort, self.restart_engine, self.tune.take_engine)
         self.engine_region.add_panel("Presets", self.presets)
         self.server = ServerActions(self)  # Server menu and panel: attach to a server, or serve the preset
         self._build_menus()
@@ -149,29 +149,37 @@ class MainWindow(QMainWindow):
         self._follow_conversation(self.model.selected_conversation_id)
 
     # -------------------------------------------------------------- commands to the engine
+    # Each of these asks first while a search's trials use the engine (``TuneActions.take_engine``); 0 or False
+    # where the user let the search run.
     @Slot()
     def restart_engine(self) -> int:
         """Starts the engine on the model's configuration; returns the start's id (see EngineStatus.settled).
         Not while another instance holds the database: that one runs the engine (returns 0)."""
+        return self.tune.take_engine("restart the engine", self._start) or 0
+
+    def _start(self) -> int:
         if self.storage is not None and self.storage.locked:
             return 0
         return self.commands.start()
 
-    def start_engine(self, config: EngineConfig) -> int:
-        self.model.set_config(config)
-        return self.restart_engine()
+    def start_engine(self, config: EngineConfig, doing: str = "start the engine on other settings") -> int:
+        def start() -> int:
+            self.model.set_config(config)
+            return self._start()
+
+        return self.tune.take_engine(doing, start) or 0
 
     @Slot(object)
     def retry_with(self, changes) -> int:
         """Starts again with the change that a failed start's advice names."""
-        return self.start_engine(self.model.config.with_changes(changes))
+        return self.start_engine(self.model.config.with_changes(changes), "start the engine again with that change")
 
     @Slot()
-    def stop_engine(self) -> None:
-        self.commands.stop()
+    def stop_engine(self) -> bool:
+        return bool(self.tune.take_engine("stop the engine", lambda: self.commands.stop() or True))
 
     def start_with_model(self, model: str) -> int:
-        return self.start_engine(self.model.config.with_model(model))
+        return self.start_engine(self.model.config.with_model(model), f"start the engine on {model}")
 
     @Slot()
     def choose_model(self) -> None:

@@ -81,9 +81,12 @@ class PresetPanel(QWidget):
 
     checked = Signal(bool)  # an Apply's check ended: True when the switch went ahead (or waits for requests)
 
-    def __init__(self, model: AppModel, abort, restart):
+    def __init__(self, model: AppModel, abort, restart, take_engine=None):
         super().__init__(objectName="presetPanel")
         self.model, self.abort, self.restart = model, abort, restart
+        # take_engine(doing, act): act, once what uses the engine (a search) has let it go (the window's
+        # TuneActions); None where the user kept it
+        self.take_engine = take_engine or (lambda doing, act: act())
         self.confirm_replace = lambda names: ask_replace(self, names)  # replaced by tests
         self.machine = this_machine()
         self.catalog = store.PresetCatalog()
@@ -349,12 +352,16 @@ class PresetPanel(QWidget):
                 self.diff.setText(f"Waiting for {self.model.num_in_flight()} request(s) to finish…")
                 self.wait_timer.start()
                 return True
-        self._switch(self.resolved)
-        return True
+        return self._switch(self.resolved)
 
-    def _switch(self, resolved) -> None:
-        self.model.apply_preset(resolved.name, resolved.config, resolved.sampling)
-        self.restart()
+    def _switch(self, resolved) -> bool:
+        """Applies ``resolved`` and restarts the engine on it; False where a search kept the engine."""
+        def switch() -> bool:
+            self.model.apply_preset(resolved.name, resolved.config, resolved.sampling)
+            self.restart()
+            return True
+
+        return bool(self.take_engine(f"apply the preset {resolved.name!r}", switch))
 
     @Slot()
     def _on_wait_timer(self) -> None:

@@ -46,9 +46,12 @@ class ServerActions(QObject):
         remembered without its key."""
         if self._locked():
             return 0
+        doing = "serve the preset" if spec.serve is not None else f"connect to {spec.base_url}"
+        start_id = self.window.tune.take_engine(doing, lambda: self.window.commands.start_on(spec))
+        if not start_id:  # a search keeps the engine
+            return 0
         if spec.serve is None:
             remember(spec)
-        start_id = self.window.commands.start_on(spec)
         self.window.show_panel("Server")  # its tab in front of the presets'
         return start_id
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 import html
 import time
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLabel, QMessageBox
 from superqt.utils import create_worker
 
 from workbench import paths
@@ -18,6 +19,7 @@ from workbench.telemetry.machine_facts import package_version
 from workbench.tune.space import default_space, gpu_only
 
 TAB_TITLE = "Tune"
+T = TypeVar("T")
 SEARCHES_FOLDER = "tune"  # under the data folder: the searches' Optuna storage
 
 
@@ -95,6 +97,31 @@ class TuneActions(QObject):
             window.regions.show_both()
         window.panes.setCurrentWidget(self.pane)
         return self.pane
+
+    # ------------------------------------------------------------------ the engine, while a search uses it
+    def take_engine(self, doing: str, act: Callable[[], T]) -> T | None:
+        """Does ``act``, which starts, replaces or stops the engine. While a search's trials use the engine the
+        user is asked first (``doing`` names what they asked for: "restart the engine"); stopping the search does
+        ``act`` in place of the search starting their engine again. None where they let the search run."""
+        search = self.search
+        if search is None or not search.running:
+            return act()
+        if not self.ask_stop_search(doing):
+            return None
+        done = []
+        search.stop(instead=lambda: done.append(act()))
+        return done[0] if done else None
+
+    def ask_stop_search(self, doing: str) -> bool:
+        """True where the user chose to stop the running search so as to ``doing``."""
+        box = QMessageBox(QMessageBox.Question, "A search is using the engine",
+                          f"The Tune tab's search is using the engine: each trial starts it on the trial's "
+                          f"settings and measures it. To {doing}, the search must stop.", parent=self.window)
+        box.setInformativeText("The trials it has measured are kept: Open in the Tune tab shows them again.")
+        stop = box.addButton(f"Stop the search and {doing}", QMessageBox.AcceptRole)
+        box.setDefaultButton(box.addButton("Let the search run", QMessageBox.RejectRole))  # Enter changes nothing
+        box.exec()
+        return box.clickedButton() is stop
 
     def _on_search_progress_changed(self, progress) -> None:
         if progress.phase in ("search", "verdict") and not self.ticks.isActive():

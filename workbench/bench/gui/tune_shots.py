@@ -12,7 +12,8 @@ verdict's ratio to vLLM's defaults with its spread, Apply as preset and the serv
 ``max_num_seqs`` for goodput under those limits, where a TPOT limit below what vLLM's defaults give a full batch
 shows the verdict for defaults that served no request within the goal. With ``--resume-only`` (no engine):
 ``tune-resume-reading.png`` (Resume reading a stored search on its worker: the phase line and the busy bar) and
-``tune-resume-ask.png`` (the question asked before a search kept without its model resumes on the engine's).
+``tune-resume-ask.png`` (the question asked before a search kept without its model resumes on the engine's). With
+``--held-only``: ``tune-stop-to-restart.png``, the question Engine > Restart engine asks mid-search.
 """
 from __future__ import annotations
 
@@ -93,6 +94,36 @@ def verdict_picture(window, pane, docs: Path, wait) -> None:
         print("tune-verdict.png not taken: the search ended before its second rerun pair")
 
 
+def answer_next_question(path: Path, answer) -> None:
+    """The next modal question, once it shows, saved as ``path`` and answered (``answer(box)``)."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from workbench.bench.gui.screenshot import save_small
+
+    def take() -> None:
+        box = QApplication.activeModalWidget()
+        if box is None:
+            QTimer.singleShot(50, take)
+            return
+        size = save_small(box, str(path), max_bytes=100_000)
+        print("saved", path.name, f"{size:,} bytes |", box.text().replace("\n", " "))
+        answer(box)
+
+    QTimer.singleShot(50, take)
+
+
+def held_picture(window, pane, docs: Path, wait) -> None:
+    """``tune-stop-to-restart.png``: Engine > Restart engine asked for mid-search, the question it asks first
+    (answered "Let the search run")."""
+    model = window.model
+    wait(lambda: model.engine.ready and model.engine.start_id == model.latest_start_id and pane.running, 600)
+    answer_next_question(docs / "tune-stop-to-restart.png",
+                         lambda box: next(b for b in box.buttons() if b.text() == "Let the search run").click())
+    print("Restart engine mid-search:", window.restart_engine() or "nothing started", "| search running:",
+          pane.running)
+
+
 def setup_picture(folder: Path) -> int:
     """``tune-setup.png``: the Tune tab before a search, its setup whole (no engine is started)."""
     import tempfile
@@ -125,7 +156,6 @@ def resume_pictures(folder: Path) -> int:
     import tempfile
     from dataclasses import replace
 
-    from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
     from workbench.bench.gui.screenshot import save_small
@@ -159,22 +189,18 @@ def resume_pictures(folder: Path) -> int:
     while pane.running or pane.workers:
         app.processEvents()
 
-    def answer() -> None:
-        box = QApplication.activeModalWidget()
-        if box is None:
-            QTimer.singleShot(50, answer)
-            return
-        size = save_small(box, str(folder / "tune-resume-ask.png"), max_bytes=100_000)
-        print("saved tune-resume-ask.png", f"{size:,} bytes |", box.text().replace("\n", " "))
-        box.reject()
-
-    QTimer.singleShot(50, answer)
+    answer_next_question(folder / "tune-resume-ask.png", lambda box: box.reject())
     pane.resume("nightly batch")
     while pane.checking:
         app.processEvents()
     print(pane.message.text())
     pane.close()
     return 0
+
+
+def model_settled(window) -> bool:
+    model = window.model
+    return model.engine.settled(model.latest_start_id)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)  # the app's default, the fewest the verdict should have
     parser.add_argument("--setup-only", action="store_true", help="only tune-setup.png (no engine)")
     parser.add_argument("--resume-only", action="store_true", help="only the two pictures of Resume (no engine)")
+    parser.add_argument("--held-only", action="store_true",
+                        help="only tune-stop-to-restart.png: Restart engine asked for mid-search")
     parser.add_argument("--goodput", default="", metavar="TTFT_S:TPOT_MS",
                         help="only tune-goodput-result.png: the burst, max_num_seqs, goodput under these limits")
     args = parser.parse_args(argv)
@@ -206,6 +234,12 @@ def main(argv: list[str] | None = None) -> int:
         print("the search did not start:", pane.message.text())
         close_window(window)
         return 1
+    if args.held_only:
+        held_picture(window, pane, docs, wait)
+        pane.stop()
+        wait(lambda: not pane.running and model_settled(window), 600)
+        close_window(window)
+        return 0
     if not goodput:  # a burst's trial lasts a second: no moment mid-trial worth a picture
         running_picture(window, pane, docs, wait)
         verdict_picture(window, pane, docs, wait)
