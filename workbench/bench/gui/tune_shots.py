@@ -5,8 +5,9 @@ window, on this machine as it is:
 
 writes ``tune-running.png`` (the Tune tab mid-search: the progress bar with trials done, time left and the
 best so far, the plot's points and Pareto front, the table, and the engine region's heatmap and plots on
-the running trial's requests), ``tune-verdict.png`` (the verdict's reruns under way) and ``tune-result.png`` (the finished search: every trial in the table, the
-verdict's ratio to vLLM's defaults with its spread, Apply as preset and the serve line); with ``--setup-only``,
+the running trial's requests), ``tune-verdict.png`` (the verdict's reruns under way) and ``tune-result.png``
+(the finished search: every trial in the table, the verdict's ratio to vLLM's defaults with its spread, Apply
+as preset and the serve line); with ``--setup-only``,
 ``tune-setup.png`` alone (the tab before a search; no engine is started). With ``--goodput TTFT_S:TPOT_MS``,
 ``tune-goodput-result.png`` alone: a burst of 64 requests (24 prompt, 64 output tokens) searched on
 ``max_num_seqs`` for goodput under those limits, where a TPOT limit below what vLLM's defaults give a full batch
