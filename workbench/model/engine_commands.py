@@ -24,7 +24,7 @@ class EngineCommands:
         self.model = model
         self.post = post
         self._waiting: dict[str, ChatRequest] = {}  # request id -> request, in the order asked
-        self._stopped = 0  # the start a stop was asked for last: it is stopping, though it may still say ready
+        self._stopped: int | None = None  # the start a stop was asked for last: stopping, though it may say ready
         model.engine_changed.connect(self._on_model_engine_changed)
         model.send_batch_runs_to(self)
 
