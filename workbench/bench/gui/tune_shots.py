@@ -246,8 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         verdict_picture(window, pane, docs, wait)
     wait(lambda: not pane.running, SEARCH_TIMEOUT_S)
     pane.table.selectRow(pane.trials.row_of(pane.trials.best_number or 0) or 0)
-    model = window.model
-    wait(lambda: model.engine.settled(model.latest_start_id), 600)  # the user's engine back: the search's last start
+    wait(lambda: model_settled(window), 600)  # the user's engine back: the search's last start
     wait(lambda: False, 0.5)
     name = "tune-goodput-result.png" if goodput else "tune-result.png"
     size = save_small(window, str(docs / name), max_bytes=250_000)
