@@ -250,7 +250,7 @@ def test_the_view_shows_what_the_events_describe(traffic, qtbot, tmp_path):
     assert save_small(view, str(tmp_path / "prefix-cache-view.png")) > 0
     if os.environ.get("WORKBENCH_SCREENSHOT_DIR"):  # docs/prefix-cache-view.png is made this way
         Path(os.environ["WORKBENCH_SCREENSHOT_DIR"]).mkdir(parents=True, exist_ok=True)
-        save_small(view, os.path.join(os.environ["WORKBENCH_SCREENSHOT_DIR"], "prefix-cache-view.png"), max_bytes=120_000)
+        save_small(view, os.path.join(os.environ["WORKBENCH_SCREENSHOT_DIR"], "prefix-cache-view.png"))
 
 
 # -- no server needed ---------------------------------------------------------------------------------

@@ -70,7 +70,7 @@ def shoot_run(window, path: str, chosen: tuple[str, str | None], row: int, out: 
     if scroll_right:
         pane.table.horizontalScrollBar().setValue(pane.table.horizontalScrollBar().maximum())
         process_events_until(lambda: False, 0.3)
-    save_small(window, str(out), max_bytes=300_000)
+    save_small(window, str(out))
     print(f"saved {out.name} |", pane.file_label.text(), "|", pane.progress_label.text())
 
 

@@ -70,9 +70,11 @@ def close_window(window, timeout_s: float = 120.0) -> None:
         shutdown.wait(timeout_s)
 
 
-def save_small(widget, path: str, max_bytes: int = 200_000) -> int:
-    """Saves a grab of ``widget`` as PNG; where the full-colour file would be too big, with a palette
-    of 128 colours (Pillow, which vLLM brings; Qt's own 8-bit conversion where it is missing)."""
+def save_small(widget, path: str, max_bytes: int = 40_000) -> int:
+    """Saves a grab of ``widget`` as PNG; where the full-colour file would be bigger than ``max_bytes``,
+    with a palette of 256 colours (Pillow, which vLLM brings; Qt's own 8-bit conversion where it is
+    missing). Pillow's maximum-coverage palette keeps a window's colours within a few steps of 255 (the
+    heatmap's legend and the plots' lines stay the colours the app draws) at about a third of the size."""
     from PySide6.QtGui import QImage
 
     image = widget.grab().toImage()
@@ -84,7 +86,7 @@ def save_small(widget, path: str, max_bytes: int = 200_000) -> int:
             image.convertToFormat(QImage.Format_Indexed8).save(path)
         else:
             with Image.open(path) as full:
-                small = full.convert("RGB").quantize(colors=128, method=Image.Quantize.MEDIANCUT)
+                small = full.convert("RGB").quantize(colors=256, method=Image.Quantize.MAXCOVERAGE)
             small.save(path, optimize=True)
     return Path(path).stat().st_size
 
@@ -111,7 +113,7 @@ def main(path: str) -> int:
     first = next(iter(window.model.conversations.values())).messages[-1]
     wait(lambda: len(first.text) > 600 and window.heatmap.snapshot is not None
          and window.heatmap.snapshot.num_in_use > 40 and window.plots.num_draws >= 20, 120)
-    save_small(window, path, max_bytes=250_000)
+    save_small(window, path)
     print("saved", path, "|", window.heatmap.summary.text())
     window.close()
     return 0
@@ -238,7 +240,7 @@ def preset_status(path: str) -> int:
     panel.apply()
     starting = wait(lambda: model.latest_start_id > before and model.engine.progress is not None
                     and model.engine.progress.phase in ("weights", "profiling", "kv_alloc"), 300)
-    size = save_small(window, path, max_bytes=250_000)
+    size = save_small(window, path)
     print("saved", path, f"{size:,} bytes |", window.status.progress.text(), "|", panel.diff.text())
     window.close()
     return 0 if starting else 1
@@ -330,7 +332,7 @@ def worker_killed(path: str) -> int:
     os.kill(workers[0], signal.SIGKILL)
     died = wait(lambda: window.model.engine.state == "died", 60)
     wait(lambda: False, 1.0)  # the window draws the state
-    save_small(window, path, max_bytes=250_000)
+    save_small(window, path)
     print("saved", path, "|", window.model.engine.message[:300].replace("\n", " "))
     window.close()
     return 0 if died and "SIGKILL" in window.model.engine.message else 1
@@ -360,7 +362,7 @@ def engine_killed(path: str) -> int:
             wait(lambda: window.model.engine.settled(start_id), 600)
             chat.new_conversation()
     wait(lambda: False, 1.0)  # the window draws the state
-    save_small(window, path, max_bytes=250_000)
+    save_small(window, path)
     print("saved", path, "|", window.plots.marks.labels(), "|", window.model.engine.message[:300].replace("\n", " "))
     window.close()
     return 0 if "SIGKILL" in window.model.engine.message else 1

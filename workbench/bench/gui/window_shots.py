@@ -62,7 +62,7 @@ def window_sizes(folder: Path) -> None:
         window.resize(*size)
         wait(lambda: False, 1.5)
         path = folder / f"window-{size[0]}x{size[1]}.png"
-        save_small(window, str(path), max_bytes=300_000)
+        save_small(window, str(path))
         print("saved", path, "|", _sizes(window))
         if size == (1920, 1080):  # the plots and the memory table, the whole scrolled column
             path = folder / "plots-and-memory.png"
