@@ -54,8 +54,9 @@ class SearchStandIn:
     def resumable(self):
         return ["tune-killed"]
 
-    def past(self):
-        return ["tune-done"]
+    def past(self):  # newest first: the search started here once it ended
+        ended = [self.started.name] if isinstance(self.started, TuneSpec) else []
+        return ended + ["tune-done"]
 
     def read_stored(self, name):  # on the pane's worker thread
         if name != "tune-done":
@@ -204,6 +205,9 @@ def test_trials_are_drawn_and_tabled_as_they_end_and_the_verdict_shown(pane, qtb
     search.finished.emit(verdict, "")
     assert pane.progress.value() == pane.progress.maximum() and pane.progress.format() == "Finished"
     assert "1.50× the defaults" in pane.verdict_label.text() and "1.46–1.54×" in pane.verdict_label.text()
+    # the list beside Open says which search is shown: the one that just ended, not the one chosen before it
+    qtbot.waitUntil(lambda: pane.past.count() == 2)
+    assert pane.past.currentText() == search.started.name != "tune-done"
     assert pane.buttons["preset"].isEnabled() and pane.buttons["serve"].isEnabled()
     assert pane.copy_serve_line() == "vllm serve /models/demo \\\n  --max-num-seqs 24 \\\n  --block-size 32\n"
     assert QApplication.clipboard().text() == pane.copy_serve_line()  # as written, to paste in a shell

@@ -370,7 +370,7 @@ class TunePane(QWidget):
         self.progress.setFormat(ending)
         self.verdict_label.setText(unbroken_units(verdict_html(verdict, self.goal)) if verdict is not None else "")
         self._set_message(message, error=verdict is None and bool(message) and "stopped" not in message.lower())
-        self.offer_resumable()
+        self.offer_resumable(shown=self.spec.name if self.spec is not None else None)
         self._update_buttons()
 
     def _show_trials(self, progress: TuneProgress | None) -> None:
@@ -379,11 +379,11 @@ class TunePane(QWidget):
         self.plot.show_trials(self.trials.trials, pareto, best)
 
     # ------------------------------------------------------------------ resumable searches, stored sessions
-    def offer_resumable(self) -> None:
+    def offer_resumable(self, shown: str | None = None) -> None:
         """The searches a killed app left unfinished, offered in the combo beside Resume; those that ended, in
-        the one beside Open."""
-        self._off_thread(lambda: (self.tune.resumable(), self.tune.past()), self._on_stored_read,
-                         self._on_stored_unreadable)
+        the one beside Open, with ``shown`` (the search that just ended) chosen there: the list says which is shown."""
+        self._off_thread(lambda: (self.tune.resumable(), self.tune.past()),
+                         lambda names: self._on_stored_read(names, shown), self._on_stored_unreadable)
 
     def _on_stored_unreadable(self, error: Exception) -> None:
         """The searches' storage could not be read (a damaged file: the search's refusal names it and the fix)."""
@@ -391,9 +391,10 @@ class TunePane(QWidget):
             f"The stored searches could not be read: {type(error).__name__}: {error}"
         self._set_message(text, error=True)
 
-    def _on_stored_read(self, names: tuple[list[str], list[str]]) -> None:
+    def _on_stored_read(self, names: tuple[list[str], list[str]], shown: str | None = None) -> None:
         for combo, found in zip((self.resumable, self.past), names):
-            chosen = combo.currentText()  # kept chosen where it is still listed (the search just opened)
+            # kept chosen where it is still listed (the search just opened); beside Open, the one that just ended
+            chosen = shown if combo is self.past and shown in found else combo.currentText()
             combo.clear()
             combo.addItems(found)
             if chosen in found:

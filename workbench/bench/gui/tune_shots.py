@@ -59,7 +59,7 @@ def running_enough(window, pane) -> bool:
     done = re.search(r"(\d+) of (\d+) requests done", pane.phase.text())
     return (len(ended) >= 3 and pane.plot.num_points >= 3 and any(t.state == "running" for t in pane.trials.trials)
             and done is not None and 4 * int(done[1]) >= int(done[2]) and snapshot is not None
-            and snapshot.num_in_use > 20 and window.plots.num_draws >= 20)
+            and snapshot.num_in_use > 8 and window.plots.num_draws >= 20)
 
 
 def running_picture(window, pane, docs: Path, wait) -> None:
@@ -72,7 +72,7 @@ def running_picture(window, pane, docs: Path, wait) -> None:
 
     if (wait(lambda: running_enough(window, pane) or not pane.running or in_verdict(), SEARCH_TIMEOUT_S)
             and pane.running and not in_verdict()):
-        size = save_small(window, str(docs / "tune-running.png"), max_bytes=250_000)
+        size = save_small(window, str(docs / "tune-running.png"))
         print("saved tune-running.png", f"{size:,} bytes |", pane.progress.format(), "|", pane.phase.text())
     else:
         print("tune-running.png not taken: the trials ended before three of them and a busy fourth were seen "
@@ -88,7 +88,7 @@ def verdict_picture(window, pane, docs: Path, wait) -> None:
         return "verdict" in pane.progress.format() and re.search(r"run [2-9] of", pane.phase.text()) is not None
 
     if wait(lambda: reruns_under_way() or not pane.running, SEARCH_TIMEOUT_S) and pane.running:
-        size = save_small(window, str(docs / "tune-verdict.png"), max_bytes=250_000)
+        size = save_small(window, str(docs / "tune-verdict.png"))
         print("saved tune-verdict.png", f"{size:,} bytes |", pane.progress.format(), "|", pane.phase.text(),
               f"| bar {pane.progress.value()} of {pane.progress.maximum()}")
     else:
@@ -107,7 +107,7 @@ def answer_next_question(path: Path, answer) -> None:
         if box is None:
             QTimer.singleShot(50, take)
             return
-        size = save_small(box, str(path), max_bytes=100_000)
+        size = save_small(box, str(path))
         print("saved", path.name, f"{size:,} bytes |", box.text().replace("\n", " "))
         answer(box)
 
@@ -146,7 +146,7 @@ def setup_picture(folder: Path) -> int:
     pane.resize(760, 1000)
     pane.show()
     app.processEvents()
-    size = save_small(pane, str(folder / "tune-setup.png"), max_bytes=200_000)
+    size = save_small(pane, str(folder / "tune-setup.png"))
     print("saved tune-setup.png", f"{size:,} bytes")
     pane.close()
     return 0
@@ -182,7 +182,7 @@ def resume_pictures(folder: Path) -> int:
         app.processEvents()
     pane.resume("chat workload")
     app.processEvents()
-    size = save_small(pane, str(folder / "tune-resume-reading.png"), max_bytes=200_000)
+    size = save_small(pane, str(folder / "tune-resume-reading.png"))
     print("saved tune-resume-reading.png", f"{size:,} bytes |", pane.phase.text())
     while pane.checking or not pane.running:
         app.processEvents()
@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     wait(lambda: model_settled(window), 600)  # the user's engine back: the search's last start
     wait(lambda: False, 0.5)
     name = "tune-goodput-result.png" if goodput else "tune-result.png"
-    size = save_small(window, str(docs / name), max_bytes=250_000)
+    size = save_small(window, str(docs / name))
     print("saved", name, f"{size:,} bytes |", pane.message.text() or pane.verdict_label.text()[:200])
     close_window(window)
     return 0
