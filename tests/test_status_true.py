@@ -135,3 +135,30 @@ def test_a_stop_says_so_before_the_engine_has_stopped(window, qtbot):
     assert [(state, message) for state, message, _ in seen] == [(EngineState.STOPPED, "Stopping the engine…"),
                                                                 (EngineState.STOPPED, "Engine stopped.")]
     assert seen[0][2] == "Stopping the engine…"
+    assert bar.restart_button.text() == "Start engine"  # no engine to restart
+
+
+def test_the_bar_offers_a_start_where_no_engine_runs_and_a_restart_where_one_does(qtbot):
+    from workbench.app import demo_engine_config
+    from workbench.engine.backend import EngineInfo
+    from workbench.engine.events import EngineReady
+    from workbench.model.app_model import AppModel
+    from workbench.ui.engine_status import EngineStatusBar
+
+    model = AppModel(demo_engine_config())
+    bar = EngineStatusBar(model)
+    qtbot.addWidget(bar)
+    bar.resize(900, 40)
+    bar.show()
+    assert (bar.message.text(), bar.restart_button.text()) == ("Engine not started.", "Start engine")
+    width = bar.restart_button.width()
+    for state, text in ((EngineState.STARTING, "Restart engine"), (EngineState.READY, "Restart engine"),
+                        (EngineState.DIED, "Restart engine"), (EngineState.FAILED, "Restart engine"),
+                        (EngineState.STOPPED, "Start engine")):
+        if state is EngineState.READY:
+            model.apply(EngineReady(EngineInfo("/models/demo", "0.32.0", "cpu", 2048, None, (123,))))
+        model.apply(StateChanged(state, "…", 1))
+        assert bar.restart_button.text() == text, state
+        assert bar.restart_button.isEnabled() is (state is not EngineState.STARTING)
+        bar.layout().activate()
+        assert bar.restart_button.width() == width  # the bar does not shift as the word changes

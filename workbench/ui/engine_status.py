@@ -40,6 +40,9 @@ class ElidedProgressBar(QProgressBar):
         return f"{metrics.elidedText(self.label, Qt.ElideRight, max(room, 0))} {percent}".strip()
 
 
+START, RESTART = "Start engine", "Restart engine"
+
+
 class EngineStatusBar(QWidget):
     """Shows the model's engine status; holds no state of its own."""
 
@@ -55,8 +58,11 @@ class EngineStatusBar(QWidget):
         self.progress = ElidedProgressBar(objectName="engineProgress")
         self.progress.setMinimumWidth(240)
         self.progress.hide()
-        self.restart_button = QPushButton("Restart engine", objectName="restartButton")
+        self.restart_button = QPushButton(RESTART, objectName="restartButton")
         self.restart_button.clicked.connect(self.restart_requested)
+        # as wide for either word, so that the bar does not shift as a search stops and starts engines
+        width = max(self.restart_button.fontMetrics().horizontalAdvance(text) for text in (START, RESTART))
+        self.restart_button.setMinimumWidth(width + 24)
         self.log_button = QPushButton("Show engine log", objectName="showEngineLogButton")
         self.log_button.clicked.connect(self.show_engine_log)
         self.log_button.hide()
@@ -82,6 +88,8 @@ class EngineStatusBar(QWidget):
             progress = status.progress
             self.progress.show_progress(progress.label if progress else "", progress.fraction if progress else 0.0)
         self.restart_button.setEnabled(not starting)
+        # no engine to restart: none started yet, or one stopped (Engine > Stop engine); it starts one all the same
+        self.restart_button.setText(START if status.state is EngineState.STOPPED else RESTART)
         failed = status.state is EngineState.FAILED and bool(status.retry)
         self.retry_button.setVisible(failed)
         if failed:
