@@ -13,6 +13,7 @@ from workbench.engine.kv_snapshot import (
     BLOCK_STATE_CACHED, BLOCK_STATE_IN_USE, BLOCK_STATE_SHARED, NUM_BLOCK_STATES,
 )
 from workbench.engine.heatmap_image import CHANGED_COLOURS, NO_BLOCK, STATE_COLOURS
+from workbench.ui.message_text import MessageText
 
 pytestmark = pytest.mark.slow  # the real engine, started once for the session
 
@@ -25,7 +26,8 @@ def test_chat_round_trip_through_widgets(window, qtbot):
     assert len(reply.text.split()) >= 3, reply.text
     transcript = window.findChild(QStackedWidget, "chatTranscript").currentWidget()
     shown = [label.text() for label in transcript.findChildren(QLabel)]
-    assert "What is a KV cache?" in shown and reply.text in shown
+    turns = [text.text() for text in transcript.findChildren(MessageText)]
+    assert turns == ["What is a KV cache?", reply.text]
     assert reply.figures.prompt_tokens > 64 and reply.figures.output_tokens > 0
     assert reply.figures.ttft_s is not None and reply.figures.ttft_s > 0
     stats = [t for t in shown if t.startswith("TTFT")]

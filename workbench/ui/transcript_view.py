@@ -6,11 +6,12 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtCore import QTimer, Slot
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from workbench.model.conversations import OPEN_STATUSES, ChatMessage, Conversation
 from workbench.ui.image_thumbs import thumbnails
+from workbench.ui.message_text import MessageText
 from workbench.ui.render_pacer import RenderPacer
 
 
@@ -55,10 +56,7 @@ class MessageView(QFrame):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 4, 8, 4)
         header = QLabel("<b>You</b>" if turn.role == "user" else "<b>Assistant</b>")
-        self.body = QLabel()
-        self.body.setTextFormat(Qt.MarkdownText)
-        self.body.setWordWrap(True)
-        self.body.setTextInteractionFlags(Qt.TextSelectableByMouse | Qt.LinksAccessibleByMouse)
+        self.body = MessageText()  # wraps a word wider than the view, where a label widened the transcript
         self.stats = QLabel()
         self.stats.setObjectName("messageStats")
         self.stats.setStyleSheet("color: #666; font-size: 11px;")

@@ -1,0 +1,55 @@
+"""A turn's text in the transcript: a word wider than the view (an identifier, a path, a URL) wraps inside
+the view instead of widening the transcript, the text is kept as written, each turn is as tall as its text
+at any width, and only web links open. No engine."""
+from __future__ import annotations
+
+from PySide6.QtCore import QUrl
+
+from workbench.model.conversations import ChatMessage, Conversation
+from workbench.ui import message_text
+from workbench.ui.transcript_view import TranscriptView
+
+IDENTIFIER = "choose_" + "num_" * 60 + "seqs"  # as the demo model writes now and then: 250 characters, no space
+URL = "https://docs.vllm.ai/en/latest/" + "x" * 150
+
+
+def transcript(qtbot, width: int) -> tuple[TranscriptView, list[ChatMessage]]:
+    conversation = Conversation("t")
+    turns = [ChatMessage("user", f"What is {URL}?"),
+             ChatMessage("assistant", "Words before it. " * 20 + IDENTIFIER + " and **after** it." * 10, status="done")]
+    conversation.messages += turns
+    view = TranscriptView(conversation)
+    qtbot.addWidget(view)
+    view.resize(width, 700)
+    view.show()
+    view.sync()
+    return view, turns
+
+
+def fits(view: TranscriptView) -> bool:
+    bodies = [v.body for v in view.views.values()]
+    return (view.horizontalScrollBar().maximum() == 0 and view.widget().width() <= view.viewport().width()
+            and all(b.width() <= view.viewport().width() for b in bodies)
+            and all(b.height() >= b.document().size().height() > 0 for b in bodies))
+
+
+def test_a_word_wider_than_the_view_wraps_inside_it_and_keeps_its_text(qtbot):
+    view, turns = transcript(qtbot, 450)
+    qtbot.waitUntil(lambda: fits(view), timeout=5_000)
+    reply = view.views[turns[1].message_id].body
+    one_line = reply.fontMetrics().lineSpacing()
+    assert reply.fontMetrics().horizontalAdvance(IDENTIFIER) > 2 * view.viewport().width()
+    assert reply.height() > 10 * one_line  # the identifier's own lines among them
+    assert IDENTIFIER in reply.toPlainText()  # what a selection copies: nothing inserted to break it
+    assert reply.text() == turns[1].text
+    taller = reply.height()
+    view.resize(300, 700)  # narrower: the turns grow taller and still fit
+    qtbot.waitUntil(lambda: fits(view) and reply.height() > taller, timeout=5_000)
+
+
+def test_only_web_links_open(monkeypatch):
+    opened = []
+    monkeypatch.setattr(message_text.QDesktopServices, "openUrl", opened.append)
+    for link in ("https://docs.vllm.ai/", "http://localhost:8000/", "file:///etc/passwd", "javascript:alert(1)"):
+        message_text.open_link(QUrl(link))
+    assert [u.toString() for u in opened] == ["https://docs.vllm.ai/", "http://localhost:8000/"]
