@@ -164,6 +164,27 @@ def test_engine_core_killed_mid_stream(window, qtbot):
     assert again.status == "done" and again.text
 
 
+def test_engine_core_killed_while_idle_is_said_at_once_not_at_the_next_question(window, qtbot):
+    """`pkill -9 -f VLLM` (the engine core and its worker) with no reply running: the window stops saying the
+    engine is ready as soon as the processes are gone (it said so until the next question was sent)."""
+    qtbot.waitUntil(lambda: window.model.engine.ready and not window.model.num_in_flight(), timeout=HANG_TIMEOUT_MS)
+    vllm = [p.pid for p in psutil.Process().children(recursive=True) if p.name().startswith("VLLM::")]
+    cores = _engine_core_pids()
+    assert cores and vllm, "no vLLM process found"
+    for pid in vllm:
+        os.kill(pid, signal.SIGKILL)
+    qtbot.waitUntil(lambda: window.model.engine.state == "died", timeout=60_000)
+    message = engine_message(window)
+    assert message.startswith("The engine stopped while idle: its engine core (VLLM::EngineCore, pid "
+                              f"{cores[0]}) was killed by signal 9 (SIGKILL)"), message
+    assert "What was streamed" not in message and "Restart the engine" in message, message
+    assert window.status.restart_button.text() == "Restart engine"
+    died_start = window.model.engine.start_id
+    qtbot.mouseClick(window.findChild(QPushButton, "restartButton"), Qt.LeftButton)
+    qtbot.waitUntil(lambda: window.model.engine.settled(died_start + 1), timeout=ENGINE_START_TIMEOUT_MS)
+    assert window.model.engine.state == "ready", window.model.engine.message
+
+
 def test_every_engine_process_killed_at_once_is_named_with_its_signal(window, qtbot):
     """`pkill -9` of vLLM's processes and the engine-client process together: the message names the
     process whose end the window saw (the engine-client process, where there is one) and the signal,

@@ -403,7 +403,7 @@ class EngineLoop:
         self._flush_text()
         how = backend.describe_end() if backend is not None else "it is gone"
         self._stop_engine()
-        message = death_message(how, exc, read_log(getattr(backend, "log_path", None) or ""))
+        message = death_message(how, exc, read_log(getattr(backend, "log_path", None) or ""), bool(open_requests))
         for request_id in open_requests:
             self.request_failed(request_id, message)
         self._set_state(EngineState.DIED, message)
@@ -414,10 +414,11 @@ class EngineLoop:
         self.listener.publish(StateChanged(state, message, self.start_id, retry))
 
 
-def death_message(how: str, exc: Exception, log_text: str) -> str:
-    """The message of an engine that died in use. ``how``: its processes' end in words (the backend's
-    ``describe_end``). A process killed by a signal is the cause: the client's exception
-    (EngineDeadError) and the engine core's ("RuntimeError: cancelled") are only its consequences."""
+def death_message(how: str, exc: Exception, log_text: str, during_reply: bool = True) -> str:
+    """The message of an engine that died in use (``during_reply``: with requests open; else idle). ``how``:
+    its processes' end in words (the backend's ``describe_end``). A process killed by a signal is the cause:
+    the client's exception (EngineDeadError) and the engine core's ("RuntimeError: cancelled") are only its
+    consequences."""
     if is_signal_death(how):
         what, said = how, ""
     else:
@@ -425,5 +426,6 @@ def death_message(how: str, exc: Exception, log_text: str) -> str:
         what = f"{how} ({type(exc).__name__}: {exc})"
         said = (f"\n\nvLLM said (in its {cause.process or 'client'} process): {cause.exception}"
                 if cause and cause.exception else "")
-    return (f"The engine stopped during a reply: {what}. What was streamed so far is kept. Restart the engine "
+    when, kept = ("during a reply", " What was streamed so far is kept.") if during_reply else ("while idle", "")
+    return (f"The engine stopped {when}: {what}.{kept} Restart the engine "
             f"(Engine > Restart engine). The engine log has the details (Engine > Show engine log).{said}")

@@ -109,6 +109,7 @@ class EngineSession(Backend):
         self.vllm_version = ""
         self.model_path = config.model
         self.watchdog: EngineWatchdog | None = None
+        self.gone = False  # the watchdog saw the engine core exit
         self.on_cpu = True
         self.log_path: Path | None = None  # the engine's own log of its latest start
         self.run_folder: Path | None = None  # the files the engine makes while it runs (run_folder)
@@ -125,6 +126,7 @@ class EngineSession(Backend):
     # -------------------------------------------------------------- life cycle
     def start(self, report: Callable[[StartProgress], None]) -> None:
         report = WholeStart(report)  # one bar over the demo model's build and the engine's start
+        self.gone = False
         mark_owner()
         use_spawn_for_engine_processes()
         if self.config.model in (DEMO_MODEL, DEMO_VL_MODEL):
@@ -139,7 +141,7 @@ class EngineSession(Backend):
             capture.detach_parent()
         engine = self.engine
         try:
-            self.watchdog = EngineWatchdog(self.engine_pids, lambda: wake_blocked_step(engine))
+            self.watchdog = EngineWatchdog(self.engine_pids, lambda: self._on_engine_gone(engine))
             skip_tokenizer = self.config.option("skip_tokenizer_init", False)
             self.tokenizer = None if skip_tokenizer else self.engine.get_tokenizer()
             self._params.clear()  # built for the engine before
@@ -384,8 +386,15 @@ class EngineSession(Backend):
             self._forget_spans(request_id)
         self.events.request_finished(StreamEvent(request_id, "", finished=True, finish_reason="aborted"))
 
+    def _on_engine_gone(self, engine) -> None:
+        """The watchdog saw the engine core exit (its thread). A step already waiting for output is woken with
+        vLLM's ``EngineDeadError``; an idle engine has work from now on, so that the loop steps it, the step
+        raises that error, and the death is reported at once, not at the next request."""
+        self.gone = True
+        wake_blocked_step(engine)
+
     def has_work(self) -> bool:
-        return bool(self.live)
+        return bool(self.live) or self.gone
 
     def advance(self) -> None:
         texts, finished = self.step()

@@ -4,7 +4,8 @@
 
 writes ``early-question-waiting.png`` (a question sent the moment the window opened, waiting for the
 engine's start and saying which phase it is in) and ``chat-follows-reply.png`` (a long reply streaming,
-the transcript following its end). ``WORKBENCH_DATA_DIR`` pointing at an empty folder shows the demo
+the transcript following its end) and ``chat-long-word.png`` (a question holding a word far wider than the
+transcript, wrapped inside it). ``WORKBENCH_DATA_DIR`` pointing at an empty folder shows the demo
 model's build as what the question waits for.
 """
 from __future__ import annotations
@@ -57,8 +58,38 @@ def main(argv: list[str]) -> int:
     bar = chat.transcripts[chat.current.conversation_id].verticalScrollBar()
     print(f"following: scroll {bar.value()} of {bar.maximum()}, reply {len(long_reply.text)} characters")
     save_small(window, str(folder / "chat-follows-reply.png"))
+    chat.stop()
+    process_events_until(lambda: long_reply.status != "streaming", 60)
+    if not long_word_picture(window, folder):
+        window.close()
+        return 1
     window.close()
     return 0
+
+
+TOKEN = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJ3b3Jrc3RhdGlvbi11c2VyIiwic2NvcGUiOiJjaGF0IGJhdGNoIn0."
+         "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c")  # a JSON web token: no place a line may break
+
+
+def long_word_picture(window, folder: Path) -> bool:
+    """``chat-long-word.png``: a question holding a word far wider than the transcript (a pasted token), and
+    the reply under it: the word wraps inside the transcript, which has no horizontal scroll bar."""
+    chat = window.chat
+    chat.sampling.ignore_eos.setChecked(False)
+    chat.sampling.max_tokens.setValue(256)
+    chat.new_conversation()
+    chat.input.setPlainText(f"Why does the server answer 401 to the key {TOKEN} when I send it?")
+    chat.send()
+    reply = chat.current.messages[-1]
+    if not process_events_until(lambda: reply.status == "done", 300):
+        print("the question was not answered:", reply.status, reply.error)
+        return False
+    process_events_until(lambda: False, 0.3)
+    transcript = chat.transcripts[chat.current.conversation_id]
+    print(f"long word: horizontal scroll range {transcript.horizontalScrollBar().maximum()}, transcript "
+          f"{transcript.widget().width()} px in a view of {transcript.viewport().width()} px")
+    save_small(window, str(folder / "chat-long-word.png"))
+    return True
 
 
 if __name__ == "__main__":
