@@ -168,6 +168,8 @@ def test_engine_core_killed_while_idle_is_said_at_once_not_at_the_next_question(
     """`pkill -9 -f VLLM` (the engine core and its worker) with no reply running: the window stops saying the
     engine is ready as soon as the processes are gone (it said so until the next question was sent)."""
     qtbot.waitUntil(lambda: window.model.engine.ready and not window.model.num_in_flight(), timeout=HANG_TIMEOUT_MS)
+    _, reply = type_and_send(window, qtbot, "Hello!")
+    wait_finished(qtbot, reply)  # and killed at once: its figures may not be on the plots yet
     vllm = [p.pid for p in psutil.Process().children(recursive=True) if p.name().startswith("VLLM::")]
     cores = _engine_core_pids()
     assert cores and vllm, "no vLLM process found"
@@ -179,6 +181,9 @@ def test_engine_core_killed_while_idle_is_said_at_once_not_at_the_next_question(
                               f"{cores[0]}) was killed by signal 9 (SIGKILL)"), message
     assert "What was streamed" not in message and "Restart the engine" in message, message
     assert window.status.restart_button.text() == "Restart engine"
+    totals = window.plots.totals.text()  # the dead engine's last figures stay, its end named before them
+    generated = re.search(r"engine died: SIGKILL — since start: ([\d,]+) generated", totals)
+    assert generated and int(generated[1].replace(",", "")) >= reply.figures.output_tokens > 0, totals
     died_start = window.model.engine.start_id
     qtbot.mouseClick(window.findChild(QPushButton, "restartButton"), Qt.LeftButton)
     qtbot.waitUntil(lambda: window.model.engine.settled(died_start + 1), timeout=ENGINE_START_TIMEOUT_MS)

@@ -401,6 +401,7 @@ class EngineLoop:
         backend = self.backend
         open_requests = sorted(self._open) + [rid for s in self._schedules for rid in s.pending_ids()]
         self._flush_text()
+        self._publish_last_stats()  # its figures since the last point (a reply that ended just before) are kept
         how = backend.describe_end() if backend is not None else "it is gone"
         self._stop_engine()
         message = death_message(how, exc, read_log(getattr(backend, "log_path", None) or ""), bool(open_requests))

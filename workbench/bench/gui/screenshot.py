@@ -11,6 +11,8 @@
     python -m workbench.bench.gui.screenshot --storage OUT.png
                                                             a session restored from a read-only database
     python -m workbench.bench.gui.screenshot --engine-log OUT.png  the engine log, at the engine core's placement
+    python -m workbench.bench.gui.screenshot --engine-killed-idle OUT.png
+                                                            the same with no reply running: said at once
     python -m workbench.bench.gui.screenshot --worker-killed OUT.png
                                                             the model worker SIGKILLed mid-reply: the message
     python -m workbench.bench.gui.screenshot --engine-killed OUT.png
@@ -352,7 +354,11 @@ def engine_killed(path: str) -> int:
         chat.send()
         reply = chat.current.messages[-1]
         drawn = window.plots.num_draws
-        wait(lambda: len(reply.text) > 300 and window.plots.num_draws >= drawn + 30, 120)
+        # a second of the reply's points on the plots, the reply still streaming (it lasts about three)
+        wait(lambda: len(reply.text) > 300 and window.plots.num_draws >= drawn + 10, 120)
+        if reply.status != "streaming":
+            print("the reply ended before the kill:", reply.status)
+            return 1
         kill_vllm_processes()
         if not wait(lambda: window.model.engine.state == "died", 60):
             print("the engine did not die:", window.model.engine.message)
@@ -366,6 +372,30 @@ def engine_killed(path: str) -> int:
     print("saved", path, "|", window.plots.marks.labels(), "|", window.model.engine.message[:300].replace("\n", " "))
     window.close()
     return 0 if "SIGKILL" in window.model.engine.message else 1
+
+
+def engine_killed_idle(path: str) -> int:
+    """vLLM's processes SIGKILLed with no reply running, a question answered before: the status bar says so at
+    once (not at the next question), "while idle", with the signal."""
+    window, wait = _started_window()
+    if window is None:
+        return 1
+    chat = window.chat
+    chat.input.setPlainText("What is a KV cache?")
+    chat.send()
+    reply = chat.current.messages[-1]
+    wait(lambda: reply.status not in ("waiting", "streaming"), 300)
+    killed_at = time.monotonic()
+    kill_vllm_processes()
+    if not wait(lambda: window.model.engine.state == "died", 60):
+        print("the engine did not die:", window.model.engine.message)
+        return 1
+    said_after_s = time.monotonic() - killed_at
+    wait(lambda: False, 1.0)  # the window draws the state
+    save_small(window, path)
+    print("saved", path, f"| said {said_after_s:.2f} s after the kill |", window.model.engine.message[:200])
+    window.close()
+    return 0
 
 
 def kill_vllm_processes() -> list[int]:
@@ -386,6 +416,8 @@ def kill_vllm_processes() -> list[int]:
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--engine-killed":
         sys.exit(engine_killed(sys.argv[2]))
+    if len(sys.argv) == 3 and sys.argv[1] == "--engine-killed-idle":
+        sys.exit(engine_killed_idle(sys.argv[2]))
     if len(sys.argv) == 3 and sys.argv[1] == "--worker-killed":
         sys.exit(worker_killed(sys.argv[2]))
     if len(sys.argv) == 3 and sys.argv[1] == "--engine-log":

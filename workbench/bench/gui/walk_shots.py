@@ -31,8 +31,7 @@ def restart_picture(window, wait, folder: Path) -> None:
     def on_engine_changed(status) -> None:
         if status.message.startswith("Stopping") and not taken:
             taken.append(status.message)
-            QTimer.singleShot(200, lambda: taken.append(save_small(window, str(folder / "restart-stopping.png"),
-                                                                   250_000)))
+            QTimer.singleShot(200, lambda: taken.append(save_small(window, str(folder / "restart-stopping.png"))))
 
     window.model.engine_changed.connect(on_engine_changed)
     start_id = window.restart_engine()
@@ -51,7 +50,7 @@ def ask_picture(pane, folder: Path) -> None:
     def grab_and_cancel(box: QMessageBox) -> int:
         box.show()
         box.adjustSize()
-        save_small(box, str(folder / "preset-replace-ask.png"), 120_000)
+        save_small(box, str(folder / "preset-replace-ask.png"))
         box.close()
         return QMessageBox.Cancel
 
@@ -90,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     form.budget.setValue(10)
     form.name.setText(time.strftime("replay-%H%M%S"))
     settle(300)
-    save_small(window, str(folder / "tune-session-replay.png"), 250_000)
+    save_small(window, str(folder / "tune-session-replay.png"))
     pane.start()
     wait(lambda: pane.running or pane.buttons["start"].isEnabled(), 600)
     if not pane.running:
@@ -103,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     print("saved:", pane.apply_as_preset(), flush=True)
     pane.copy_serve_line()
     settle(500)
-    save_small(window, str(folder / "tune-applied-preset.png"), 250_000)
+    save_small(window, str(folder / "tune-applied-preset.png"))
     ask_picture(pane, folder)
     model = window.model
     wait(lambda: model.engine.settled(model.latest_start_id), 600)
