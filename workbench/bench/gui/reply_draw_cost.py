@@ -3,6 +3,7 @@ flush (as before the pacer), with the chat's real transcript view offscreen. No 
 by ``--words-per-flush`` words every 50 ms, as the loop's text flushes arrive, up to ``--words``.
 
     python -m workbench.bench.gui.reply_draw_cost [--words 2000] [--words-per-flush 6]
+    python -m workbench.bench.gui.reply_draw_cost --turns 50,200   (opening a kept conversation of that many turns)
 """
 from __future__ import annotations
 
@@ -53,12 +54,44 @@ def stream_reply(total_words: int, per_flush: int, paced: bool) -> dict:
             "draws": view.num_text_draws, "words_shown_at_end": shown}
 
 
+def open_conversation(num_turns: int) -> tuple[float, float]:
+    """A kept conversation opened: its views built (``sync``) and its first layout and paint, in seconds.
+    Questions of 12 words, replies of 150."""
+    from PySide6.QtWidgets import QApplication
+
+    from workbench.model.conversations import ChatMessage, Conversation
+    from workbench.ui.chat_pane import TranscriptView
+
+    app = QApplication.instance() or QApplication([])
+    conversation = Conversation("kept")
+    for n in range(num_turns):
+        role, words = ("user", 12) if n % 2 == 0 else ("assistant", 150)
+        conversation.messages.append(ChatMessage(role, " ".join(["word"] * words), status="done"))
+    view = TranscriptView(conversation)
+    view.resize(500, 700)
+    view.show()
+    started = time.perf_counter()
+    view.sync()
+    built = time.perf_counter()
+    app.processEvents()
+    shown = time.perf_counter()
+    view.close()
+    return built - started, shown - built
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="reply_draw_cost", description=__doc__.splitlines()[0])
     parser.add_argument("--words", type=int, default=2000)
     parser.add_argument("--words-per-flush", type=int, default=6)
+    parser.add_argument("--turns", default="", help="comma-separated: open kept conversations of these many turns")
     args = parser.parse_args(argv)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    if args.turns:
+        print("| turns | views built ms | first layout and paint ms |\n|---|---|---|")
+        for num_turns in (int(n) for n in args.turns.split(",")):
+            built_s, shown_s = open_conversation(num_turns)
+            print(f"| {num_turns} | {built_s * 1e3:.0f} | {shown_s * 1e3:.0f} |", flush=True)
+        return 0
     print(f"A reply of {args.words:,} words, {args.words_per_flush} words a flush, a flush every 50 ms.")
     print("| drawing | wall s | GUI thread busy | longest event-loop turn ms | draws | words shown at the end |")
     print("|---|---|---|---|---|---|")
