@@ -53,3 +53,32 @@ def test_only_web_links_open(monkeypatch):
     for link in ("https://docs.vllm.ai/", "http://localhost:8000/", "file:///etc/passwd", "javascript:alert(1)"):
         message_text.open_link(QUrl(link))
     assert [u.toString() for u in opened] == ["https://docs.vllm.ai/", "http://localhost:8000/"]
+
+
+def test_a_conversation_not_open_builds_its_views_when_it_is_shown(qtbot):
+    """The app starting with many kept conversations builds the views of the one it shows, not of all (a view
+    per turn: 1,244 turns took a second of the window's start)."""
+    from workbench.engine.spec import EngineConfig
+    from workbench.model.app_model import AppModel
+    from workbench.model.engine_commands import EngineCommands
+    from workbench.ui.chat_pane import ChatPane
+
+    model = AppModel(EngineConfig(model="demo"))
+    kept = []
+    for number in range(4):
+        conversation = Conversation(f"Kept {number}")
+        conversation.messages += [ChatMessage("user", f"Question {number}?"),
+                                  ChatMessage("assistant", f"Answer {number}.", status="done")]
+        kept.append(conversation)
+    model.restore(kept, [])  # as the start puts back what the database kept
+    pane = ChatPane(model, EngineCommands(model, lambda command: None))
+    qtbot.addWidget(pane)
+    pane.show()
+    transcripts = [pane.transcripts[c.conversation_id] for c in kept]
+    assert pane.current is kept[-1]
+    qtbot.waitUntil(lambda: len(transcripts[-1].views) == 2, timeout=5_000)
+    assert transcripts[1].views == {} and transcripts[2].views == {}  # never open: nothing built
+    pane.conversation_list.setCurrentRow(pane.order.index(kept[1].conversation_id))
+    qtbot.waitUntil(lambda: len(transcripts[1].views) == 2, timeout=5_000)
+    assert [v.body.text() for v in transcripts[1].views.values()] == ["Question 1?", "Answer 1."]
+    assert transcripts[2].views == {}

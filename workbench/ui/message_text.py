@@ -7,7 +7,7 @@ where the word alone is wider than the view; its height follows its text."""
 from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt, QUrl
-from PySide6.QtGui import QDesktopServices, QTextOption
+from PySide6.QtGui import QDesktopServices, QPalette, QTextOption
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser
 
 OPENED_SCHEMES = ("http", "https")  # a link in a reply opens in the browser; no other kind of link is followed
@@ -24,8 +24,9 @@ class MessageText(QTextBrowser):
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
         self.setMinimumWidth(40)
         self.setFocusPolicy(Qt.ClickFocus)  # selectable with the mouse, as a label is; Tab goes past the turns
-        self.viewport().setAutoFillBackground(False)  # the turn's own panel shows through, as under a label
-        self.setStyleSheet("QTextBrowser { background: transparent; }")
+        palette = self.palette()  # the turn's own panel shows through, as under a label (a palette: a style
+        palette.setColor(QPalette.Base, Qt.transparent)  # sheet per view took 0.1 ms of each view's build)
+        self.setPalette(palette)
         self.document().setDocumentMargin(0)
         self.setOpenLinks(False)
         self.anchorClicked.connect(open_link)

@@ -143,7 +143,12 @@ class TranscriptView(QScrollArea):
         return self.views.get(message_id)
 
     def sync(self) -> None:
-        """Adds views for new messages, drops views of removed ones (Regenerate)."""
+        """Adds views for new messages, drops views of removed ones (Regenerate). A conversation not open (a
+        hidden page of the chat's stack) is synced when it is shown: the app starting with a hundred kept
+        conversations builds the views of the one it shows, not of all."""
+        if self._hidden_page():
+            self._sync_due = True
+            return
         self._sync_due = False
         alive = {m.message_id for m in self.conversation.messages}
         for key in [k for k in self.views if k not in alive]:
@@ -154,6 +159,13 @@ class TranscriptView(QScrollArea):
                 self.views[message.message_id] = view
                 self.column.insertWidget(self.column.count() - 1, view)
         self.scroll_to_end()  # a question just asked, or a conversation opened: its end is what matters
+
+    def _hidden_page(self) -> bool:
+        return self.parentWidget() is not None and not self.isVisibleTo(self.window())
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self.sync_now()  # the views of a conversation opened now
 
     def render_waiting(self) -> None:
         """Redraws what the replies waiting for the engine say (its start's progress, its state)."""

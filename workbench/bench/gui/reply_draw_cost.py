@@ -4,6 +4,8 @@ by ``--words-per-flush`` words every 50 ms, as the loop's text flushes arrive, u
 
     python -m workbench.bench.gui.reply_draw_cost [--words 2000] [--words-per-flush 6]
     python -m workbench.bench.gui.reply_draw_cost --turns 50,200   (opening a kept conversation of that many turns)
+    python -m workbench.bench.gui.reply_draw_cost --kept 100        (the chat pane built at the start over 100 kept
+                                                                     conversations of 20 turns each)
 """
 from __future__ import annotations
 
@@ -79,13 +81,51 @@ def open_conversation(num_turns: int) -> tuple[float, float]:
     return built - started, shown - built
 
 
+def start_with_kept(num_conversations: int, turns_each: int = 20) -> tuple[float, float]:
+    """The chat pane built over ``num_conversations`` kept conversations (put back as the start does, before
+    the pane observes the model), and its first show, in seconds."""
+    from PySide6.QtWidgets import QApplication
+
+    from workbench.engine.spec import EngineConfig
+    from workbench.model.app_model import AppModel
+    from workbench.model.conversations import ChatMessage, Conversation
+    from workbench.model.engine_commands import EngineCommands
+    from workbench.ui.chat_pane import ChatPane
+
+    app = QApplication.instance() or QApplication([])
+    kept = []
+    for number in range(num_conversations):
+        conversation = Conversation(f"Kept {number}")
+        for n in range(turns_each):
+            role, words = ("user", 12) if n % 2 == 0 else ("assistant", 150)
+            conversation.messages.append(ChatMessage(role, " ".join(["word"] * words), status="done"))
+        kept.append(conversation)
+    model = AppModel(EngineConfig(model="demo"))
+    model.restore(kept, [])
+    started = time.perf_counter()
+    pane = ChatPane(model, EngineCommands(model, lambda command: None))
+    built = time.perf_counter()
+    pane.resize(700, 800)
+    pane.show()
+    app.processEvents()
+    shown = time.perf_counter()
+    pane.close()
+    return built - started, shown - built
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="reply_draw_cost", description=__doc__.splitlines()[0])
     parser.add_argument("--words", type=int, default=2000)
     parser.add_argument("--words-per-flush", type=int, default=6)
     parser.add_argument("--turns", default="", help="comma-separated: open kept conversations of these many turns")
+    parser.add_argument("--kept", type=int, default=0, help="the chat pane built over this many kept conversations")
     args = parser.parse_args(argv)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    if args.kept:
+        built_s, shown_s = start_with_kept(args.kept)
+        print(f"{args.kept} kept conversations of 20 turns: chat pane built in {built_s * 1e3:.0f} ms, "
+              f"first show {shown_s * 1e3:.0f} ms", flush=True)
+        return 0
     if args.turns:
         print("| turns | views built ms | first layout and paint ms |\n|---|---|---|")
         for num_turns in (int(n) for n in args.turns.split(",")):
