@@ -82,3 +82,35 @@ def test_a_conversation_not_open_builds_its_views_when_it_is_shown(qtbot):
     qtbot.waitUntil(lambda: len(transcripts[1].views) == 2, timeout=5_000)
     assert [v.body.text() for v in transcripts[1].views.values()] == ["Question 1?", "Answer 1."]
     assert transcripts[2].views == {}
+
+
+def test_a_long_conversation_shows_its_end_at_once_and_builds_the_turns_before_in_chunks(qtbot):
+    from workbench.ui.transcript_view import FIRST_BUILT
+
+    conversation = Conversation("long")
+    conversation.messages += [ChatMessage("user" if n % 2 == 0 else "assistant", f"Turn {n}.", status="done")
+                              for n in range(200)]
+    view = TranscriptView(conversation)
+    qtbot.addWidget(view)
+    view.resize(450, 700)
+    view.show()
+    view.sync()
+    assert len(view.views) == FIRST_BUILT  # the end, at once
+    assert view.views[conversation.messages[-1].message_id].body.text() == "Turn 199."
+    qtbot.waitUntil(lambda: len(view.views) == 200, timeout=5_000)
+    column = view.column
+    shown = [column.itemAt(i).widget().body.text() for i in range(column.count()) if column.itemAt(i).widget()]
+    assert shown == [f"Turn {n}." for n in range(200)]  # in the conversation's order
+    bar = view.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.value() == bar.maximum() > 0, timeout=5_000)  # still at its end
+
+
+def test_an_older_turn_asked_for_is_built_at_once(qtbot):
+    conversation = Conversation("long")
+    conversation.messages += [ChatMessage("user", f"Turn {n}.") for n in range(100)]
+    view = TranscriptView(conversation)
+    qtbot.addWidget(view)
+    view.show()
+    view.sync()
+    assert view.view_of(conversation.messages[0].message_id).body.text() == "Turn 0."
+    assert len(view.views) == 100
