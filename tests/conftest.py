@@ -112,6 +112,7 @@ def window(shared_window, qtbot, demo_model_path):
     qtbot.waitUntil(lambda: model.engine.settled(start_id), timeout=ENGINE_START_TIMEOUT_MS)
     assert model.engine.ready, model.engine.message
     shared_window.batch.confirm = lambda *_: True  # an earlier test's batch run may leave the pane: yes
+    shared_window.panes.setCurrentWidget(shared_window.chat)  # an earlier test may have left another tab in front
     shared_window.chat.new_conversation()
     sampling = shared_window.chat.sampling
     sampling.system.setPlainText(default_system_prompt())

@@ -143,17 +143,20 @@ class TranscriptView(QScrollArea):
             self.sync()
 
     def view_of(self, message_id: str) -> MessageView | None:
-        """A message's view, its sync done first if one is due (and the older turns built, if it is one of them)."""
-        self.sync_now()
+        """A message's view, built now if it is not yet (a conversation not shown, or one of a long one's older
+        turns)."""
+        if self._sync_due or message_id not in self.views:
+            self.sync(shown_or_not=True)
         if message_id not in self.views and any(m.message_id == message_id for m in self._older):
             self._build_older(all_of_them=True)
         return self.views.get(message_id)
 
-    def sync(self) -> None:
-        """Adds views for new messages, drops views of removed ones (Regenerate). A conversation not open (a
-        hidden page of the chat's stack) is synced when it is shown: the app starting with a hundred kept
-        conversations builds the views of the one it shows, not of all."""
-        if self._hidden_page():
+    def sync(self, shown_or_not: bool = False) -> None:
+        """Adds views for new messages, drops views of removed ones (Regenerate). A conversation not shown (a
+        hidden page of the chat's stack, or the chat behind another tab) is synced when it is shown, unless
+        ``shown_or_not``: the app starting with a hundred kept conversations builds the views of the one it
+        shows, not of all."""
+        if not shown_or_not and self._hidden_page():
             self._sync_due = True
             return
         self._sync_due = False
