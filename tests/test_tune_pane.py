@@ -334,3 +334,30 @@ def test_the_bar_says_how_a_search_ended():
                           "reruns kept; resume 'w1' to go on.") == "Paused"
     assert end_text(None, "No setting met the goal (goodput): not one request of any trial was within the "
                           "limits.") == ENDED == "Ended without a verdict"
+
+
+def test_a_pane_closed_while_its_lists_are_read_is_not_written_to_afterwards(qtbot):
+    """The lists beside Resume and Open are read on a worker; a pane closed meanwhile (the window closing, a test
+    ending) gets no call from it afterwards (it raised: the combo box's C++ object already deleted)."""
+    import threading
+
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    release = threading.Event()
+
+    class SlowLists(SearchStandIn):
+        def past(self):  # on the pane's worker thread
+            release.wait(10)
+            return ["tune-done"]
+
+    search = SlowLists()
+    pane = TunePane(search, default_space("0.32.0", "cpu"))
+    pane.show()
+    workers = set(pane.workers)
+    pane.offer_resumable(shown="tune-done")  # as a search that just ended asks
+    workers |= pane.workers
+    pane.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+    release.set()
+    qtbot.waitUntil(lambda: all(not w.is_running for w in workers), timeout=10_000)
+    qtbot.wait(100)  # the workers' results delivered, had anything still listened

@@ -43,6 +43,7 @@ class TunePane(QWidget):
         self.confirm_replace = lambda names: ask_replace(self, names)  # replaced by tests
         self.spec: TuneSpec | None = None  # the search shown
         self._asked: TuneSpec | str | None = None  # a search asked for (a spec, or a name to resume), not yet shown
+        self._past_shown: str | None = None  # the search that just ended, to be chosen beside Open once listed
         self.goal = Goal()
         self.running = False
         self.checking = False  # a search's settings being checked before it starts
@@ -382,8 +383,11 @@ class TunePane(QWidget):
     def offer_resumable(self, shown: str | None = None) -> None:
         """The searches a killed app left unfinished, offered in the combo beside Resume; those that ended, in
         the one beside Open, with ``shown`` (the search that just ended) chosen there: the list says which is shown."""
-        self._off_thread(lambda: (self.tune.resumable(), self.tune.past()),
-                         lambda names: self._on_stored_read(names, shown), self._on_stored_unreadable)
+        if shown is not None:
+            self._past_shown = shown
+        # the pane's own methods as the callbacks: Qt drops them with the pane, should it close before the read ends
+        self._off_thread(lambda: (self.tune.resumable(), self.tune.past()), self._on_stored_read,
+                         self._on_stored_unreadable)
 
     def _on_stored_unreadable(self, error: Exception) -> None:
         """The searches' storage could not be read (a damaged file: the search's refusal names it and the fix)."""
@@ -391,7 +395,8 @@ class TunePane(QWidget):
             f"The stored searches could not be read: {type(error).__name__}: {error}"
         self._set_message(text, error=True)
 
-    def _on_stored_read(self, names: tuple[list[str], list[str]], shown: str | None = None) -> None:
+    def _on_stored_read(self, names: tuple[list[str], list[str]]) -> None:
+        shown, self._past_shown = self._past_shown, None
         for combo, found in zip((self.resumable, self.past), names):
             # kept chosen where it is still listed (the search just opened); beside Open, the one that just ended
             chosen = shown if combo is self.past and shown in found else combo.currentText()
