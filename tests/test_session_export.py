@@ -164,7 +164,8 @@ def assert_heatmap_is_the_block_grid(image: QImage, snapshot) -> None:
 
 def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, tmp_path):
     file_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&File")
-    assert [a.text() for a in file_menu.actions()] == ["Export session…", "Export conversation…", "Sessions…"]
+    assert [a.text() for a in file_menu.actions()] == ["Export session…", "Export conversation…", "Sessions…", "",
+                                                       "Quit"]
     conversation, reply = type_and_send(window, qtbot, "What is a KV cache?")
     wait_finished(qtbot, reply)
     assert reply.status == "done" and reply.figures is not None

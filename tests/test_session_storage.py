@@ -376,3 +376,33 @@ def test_the_keeper_files_no_point_of_the_last_engine_under_the_next_one(tmp_pat
                        atol=0.05)
     db.close()
 
+
+
+def test_the_sessions_table_holds_one_choice_whatever_key_is_held(tmp_path, qtbot):
+    """Open, Export and Delete act on one session: a Ctrl- or Shift-click on another row chooses it
+    instead of adding it (with two rows chosen, Export took the first, not the one just clicked)."""
+    from PySide6.QtCore import Qt
+
+    from workbench.ui.sessions_view import SessionsView
+
+    path = tmp_path / "workbench.db"
+    for _ in range(2):  # two runs of the app: two sessions, the newest first in the table
+        storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
+        storage.restore_into(model)
+        storage.start(model, FACTS)
+        assert storage.flush()
+        current = storage.session_id
+        storage.close()
+    view = SessionsView(path, current)
+    qtbot.addWidget(view)
+    view.show()
+    table = view.session_table
+    assert table.rowCount() == 2
+    table.selectRow(0)
+    for modifier in (Qt.ControlModifier, Qt.ShiftModifier):
+        for row in (1, 0):
+            rect = table.visualRect(table.model().index(row, 0))
+            qtbot.mouseClick(table.viewport(), Qt.LeftButton, modifier, rect.center())
+            assert [index.row() for index in table.selectionModel().selectedRows()] == [row], modifier
+            assert view.selected() is view.sessions[row]
+    assert view.sessions[0].session_id == current and not view.delete_button.isEnabled()

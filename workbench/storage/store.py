@@ -77,6 +77,7 @@ class Storage:
         self.series: SeriesRecorder | None = None
         self.memory_series: SeriesRecorder | None = None  # the memory panel's series, the same way
         self.session_id: str | None = None  # this run of the app, once recording
+        self.facts: dict | None = None  # its versions and GPUs, once recording
         self.on_problem: Callable[[StorageProblem | None], None] = lambda problem: None
         self._problem = opened.problem
 
@@ -139,6 +140,7 @@ class Storage:
             from workbench.telemetry.machine_facts import session_facts
 
             facts = session_facts()
+        self.facts = facts  # Help > About shows them
         self.writer = StorageWriter(self.opened.connection, str(self.path), self._on_writer_problem)
         self.session_id = uuid.uuid4().hex
         self.writer.put(SessionStarted(self.session_id, time.time(), facts))

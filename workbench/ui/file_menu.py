@@ -1,7 +1,7 @@
-"""The File menu: export the session or the current conversation, and the Sessions window."""
+"""The File menu: export the session or the current conversation, the Sessions window, and Quit."""
 from __future__ import annotations
 
-from PySide6.QtGui import QAction
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMessageBox
 
 from workbench.ui.session_export_action import ask_and_export_conversation, ask_and_export_session
@@ -29,3 +29,8 @@ def add_file_menu(window: QMainWindow) -> None:
         action = QAction(text, window)
         action.triggered.connect(slot)
         menu.addAction(action)
+    menu.addSeparator()
+    # as the window's close button: the window goes at once, the engine and the database stop behind it
+    quit_action = QAction("Quit", window, shortcut=QKeySequence.Quit, menuRole=QAction.QuitRole)
+    quit_action.triggered.connect(window.close)
+    menu.addAction(quit_action)

@@ -21,7 +21,7 @@ from workbench.telemetry.memory_service import MemoryService
 from workbench.ui.batch_pane import BatchPane
 from workbench.ui.chat_pane import ChatPane
 from workbench.ui.engine_region import EngineRegion
-from workbench.ui.engine_status import EngineStatusBar
+from workbench.ui.engine_status import RESTART, START, EngineStatusBar
 from workbench.ui.kv_heatmap import KVHeatmapView
 from workbench.ui.live_plot import share_time_axis
 from workbench.ui.memory_panel import MemoryPanel
@@ -96,6 +96,7 @@ class MainWindow(QMainWindow):
 
     def _build_menus(self) -> None:
         from workbench.ui.file_menu import add_file_menu
+        from workbench.ui.help_menu import add_help_menu
 
         add_file_menu(self)  # export the session or a conversation; past sessions
         view_menu = self.menuBar().addMenu("&View")
@@ -104,11 +105,14 @@ class MainWindow(QMainWindow):
         presets = QAction("Presets", self)
         presets.triggered.connect(lambda: self.show_panel("Presets"))
         engine_menu.addAction(presets)
-        for text, slot in (("Restart engine", self.restart_engine), ("Stop engine", self.stop_engine),
+        for text, slot in ((RESTART, self.restart_engine), ("Stop engine", self.stop_engine),
                            ("Show engine log", self.status.show_engine_log)):
             action = QAction(text, self)
             action.triggered.connect(slot)
             engine_menu.addAction(action)
+        # as the status bar's button: Start where no engine runs, else Restart, greyed while starting; Stop
+        self.restart_action, self.stop_action = engine_menu.actions()[1:3]
+        self._show_engine_actions(self.model.engine.state)
         model_menu = self.menuBar().addMenu("&Model")
         choose = QAction("Choose model…", self)
         choose.triggered.connect(self.choose_model)
@@ -122,6 +126,12 @@ class MainWindow(QMainWindow):
         benchmark.triggered.connect(self.open_benchmark)
         tools_menu.addAction(benchmark)
         self.tune.add_menu_action(tools_menu)
+        add_help_menu(self)
+
+    def _show_engine_actions(self, state: EngineState) -> None:
+        self.restart_action.setText(START if state is EngineState.STOPPED else RESTART)
+        self.restart_action.setEnabled(state is not EngineState.STARTING)
+        self.stop_action.setEnabled(state is EngineState.READY)  # a start runs to its end before a stop is taken
 
     def show_panel(self, title: str) -> None:
         """The engine region's panel ``title`` in front, the region shown if the work region had the window."""
@@ -227,6 +237,7 @@ class MainWindow(QMainWindow):
             return  # start progress, the log's path or the engine's facts: the status bar shows those
         was_ready = self._last_state[0] is EngineState.READY
         self._last_state = (status.state, status.start_id)
+        self._show_engine_actions(status.state)
         first_line = status.message.splitlines()[0] if status.message else ""
         logging.getLogger("workbench").info("%s", first_line or f"engine {status.state.value}")
         if status.state is EngineState.READY and status.info is not None:

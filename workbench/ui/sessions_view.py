@@ -67,6 +67,8 @@ class SessionsView(QWidget):
         self.sessions: list[SessionSummary] = []
         self.runs: list[tuple[SessionSummary, int, EngineRunRecord]] = []
         self.session_table = _table(SESSION_COLUMNS)
+        # Open, Export and Delete act on one session: a Ctrl- or Shift-click chooses another, never a second
+        self.session_table.setSelectionMode(QAbstractItemView.SingleSelection)
         self.session_table.itemSelectionChanged.connect(self._on_session_table_selection_changed)
         self.open_button = QPushButton("Open")
         self.open_button.clicked.connect(self.open_selected)

@@ -1,0 +1,47 @@
+"""Pictures of Help > About and the Engine menu, with the real engine on the demo model:
+
+    python -m workbench.bench.gui.help_shots docs
+
+writes ``help-about.png`` (the About dialog: versions, machine, the engine as it stands and the app's files,
+ready to copy into a bug report) and ``engine-menu.png`` (the Engine menu with the engine stopped: Start
+engine, Stop greyed). The data folder is the one ``WORKBENCH_DATA_DIR`` names.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def menu_of(window, title: str):
+    return next(action.menu() for action in window.menuBar().actions() if action.text().replace("&", "") == title)
+
+
+def main(folder: str) -> int:
+    from workbench.app import finish_background_jobs
+    from workbench.bench.gui.screenshot import _started_window, close_window, save_small
+    from workbench.ui.help_menu import open_about
+
+    out = Path(folder)
+    window, wait = _started_window((1280, 720))
+    if window is None:
+        return 1
+    dialog = open_about(window)
+    wait(lambda: False, 0.5)
+    print("help-about.png:", save_small(dialog, str(out / "help-about.png")), "bytes")
+    print(dialog.text.toPlainText())
+    dialog.close()
+    window.stop_engine()
+    wait(lambda: window.model.engine.message == "Engine stopped.", 120)
+    menu = menu_of(window, "Engine")
+    menu.popup(window.mapToGlobal(window.menuBar().geometry().bottomLeft()))
+    wait(lambda: False, 0.3)
+    print("engine-menu.png:", save_small(menu, str(out / "engine-menu.png")), "bytes",
+          [(action.text(), action.isEnabled()) for action in menu.actions() if action.text()])
+    menu.close()
+    close_window(window)
+    finish_background_jobs(30.0)  # as the app does at its exit: vLLM's defaults may still be read for the presets
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "docs"))
