@@ -380,10 +380,11 @@ def test_the_keeper_files_no_point_of_the_last_engine_under_the_next_one(tmp_pat
 
 def test_the_sessions_table_holds_one_choice_whatever_key_is_held(tmp_path, qtbot):
     """Open, Export and Delete act on one session: a Ctrl- or Shift-click on another row chooses it
-    instead of adding it (with two rows chosen, Export took the first, not the one just clicked)."""
+    instead of adding it (with two rows chosen, Export took the first, not the one just clicked). The
+    newest is chosen as the window opens, a double-click opens a session, and a refresh keeps the choice."""
     from PySide6.QtCore import Qt
 
-    from workbench.ui.sessions_view import SessionsView
+    from workbench.ui.sessions_view import OPEN_HINT, SessionsView
 
     path = tmp_path / "workbench.db"
     for _ in range(2):  # two runs of the app: two sessions, the newest first in the table
@@ -398,7 +399,10 @@ def test_the_sessions_table_holds_one_choice_whatever_key_is_held(tmp_path, qtbo
     view.show()
     table = view.session_table
     assert table.rowCount() == 2
-    table.selectRow(0)
+    assert view.selected() is view.sessions[0] and view.open_button.isEnabled()  # the newest, chosen at once
+    assert view.plots.totals.text() == OPEN_HINT
+    axis = next(iter(view.plots.plots.values())).getAxis("bottom")
+    assert axis.labelText == "seconds since the session started" == view.memory.plot.getAxis("bottom").labelText
     for modifier in (Qt.ControlModifier, Qt.ShiftModifier):
         for row in (1, 0):
             rect = table.visualRect(table.model().index(row, 0))
@@ -406,3 +410,10 @@ def test_the_sessions_table_holds_one_choice_whatever_key_is_held(tmp_path, qtbo
             assert [index.row() for index in table.selectionModel().selectedRows()] == [row], modifier
             assert view.selected() is view.sessions[row]
     assert view.sessions[0].session_id == current and not view.delete_button.isEnabled()
+    rect = table.visualRect(table.model().index(1, 1))
+    qtbot.mouseClick(table.viewport(), Qt.LeftButton, Qt.NoModifier, rect.center())  # a double-click's first press
+    qtbot.mouseDClick(table.viewport(), Qt.LeftButton, Qt.NoModifier, rect.center())  # opens it
+    assert view.selected() is view.sessions[1]
+    assert view.plots.totals.text() == "No plotted points were stored for this session."
+    view.refresh()  # the choice outlives a refresh
+    assert view.selected().session_id == view.sessions[1].session_id

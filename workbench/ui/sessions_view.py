@@ -23,7 +23,8 @@ from workbench.sessions.stored import (
 )
 from workbench.storage.series import MEMORY, load_series
 from workbench.ui.memory_panel import MemoryPanel
-from workbench.ui.stored_plots import show_memory_series, show_series
+from workbench.ui.live_plot import label_time_axis
+from workbench.ui.stored_plots import TIME_LABEL, label_stored_time_axes, show_memory_series, show_series
 from workbench.ui.engine_region import panel_area
 from workbench.ui.stats_plots import StatsPlotsView
 
@@ -55,6 +56,9 @@ def _fill(table: QTableWidget, rows: list[list[str]]) -> None:
             table.setItem(r, c, QTableWidgetItem(text))
 
 
+OPEN_HINT = "Choose a session above and press Open (or double-click it) to draw its stored plots."
+
+
 class SessionsView(QWidget):
     """Reads the database at ``db_path`` through a connection of its own; ``current_session``: this
     run of the app (not deleted from here)."""
@@ -70,6 +74,8 @@ class SessionsView(QWidget):
         # Open, Export and Delete act on one session: a Ctrl- or Shift-click chooses another, never a second
         self.session_table.setSelectionMode(QAbstractItemView.SingleSelection)
         self.session_table.itemSelectionChanged.connect(self._on_session_table_selection_changed)
+        self.session_table.cellDoubleClicked.connect(lambda _row, _column: self.open_selected())
+        self.session_table.setToolTip("Double-click a session to draw its stored plots and memory.")
         self.open_button = QPushButton("Open")
         self.open_button.clicked.connect(self.open_selected)
         self.delete_button = QPushButton("Delete…")
@@ -83,6 +89,8 @@ class SessionsView(QWidget):
         self.plots = StatsPlotsView(time.time())
         self.plots.paused.hide()
         self.plots.follow.hide()
+        self.plots.totals.setText(OPEN_HINT)
+        label_stored_time_axes(self.plots)
         self.tabs = QTabWidget()
         self.plots_area = panel_area(self.plots)  # the plots keep their least height and scroll down
         self.plots_area.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
@@ -90,6 +98,7 @@ class SessionsView(QWidget):
         self.memory = MemoryPanel(time.time())  # the memory panel's stored series
         self.memory.paused.hide()
         self.memory.text.setText("Open a session to draw the memory its engine runs used.")
+        label_time_axis(self.memory.plot, TIME_LABEL)
         self.tabs.addTab(self.memory, "Memory")
         self.tabs.addTab(self._build_compare(), "Compare")
         buttons = QHBoxLayout()
@@ -144,6 +153,7 @@ class SessionsView(QWidget):
         self.problem.hide()
 
     def _read_sessions(self) -> None:
+        chosen = self.selected()
         connection = open_read_only(self.db_path)
         try:
             self.sessions = list_sessions(connection)
@@ -158,6 +168,9 @@ class SessionsView(QWidget):
         finally:
             connection.close()
         _fill(self.session_table, rows)
+        if self.sessions:  # the session chosen before a refresh, else the newest: Open and Export at hand
+            ids = [summary.session_id for summary in self.sessions]
+            self.session_table.selectRow(ids.index(chosen.session_id) if chosen and chosen.session_id in ids else 0)
         self.runs = sorted(((summary, index + 1, run) for summary in self.sessions
                             for index, run in enumerate(summary.runs)), key=lambda item: item[2].started_s)
         labels = [f"{_when(s.started_s)} · run {n} · {Path(run.model).name} · max_num_seqs "

@@ -33,11 +33,16 @@ def stored_plots_view(series: dict[str, np.ndarray], origin_s: float) -> StatsPl
     return view
 
 
+def label_stored_time_axes(view: StatsPlotsView) -> None:
+    """The plots' time axes count from the session's start, not from the window's opening."""
+    for plot in view.plots.values():
+        label_time_axis(plot, TIME_LABEL)
+
+
 def show_series(view: StatsPlotsView, series: dict[str, np.ndarray]) -> None:
     """Draws ``series`` thinned to its peaks (a picture of 2 h of points is drawn from 800 a run)."""
     view.clear()
-    for plot in view.plots.values():
-        label_time_axis(plot, TIME_LABEL)
+    label_stored_time_axes(view)
     if not series or not len(series.get("t", ())):
         view.totals.setText("No plotted points were stored for this session.")
         return

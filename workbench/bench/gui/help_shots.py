@@ -1,10 +1,11 @@
-"""Pictures of Help > About and the Engine menu, with the real engine on the demo model:
+"""Pictures of the menus' windows, with the real engine on the demo model:
 
     python -m workbench.bench.gui.help_shots docs
 
-writes ``help-about.png`` (the About dialog: versions, machine, the engine as it stands and the app's files,
-ready to copy into a bug report) and ``engine-menu.png`` (the Engine menu with the engine stopped: Start
-engine, Stop greyed). The data folder is the one ``WORKBENCH_DATA_DIR`` names.
+writes ``help-about.png`` (Help > About: versions, machine, the engine as it stands and the app's files,
+ready to copy into a bug report), ``sessions-window.png`` (File > Sessions… as it opens after a question:
+the newest session chosen, Open and Export at hand) and ``engine-menu.png`` (the Engine menu with the engine
+stopped: Start engine, Stop greyed). The data folder is the one ``WORKBENCH_DATA_DIR`` names.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ def menu_of(window, title: str):
 def main(folder: str) -> int:
     from workbench.app import finish_background_jobs
     from workbench.bench.gui.screenshot import _started_window, close_window, save_small
+    from workbench.ui.file_menu import open_sessions
     from workbench.ui.help_menu import open_about
 
     out = Path(folder)
@@ -30,6 +32,15 @@ def main(folder: str) -> int:
     print("help-about.png:", save_small(dialog, str(out / "help-about.png")), "bytes")
     print(dialog.text.toPlainText())
     dialog.close()
+    window.chat.input.setPlainText("What is a KV cache?")
+    window.chat.send()
+    reply = window.chat.current.messages[-1]
+    wait(lambda: reply.status not in ("waiting", "streaming"), 300)
+    view = open_sessions(window)
+    wait(lambda: False, 0.5)
+    print("sessions-window.png:", save_small(view, str(out / "sessions-window.png")), "bytes,",
+          view.session_table.rowCount(), "sessions, chosen:", view.selected().session_id == window.storage.session_id)
+    view.close()
     window.stop_engine()
     wait(lambda: window.model.engine.message == "Engine stopped.", 120)
     menu = menu_of(window, "Engine")
