@@ -25,14 +25,43 @@ def test_before_any_engine_no_preset_is_named_and_no_running_engine_claimed(qtbo
     from workbench.model.app_model import AppModel
     from workbench.ui.preset_panel import PresetPanel
 
-    panel = PresetPanel(AppModel(demo_engine_config()), abort=lambda _r: None, restart=lambda: 0)
+    model = AppModel(demo_engine_config())
+    panel = PresetPanel(model, abort=lambda _r: None, restart=lambda: 0)
     qtbot.addWidget(panel)
     assert panel.choice.currentText() == "" and panel.choice.placeholderText() == "Demo configuration (not a preset)"
     assert not panel.buttons["apply"].isEnabled()
+    # no preset chosen: the table lists the engine's own arguments, as configured (no preset columns)
+    shown = cells(panel, 3)
+    assert shown["max_model_len"] == str(model.config.max_model_len) and shown["block_size"] == "32", shown
+    assert panel.values.horizontalHeaderItem(3).text() == "Configured"
+    assert panel.values.isColumnHidden(1) and panel.values.isColumnHidden(2)
     panel.choose("high-throughput")
     assert panel.diff.text() == "No engine is running (it has not started yet): Apply starts one with this preset."
     assert panel.values.horizontalHeaderItem(3).text() == "Configured"
     assert "Running engine" not in panel.capacity.text()
+    assert not panel.values.isColumnHidden(1) and not panel.values.isColumnHidden(2)
+
+
+def test_with_no_preset_chosen_the_table_lists_the_running_engines_arguments(qtbot, config_folder):
+    from workbench.app import demo_engine_config
+    from workbench.engine.backend import EngineInfo
+    from workbench.engine.events import EngineReady
+    from workbench.model.app_model import AppModel
+    from workbench.ui.preset_panel import PresetPanel
+
+    model = AppModel(demo_engine_config())
+    panel = PresetPanel(model, abort=lambda _r: None, restart=lambda: 0)
+    qtbot.addWidget(panel)
+    model.apply(StateChanged(EngineState.STARTING, "…", 1))
+    model.apply(EngineReady(EngineInfo("/models/demo", "0.32.0", "cpu", 2048, None, (123,),
+                                       resolved={"block_size": 32, "max_num_batched_tokens": 4096,
+                                                 "async_scheduling": False})))
+    model.apply(StateChanged(EngineState.READY, "ready", 1))
+    shown = cells(panel, 3)  # as the app set them, and what vLLM resolved for it besides
+    assert shown["max_num_batched_tokens"] == "vLLM default: 4096" and shown["block_size"] == "32", shown
+    assert shown["async_scheduling"] == "vLLM default: False"  # a False is a value: only None is left out
+    assert panel.values.horizontalHeaderItem(3).text() == "Running"
+    assert panel.values.isColumnHidden(1) and panel.values.isColumnHidden(2)
 
 
 @pytest.mark.slow
@@ -52,6 +81,7 @@ def test_vllms_defaults_are_said_with_their_values(window, qtbot):
     panel.choose("low-latency")  # it writes out vLLM's own default for chunked prefill: no change, not listed
     assert resolved["enable_chunked_prefill"] is True and panel.document.engine()["enable_chunked_prefill"] is True
     assert "enable_chunked_prefill" not in panel.diff.text() and "max_num_seqs" in panel.diff.text()
+    assert resolved["dtype"] in ("bfloat16", "float16", "float32"), resolved  # as --dtype takes it, no "torch."
 
 
 @pytest.mark.slow

@@ -198,10 +198,8 @@ class PresetPanel(QWidget):
         self.origin.setText(origin_text(self.document.origin()))
         self.origin.setVisible(bool(self.origin.text()))
         running = config_rows(self.model.config, self.machine.on_cpu)
-        engine = self.model.engine
-        resolved_now = engine.info.resolved if engine.ready and engine.info is not None else {}
-        self.values.show_preset(self.resolved, running, self.machine.platform_keys, self.defaults, resolved_now,
-                                "Running" if engine.ready else "Configured")
+        self.values.show_preset(self.resolved, running, self.machine.platform_keys, self.defaults,
+                                self._resolved_now(), self._running_header())
         self.diff.setText(self._diff_text())
         self.problem_text.setText("\n".join(p.message for p in self.problems))
         self.problem_text.setVisible(bool(self.problems))
@@ -211,13 +209,22 @@ class PresetPanel(QWidget):
         self.resolved, self.problems = None, []
         for name in ("apply", "save", "export", "exportAs", "reset"):
             self.buttons[name].setEnabled(False)
-        self.values.setRowCount(0)
+        self.values.show_engine(config_rows(self.model.config, self.machine.on_cpu), self.defaults,
+                                self._resolved_now(), self._running_header())
         self.origin.setVisible(False)
         self.problem_text.setVisible(False)
-        self.description.setText(f"{self._no_preset_text()}: the engine's settings are the app's own. Choose a "
-                                 "preset to see how it differs and what it costs, then Apply it.")
+        self.description.setText(f"{self._no_preset_text()}: the engine's settings are the app's own, listed below. "
+                                 "Choose a preset to see how it differs and what it costs, then Apply it.")
         self.diff.setText("")
         self.capacity.setText("")
+
+    def _running_header(self) -> str:
+        return "Running" if self.model.engine.ready else "Configured"
+
+    def _resolved_now(self) -> dict:
+        """vLLM's resolved engine arguments of the running engine ({} with none running)."""
+        engine = self.model.engine
+        return engine.info.resolved if engine.ready and engine.info is not None else {}
 
     def _can_apply(self) -> bool:
         return self.checking is None and self.model.engine.state is not EngineState.STARTING
@@ -226,7 +233,7 @@ class PresetPanel(QWidget):
         """How the preset differs from the engine as it is: running, starting, or none (never "the
         running engine" where there is none)."""
         engine = self.model.engine
-        resolved_now = engine.info.resolved if engine.ready and engine.info is not None else {}
+        resolved_now = self._resolved_now()
         running = config_rows(self.model.config, self.machine.on_cpu)
         changes = [(key, old, new) for key, old, new in diff_configs(self.model.config, self.resolved.config,
                                                                       self.machine.on_cpu)

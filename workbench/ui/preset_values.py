@@ -79,6 +79,8 @@ class PresetValuesTable(QTableWidget):
         self.setRowCount(0)
         self.setRowCount(len(resolved.values))
         self._label_columns(running_header)
+        for column in (1, 2):
+            self.setColumnHidden(column, False)
         for row, item in enumerate(resolved.values):
             here = running_value(item.key, running, running_resolved or {}, defaults)
             changed = item.value is not None and item.value != here  # vLLM's default written out is no change
@@ -96,6 +98,23 @@ class PresetValuesTable(QTableWidget):
             for column in (0, 2, 3):
                 if changed:
                     self.item(row, column).setBackground(CHANGED)
+
+    def show_engine(self, running: dict, defaults: dict | None, running_resolved: dict,
+                    running_header: str = "Running") -> None:
+        """No preset chosen: the engine's own arguments, as the app sets them and as vLLM resolved them for
+        the running engine (``running_resolved``, {} with none running), one row each; no preset columns."""
+        self.clearContents()
+        keys = sorted(key for key in set(running) | set(running_resolved)
+                      if running.get(key) is not None or running_resolved.get(key) is not None)
+        self.setRowCount(len(keys))
+        self._label_columns(running_header)
+        for column in (1, 2):
+            self.setColumnHidden(column, True)
+        for row, key in enumerate(keys):
+            self.setItem(row, 0, QTableWidgetItem(key))
+            value = QTableWidgetItem(running_text(key, running, running_resolved, defaults))
+            value.setToolTip(value.text())
+            self.setItem(row, 3, value)
 
     def _label_columns(self, running_header: str) -> None:
         self.setHorizontalHeaderLabels(["Argument", "Preset", "Here", running_header])

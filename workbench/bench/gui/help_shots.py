@@ -4,7 +4,8 @@
 
 writes ``help-about.png`` (Help > About: versions, machine, the engine as it stands and the app's files,
 ready to copy into a bug report), ``sessions-window.png`` (File > Sessions… as it opens after a question:
-the newest session chosen, Open and Export at hand) and ``engine-menu.png`` (the Engine menu with the engine
+the newest session chosen, Open and Export at hand), ``presets-engine.png`` (the Presets tab with no preset
+chosen: the running engine's arguments, as the app set them and as vLLM resolved them) and ``engine-menu.png`` (the Engine menu with the engine
 stopped: Start engine, Stop greyed). The data folder is the one ``WORKBENCH_DATA_DIR`` names.
 """
 from __future__ import annotations
@@ -41,6 +42,11 @@ def main(folder: str) -> int:
     print("sessions-window.png:", save_small(view, str(out / "sessions-window.png")), "bytes,",
           view.session_table.rowCount(), "sessions, chosen:", view.selected().session_id == window.storage.session_id)
     view.close()
+    window.show_panel("Presets")
+    wait(lambda: window.presets.defaults is not None, 120)  # vLLM's defaults, read off the GUI thread
+    wait(lambda: False, 0.5)
+    print("presets-engine.png:", save_small(window.engine_region, str(out / "presets-engine.png")), "bytes,",
+          window.presets.values.rowCount(), "arguments")
     window.stop_engine()
     wait(lambda: window.model.engine.message == "Engine stopped.", 120)
     menu = menu_of(window, "Engine")

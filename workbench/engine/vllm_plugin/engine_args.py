@@ -221,7 +221,8 @@ def resolved_settings(engine) -> dict[str, object]:
             continue
         value = getattr(section, attribute)
         if value is not None and not isinstance(value, (str, int, float, bool)):
-            value = str(getattr(value, "name", value))  # torch.dtype, enums: their names
+            # enums: their names; a torch.dtype as its --dtype name ("bfloat16", not "torch.bfloat16")
+            value = str(getattr(value, "name", value)).removeprefix("torch.")
         settings[name] = value
     return settings
 
