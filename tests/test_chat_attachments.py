@@ -178,3 +178,25 @@ def test_a_restored_question_shows_its_thumbnails_and_names_a_missing_one(qtbot,
     assert (shown.pixmap().width(), shown.pixmap().height()) == (64, 42)  # read at the thumbnail's size
     assert shown.toolTip() == "kept.png · 300 × 200 PNG · 1 KB"
     assert missing.text() == "image\nmissing" and "attach it again" in missing.toolTip()
+
+
+def test_enter_sends_and_shift_enter_starts_a_new_line(pane, qtbot):
+    """As in the chat apps people know: Enter sends, Shift+Enter breaks the line; Ctrl+Enter sends too.
+    While a reply streams, Enter neither sends nor breaks the line."""
+    pane.input.setFocus()
+    qtbot.keyClicks(pane.input, "Two lines:")
+    qtbot.keyClick(pane.input, Qt.Key_Return, Qt.ShiftModifier)
+    qtbot.keyClicks(pane.input, "the second")
+    assert pane.input.toPlainText() == "Two lines:\nthe second" and not pane.posted
+    qtbot.keyClick(pane.input, Qt.Key_Return)
+    question = pane.current.messages[0]
+    assert (question.role, question.text) == ("user", "Two lines:\nthe second") and pane.input.toPlainText() == ""
+    assert len(pane.posted) == 1 and pane.current.streaming_message() is not None
+    qtbot.keyClicks(pane.input, "next")
+    qtbot.keyClick(pane.input, Qt.Key_Enter, Qt.KeypadModifier)  # a reply streams: Send is greyed
+    assert pane.input.toPlainText() == "next" and len(pane.current.messages) == 2
+    pane.new_conversation()
+    pane.input.clear()
+    qtbot.keyClicks(pane.input, "by the keypad's Enter")
+    qtbot.keyClick(pane.input, Qt.Key_Enter, Qt.KeypadModifier)
+    assert pane.current.messages[0].text == "by the keypad's Enter" and len(pane.posted) == 2

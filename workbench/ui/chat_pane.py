@@ -93,7 +93,8 @@ class ChatPane(QWidget):
 
         self.stack = QStackedWidget(objectName="chatTranscript")
         self.input = ChatInput(objectName="chatInput")
-        self.input.setPlaceholderText("Type a message… (Ctrl+Enter sends; drop or paste images to attach them)")
+        self.input.setPlaceholderText("Type a message… (Enter sends, Shift+Enter starts a new line; drop or paste "
+                                      "images to attach them)")
         self.input.setMaximumHeight(120)
         self.attachments = AttachmentStrip()
         self.input.images_given.connect(self.attachments.add_sources)
@@ -106,7 +107,8 @@ class ChatPane(QWidget):
         self.send_button.clicked.connect(self.send)
         self.stop_button.clicked.connect(self.stop)
         self.regenerate_button.clicked.connect(self.regenerate)
-        self.send_button.setShortcut("Ctrl+Return")
+        self.send_button.setShortcut("Ctrl+Return")  # as before Enter sent: from anywhere in the pane
+        self.input.send_asked.connect(self.send_button.click)  # nothing while Send is greyed (a reply streams)
         buttons = QVBoxLayout()
         for b in (self.send_button, self.stop_button, self.regenerate_button, self.attach_button):
             buttons.addWidget(b)

@@ -134,9 +134,24 @@ def sources_in(mime: QMimeData) -> list:
 
 
 class ChatInput(QPlainTextEdit):
-    """The question's text box: images pasted or dropped on it go to the attachments, text as always."""
+    """The question's text box: images pasted or dropped on it go to the attachments, text as always. Enter
+    asks for the question to be sent, as in the chat apps people know; Shift+Enter starts a new line."""
 
     images_given = Signal(list)  # the sources, as ``sources_in`` finds them
+    send_asked = Signal()
+
+    def keyPressEvent(self, event) -> None:
+        if event.key() in (Qt.Key_Return, Qt.Key_Enter):
+            held = event.modifiers() & ~Qt.KeypadModifier
+            if held == Qt.NoModifier:
+                self.send_asked.emit()
+                event.accept()
+                return
+            if held == Qt.ShiftModifier:
+                self.insertPlainText("\n")  # a new line, where Shift+Enter would give a line separator
+                event.accept()
+                return
+        super().keyPressEvent(event)
 
     def canInsertFromMimeData(self, source: QMimeData) -> bool:
         return bool(sources_in(source)) or super().canInsertFromMimeData(source)
