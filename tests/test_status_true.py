@@ -4,6 +4,8 @@ vLLM's default said with its value ("vLLM default: 2048", never "None"), and one
 100 % over the demo model's build and the engine's start, its text fitting the bar."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from chat_driver import ENGINE_START_TIMEOUT_MS
@@ -42,16 +44,21 @@ def test_before_any_engine_no_preset_is_named_and_no_running_engine_claimed(qtbo
     assert not panel.values.isColumnHidden(1) and not panel.values.isColumnHidden(2)
 
 
-def test_with_no_preset_chosen_the_table_lists_the_running_engines_arguments(qtbot, config_folder):
+def test_with_no_preset_chosen_the_table_lists_the_running_engines_arguments(qtbot, config_folder, tmp_path):
     from workbench.app import demo_engine_config
     from workbench.engine.backend import EngineInfo
     from workbench.engine.events import EngineReady
     from workbench.model.app_model import AppModel
     from workbench.ui.preset_panel import PresetPanel
 
-    model = AppModel(demo_engine_config())
+    from hub_repos import QWEN25_05B_CONFIG, qwen7b_shaped_files
+
+    folder = qwen7b_shaped_files(tmp_path / "qwen-0.5b", shards=1, config=QWEN25_05B_CONFIG)  # its config read
+    model = AppModel(replace(demo_engine_config(), model=str(folder)))
     panel = PresetPanel(model, abort=lambda _r: None, restart=lambda: 0)
     qtbot.addWidget(panel)
+    planned = panel.capacity.text()  # what the app's own settings cost, before any engine runs
+    assert "KV" in planned and "Running engine" not in planned, planned
     model.apply(StateChanged(EngineState.STARTING, "…", 1))
     model.apply(EngineReady(EngineInfo("/models/demo", "0.32.0", "cpu", 2048, None, (123,),
                                        resolved={"block_size": 32, "max_num_batched_tokens": 4096,
@@ -62,6 +69,7 @@ def test_with_no_preset_chosen_the_table_lists_the_running_engines_arguments(qtb
     assert shown["async_scheduling"] == "vLLM default: False"  # a False is a value: only None is left out
     assert panel.values.horizontalHeaderItem(3).text() == "Running"
     assert panel.values.isColumnHidden(1) and panel.values.isColumnHidden(2)
+    assert "Running engine: " in panel.capacity.text() and "blocks" in panel.capacity.text(), panel.capacity.text()
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
 from superqt.utils import create_worker
 
 from workbench.engine.events import EngineState
+from workbench.engine.spec import EngineConfig
 from workbench.engine.vllm_plugin import engine_args
 from workbench.model.app_model import AppModel
 from workbench.presets import store
@@ -203,7 +204,7 @@ class PresetPanel(QWidget):
         self.diff.setText(self._diff_text())
         self.problem_text.setText("\n".join(p.message for p in self.problems))
         self.problem_text.setVisible(bool(self.problems))
-        self._show_capacity(facts)
+        self._show_capacity(facts, self.resolved.config)
 
     def _show_no_preset(self) -> None:
         self.resolved, self.problems = None, []
@@ -216,7 +217,7 @@ class PresetPanel(QWidget):
         self.description.setText(f"{self._no_preset_text()}: the engine's settings are the app's own, listed below. "
                                  "Choose a preset to see how it differs and what it costs, then Apply it.")
         self.diff.setText("")
-        self.capacity.setText("")
+        self._show_capacity(facts_for(self.model.config.model), self.model.config)  # what the app's own costs
 
     def _running_header(self) -> str:
         return "Running" if self.model.engine.ready else "Configured"
@@ -253,11 +254,12 @@ class PresetPanel(QWidget):
             parts.append(f"{key} {old_text} → {value_text(new, defaults.get(key) if defaults is not None else NOT_READ)}")
         return f"Differs from {what}: " + "; ".join(parts)
 
-    def _show_capacity(self, facts) -> None:
+    def _show_capacity(self, facts, planned: EngineConfig) -> None:
+        """The KV cache ``planned`` would get here, and beside it vLLM's own count of the engine that runs."""
         if facts is None:
             self.capacity.setText("The model's config.json could not be read: no estimate.")
             return
-        lines = plan_capacity(self.resolved.config, facts, self.machine).lines()
+        lines = plan_capacity(planned, facts, self.machine).lines()
         info = self.model.engine.info
         if self.model.engine.ready and info is not None:  # vLLM's own count only of an engine that runs
             running_plan = plan_capacity(self.model.config, facts, self.machine)

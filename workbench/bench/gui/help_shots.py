@@ -5,7 +5,7 @@
 writes ``help-about.png`` (Help > About: versions, machine, the engine as it stands and the app's files,
 ready to copy into a bug report), ``sessions-window.png`` (File > Sessions… as it opens after a question:
 the newest session chosen, Open and Export at hand), ``presets-engine.png`` (the Presets tab with no preset
-chosen: the running engine's arguments, as the app set them and as vLLM resolved them) and ``engine-menu.png`` (the Engine menu with the engine
+chosen: the running engine's arguments, as the app set them and as vLLM resolved them, and what they cost) and ``engine-menu.png`` (the Engine menu with the engine
 stopped: Start engine, Stop greyed). The data folder is the one ``WORKBENCH_DATA_DIR`` names.
 """
 from __future__ import annotations
