@@ -22,10 +22,13 @@ def cells(panel, column: int) -> dict[str, str]:
     return {table.item(row, 0).text(): table.item(row, column).text() for row in range(table.rowCount())}
 
 
-def test_before_any_engine_no_preset_is_named_and_no_running_engine_claimed(qtbot, config_folder):
+def test_before_any_engine_no_preset_is_named_and_no_running_engine_claimed(qtbot, config_folder, tmp_path,
+                                                                           monkeypatch):
     from workbench.app import demo_engine_config
     from workbench.model.app_model import AppModel
-    from workbench.ui.preset_panel import PresetPanel
+    from workbench.ui.preset_panel import NO_FACTS_DEMO, PresetPanel
+
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "first-start"))  # the demo model not built yet
 
     model = AppModel(demo_engine_config())
     panel = PresetPanel(model, abort=lambda _r: None, restart=lambda: 0)
@@ -37,6 +40,7 @@ def test_before_any_engine_no_preset_is_named_and_no_running_engine_claimed(qtbo
     assert shown["max_model_len"] == str(model.config.max_model_len) and shown["block_size"] == "32", shown
     assert panel.values.horizontalHeaderItem(3).text() == "Configured"
     assert panel.values.isColumnHidden(1) and panel.values.isColumnHidden(2)
+    assert panel.capacity.text() == NO_FACTS_DEMO  # not "could not be read": it is built at the first start
     panel.choose("high-throughput")
     assert panel.diff.text() == "No engine is running (it has not started yet): Apply starts one with this preset."
     assert panel.values.horizontalHeaderItem(3).text() == "Configured"

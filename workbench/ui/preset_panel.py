@@ -12,7 +12,7 @@ from PySide6.QtWidgets import (
 from superqt.utils import create_worker
 
 from workbench.engine.events import EngineState
-from workbench.engine.spec import EngineConfig
+from workbench.engine.spec import DEMO_MODEL, DEMO_VL_MODEL, EngineConfig
 from workbench.engine.vllm_plugin import engine_args
 from workbench.model.app_model import AppModel
 from workbench.presets import store
@@ -30,6 +30,8 @@ from workbench.ui.preset_values import NOT_READ, PresetValuesTable, running_valu
 
 FINISH, ABORT = "finish", "abort"
 ERROR_STYLE = "color: #9b1c1c;"
+NO_FACTS = "The model's config.json could not be read: no estimate."
+NO_FACTS_DEMO = "The demo model is built at the engine's first start: the estimate comes once it is built."
 
 
 def origin_text(origin: dict) -> str:
@@ -257,7 +259,7 @@ class PresetPanel(QWidget):
     def _show_capacity(self, facts, planned: EngineConfig) -> None:
         """The KV cache ``planned`` would get here, and beside it vLLM's own count of the engine that runs."""
         if facts is None:
-            self.capacity.setText("The model's config.json could not be read: no estimate.")
+            self.capacity.setText(NO_FACTS_DEMO if planned.model in (DEMO_MODEL, DEMO_VL_MODEL) else NO_FACTS)
             return
         lines = plan_capacity(planned, facts, self.machine).lines()
         info = self.model.engine.info
