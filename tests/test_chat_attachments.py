@@ -200,3 +200,30 @@ def test_enter_sends_and_shift_enter_starts_a_new_line(pane, qtbot):
     qtbot.keyClicks(pane.input, "by the keypad's Enter")
     qtbot.keyClick(pane.input, Qt.Key_Enter, Qt.KeypadModifier)
     assert pane.current.messages[0].text == "by the keypad's Enter" and len(pane.posted) == 2
+
+
+def test_each_conversation_keeps_its_own_draft(pane, qtbot, tmp_path):
+    """What was typed and attached in one conversation stays with it while another is shown, and comes back
+    with it: a question written for one is never sent to another. A deleted conversation's draft goes too."""
+    first = pane.current
+    pane.input.setPlainText("for the first")
+    attach(pane, qtbot, [image_file(tmp_path, "cat.png")])
+    pane.new_conversation()
+    second = pane.current
+    assert pane.input.toPlainText() == "" and names(pane) == [] and not pane.attachments.scroll.isVisible()
+    pane.input.setPlainText("for the second")
+    pane.conversation_list.setCurrentRow(0)
+    assert pane.current is first
+    assert pane.input.toPlainText() == "for the first" and names(pane) == ["cat.png"]
+    assert pane.input.textCursor().atEnd()  # typing goes on where it stopped
+    pane.conversation_list.setCurrentRow(1)
+    assert pane.input.toPlainText() == "for the second" and names(pane) == []
+    pane.send()
+    assert [(m.role, m.text, m.images) for m in second.messages[:1]] == [("user", "for the second", ())]
+    assert first.messages == [] and pane.input.toPlainText() == ""
+    pane.conversation_list.setCurrentRow(0)
+    assert pane.input.toPlainText() == "for the first" and names(pane) == ["cat.png"]
+    pane.confirm = lambda *_: True
+    pane.delete_current()  # its draft and image go with it
+    assert pane.current is second and pane.input.toPlainText() == "" and names(pane) == []
+    assert pane._drafts == {} and pane.model.selected_conversation_id == second.conversation_id

@@ -4,7 +4,7 @@ transcript (a one-line summary of them always shown)."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Slot
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtGui import QKeySequence, QShortcut, QTextCursor
 from PySide6.QtWidgets import (
     QHBoxLayout, QListWidget, QListWidgetItem, QMessageBox, QPushButton, QStackedWidget, QVBoxLayout,
     QWidget,
@@ -42,6 +42,10 @@ class ChatPane(QWidget):
         self.model = model
         self.commands = commands
         self.order: list[str] = []  # conversation ids, as listed
+        # what was typed and attached, not sent, in each conversation while another is shown: (text, images,
+        # the problem named beside them), put back when it is shown again
+        self._drafts: dict[str, tuple[str, list, str]] = {}
+        self._shown: str | None = None  # the conversation whose draft the input holds
         self.transcripts: dict[str, TranscriptView] = {}
         self.sampling = SamplingPanel(model.system_prompt)
         self.sampling.edited.connect(self._on_sampling_edited)
@@ -272,6 +276,12 @@ class ChatPane(QWidget):
             self.transcripts.pop(key).deleteLater()
         if not self.model.conversations:
             self.model.new_conversation()
+        elif self._shown in removed:  # the list's current row may keep its number: no signal said it changed
+            self._on_conversation_list_changed(self.conversation_list.currentRow())
+        for key in removed:  # a deleted conversation's draft goes with it
+            _text, images, _problem = self._drafts.pop(key, ("", [], ""))
+            for pending in images:
+                pending.deleteLater()
         self._update_buttons()
 
     @property
@@ -281,10 +291,24 @@ class ChatPane(QWidget):
     @Slot(int)
     def _on_conversation_list_changed(self, row: int) -> None:
         if 0 <= row < len(self.order):
+            self._show_draft_of(self.order[row])
             self.stack.setCurrentWidget(self.transcripts[self.order[row]])
             self._show_settings(self.current)  # each conversation's own settings and system prompt
             self.model.select_conversation(self.order[row])
             self._update_buttons()
+
+    def _show_draft_of(self, conversation_id: str) -> None:
+        """The input and the pending images become ``conversation_id``'s draft; the one shown is kept for its
+        own conversation, so a question typed for one is never sent to another."""
+        if conversation_id == self._shown:
+            return
+        if self._shown is not None:
+            self._drafts[self._shown] = (self.input.toPlainText(), *self.attachments.take())
+        text, images, problem = self._drafts.pop(conversation_id, ("", [], ""))
+        self.input.setPlainText(text)
+        self.input.moveCursor(QTextCursor.End)
+        self.attachments.put_back(images, problem)
+        self._shown = conversation_id
 
     # -------------------------------------------------------------- actions
     @Slot()

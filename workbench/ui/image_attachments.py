@@ -259,6 +259,27 @@ class AttachmentStrip(QWidget):
             self._drop(pending)
             self._laid_out()
 
+    def take(self) -> tuple[list[PendingImage], str]:
+        """The pending images and the problem named, out of the strip but kept: a conversation's draft,
+        put back with :meth:`put_back` when it is shown again."""
+        taken, problem = list(self._pending), self.problem.text()
+        for pending in taken:
+            self.row.removeWidget(pending)
+            pending.hide()
+        self._pending.clear()
+        self.show_problem("")
+        self._laid_out()
+        return taken, problem
+
+    def put_back(self, taken: list[PendingImage], problem: str) -> None:
+        for pending in taken:
+            pending.set_max_pixels(self.max_pixels)  # the engine may have changed meanwhile
+            self._pending.append(pending)
+            self.row.insertWidget(self.row.count() - 1, pending)
+            pending.show()
+        self.show_problem(problem)
+        self._laid_out()
+
     def _drop(self, pending: PendingImage) -> None:
         """Out of the strip at once (a deferred delete waits for the event loop's next turn)."""
         self.row.removeWidget(pending)
