@@ -273,9 +273,7 @@ class AttachmentStrip(QWidget):
 
     def put_back(self, taken: list[PendingImage], problem: str) -> None:
         for pending in taken:
-            pending.set_max_pixels(self.max_pixels)  # the engine may have changed meanwhile
-            self._pending.append(pending)
-            self.row.insertWidget(self.row.count() - 1, pending)
+            self._add(pending)  # its size note for the engine now: it may have changed meanwhile
             pending.show()
         self.show_problem(problem)
         self._laid_out()
@@ -321,11 +319,14 @@ class AttachmentStrip(QWidget):
             self.show_problem(f"{shown}\n{outcome.problem}" if shown else outcome.problem)
             return
         remember(outcome.image.ref, outcome.thumbnail)
-        pending = PendingImage(outcome.image, outcome.thumbnail, self.remove)
+        self._add(PendingImage(outcome.image, outcome.thumbnail, self.remove))
+        self._laid_out()
+
+    def _add(self, pending: PendingImage) -> None:
+        """At the end of the strip, before its stretch, with the engine's size limit noted."""
         pending.set_max_pixels(self.max_pixels)
         self._pending.append(pending)
         self.row.insertWidget(self.row.count() - 1, pending)
-        self._laid_out()
 
     def _on_reader_errored(self, error: Exception) -> None:
         self.show_problem(f"The images could not be read ({error}). Attach them again.")

@@ -105,13 +105,10 @@ class MainWindow(QMainWindow):
         presets = QAction("Presets", self)
         presets.triggered.connect(lambda: self.show_panel("Presets"))
         engine_menu.addAction(presets)
-        for text, slot in ((RESTART, self.restart_engine), ("Stop engine", self.stop_engine),
-                           ("Show engine log", self.status.show_engine_log)):
-            action = QAction(text, self)
-            action.triggered.connect(slot)
-            engine_menu.addAction(action)
-        # as the status bar's button: Start where no engine runs, else Restart, greyed while starting; Stop
-        self.restart_action, self.stop_action = engine_menu.actions()[1:3]
+        # Start or Restart as the status bar's button says, greyed while starting; Stop while an engine runs
+        self.restart_action = engine_menu.addAction(RESTART, self.restart_engine)
+        self.stop_action = engine_menu.addAction("Stop engine", self.stop_engine)
+        engine_menu.addAction("Show engine log", self.status.show_engine_log)
         self._show_engine_actions(self.model.engine.state)
         model_menu = self.menuBar().addMenu("&Model")
         choose = QAction("Choose model…", self)

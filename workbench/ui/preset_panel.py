@@ -261,10 +261,12 @@ class PresetPanel(QWidget):
         if facts is None:
             self.capacity.setText(NO_FACTS_DEMO if planned.model in (DEMO_MODEL, DEMO_VL_MODEL) else NO_FACTS)
             return
-        lines = plan_capacity(planned, facts, self.machine).lines()
+        plan = plan_capacity(planned, facts, self.machine)
+        lines = plan.lines()
         info = self.model.engine.info
         if self.model.engine.ready and info is not None:  # vLLM's own count only of an engine that runs
-            running_plan = plan_capacity(self.model.config, facts, self.machine)
+            running_plan = plan if planned == self.model.config else plan_capacity(self.model.config, facts,
+                                                                                   self.machine)
             lines.append("Running engine: " + compare_with_engine(running_plan, info.num_kv_blocks))
             self.model.note_capacity_plan(self.model.engine.start_id, running_plan.num_blocks)
         self.capacity.setText("\n".join(lines))
