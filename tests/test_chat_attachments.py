@@ -8,7 +8,7 @@ import pytest
 from chat_images import image_file, not_an_image, truncated_file
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QColor, QDropEvent, QImage, QTextCursor
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QPushButton
 
 from workbench.engine.backend import EngineInfo, VisionInfo
 from workbench.engine.commands import SubmitAll
@@ -200,6 +200,19 @@ def test_enter_sends_and_shift_enter_starts_a_new_line(pane, qtbot):
     qtbot.keyClicks(pane.input, "by the keypad's Enter")
     qtbot.keyClick(pane.input, Qt.Key_Enter, Qt.KeypadModifier)
     assert pane.current.messages[0].text == "by the keypad's Enter" and len(pane.posted) == 2
+
+
+def test_ctrl_n_starts_a_new_conversation(pane, qtbot):
+    """The New chat button's key, as in the chat apps people know, from wherever the focus is in the pane."""
+    pane.input.setPlainText("kept as this conversation's draft")
+    first = pane.current
+    with qtbot.waitActive(pane):
+        pane.activateWindow()
+    pane.input.setFocus()
+    qtbot.keyClick(pane.input, Qt.Key_N, Qt.ControlModifier)
+    qtbot.waitUntil(lambda: pane.current is not first)  # a button's key clicks it as it shows it pressed
+    assert pane.conversation_list.count() == 2 and pane.input.toPlainText() == ""
+    assert "Ctrl+N" in pane.findChild(QPushButton, "newChatButton").toolTip()
 
 
 def test_each_conversation_keeps_its_own_draft(pane, qtbot, tmp_path):

@@ -5,12 +5,13 @@ status bar does."""
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, Slot
-from PySide6.QtGui import QDesktopServices, QGuiApplication, QKeySequence
+from PySide6.QtGui import QDesktopServices, QGuiApplication
 
 from workbench.engine.backend import EngineInfo
 from workbench.engine.events import EngineReady, EngineState, StateChanged
 from workbench.model.about_text import Places, about_text
 from workbench.model.engine_status import EngineStatus
+from workbench.remote.events import ServerStateChanged
 from workbench.storage.store import Storage
 
 SHUTDOWN_TIMEOUT_S = 120
@@ -112,9 +113,23 @@ def test_the_menus_say_what_a_person_can_do_and_about_copies_what_this_run_uses(
         help_actions["Open data folder"].trigger()
         assert opened.urls == [str(tmp_path)]
 
+        def disconnect_offered() -> bool:
+            return actions(window, "Server")["Disconnect"].isEnabled()
+
+        assert not disconnect_offered(), "no server is in use: Disconnect would do nothing"
+        window.model.apply(ServerStateChanged("connected", "http://127.0.0.1:8000"))
+        assert disconnect_offered()
+        window.model.apply(ServerStateChanged("reconnecting", "http://127.0.0.1:8000", attempt=1, retry_in_s=2.0))
+        assert disconnect_offered(), "a server being reconnected to can be let go"
+        window.model.apply(StateChanged(EngineState.STOPPED, "Engine stopped.", 2))
+        assert not disconnect_offered()
+
         quit_action = actions(window, "File")["Quit"]
-        assert quit_action.shortcut() == QKeySequence(QKeySequence.Quit)
-        quit_action.trigger()  # as the window's close button: it goes at once, the rest stops behind it
+        assert not quit_action.shortcut().isEmpty(), "Ctrl+Q where the platform names no Quit key"
+        with qtbot.waitActive(window):  # the About window had it
+            window.activateWindow()
+        qtbot.keyClick(window, quit_action.shortcut()[0].key(), quit_action.shortcut()[0].keyboardModifiers())
+        # as the window's close button: it goes at once, the rest stops behind it
         assert not window.isVisible() and window.shutdown.wait(SHUTDOWN_TIMEOUT_S)
     finally:
         QDesktopServices.unsetUrlHandler("file")

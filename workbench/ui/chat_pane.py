@@ -79,6 +79,8 @@ class ChatPane(QWidget):
         self.conversation_list.itemChanged.connect(self._on_conversation_item_edited)
         new_chat = QPushButton("New chat", objectName="newChatButton")
         new_chat.clicked.connect(self.new_conversation)
+        new_chat.setShortcut(QKeySequence.New)  # Ctrl+N, as in every chat app
+        new_chat.setToolTip(f"A new conversation ({new_chat.shortcut().toString(QKeySequence.NativeText)})")
         delete = QPushButton("Delete", objectName="deleteChatButton")
         delete.clicked.connect(self.delete_current)
         clear_all = QPushButton("Clear all", objectName="clearChatsButton")

@@ -21,6 +21,13 @@ def open_sessions(window):
     return view
 
 
+def quit_key() -> QKeySequence:
+    """The platform's Quit key (Ctrl+Q on a Linux desktop, Cmd+Q on a Mac); Ctrl+Q where it names none (Windows,
+    or a platform without a desktop's key scheme)."""
+    platform = QKeySequence(QKeySequence.Quit)
+    return platform if not platform.isEmpty() else QKeySequence("Ctrl+Q")
+
+
 def add_file_menu(window: QMainWindow) -> None:
     menu = window.menuBar().addMenu("&File")
     for text, slot in (("Export session…", lambda: ask_and_export_session(window)),
@@ -31,6 +38,6 @@ def add_file_menu(window: QMainWindow) -> None:
         menu.addAction(action)
     menu.addSeparator()
     # as the window's close button: the window goes at once, the engine and the database stop behind it
-    quit_action = QAction("Quit", window, shortcut=QKeySequence.Quit, menuRole=QAction.QuitRole)
+    quit_action = QAction("Quit", window, shortcut=quit_key(), menuRole=QAction.QuitRole)
     quit_action.triggered.connect(window.close)
     menu.addAction(quit_action)

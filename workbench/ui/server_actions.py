@@ -34,11 +34,20 @@ class ServerActions(QObject):
 
     def add_menu(self, menu_bar) -> None:
         menu = menu_bar.addMenu("&Server")
-        for text, slot in (("Server panel", lambda: self.window.show_panel("Server")), ("Connect to server…", self.ask_connect), ("Serve current preset…", self.ask_serve),
-                           ("Disconnect", self.disconnect)):
+        for text, slot in (("Server panel", lambda: self.window.show_panel("Server")),
+                           ("Connect to server…", self.ask_connect), ("Serve current preset…", self.ask_serve)):
             action = QAction(text, self.window)
             action.triggered.connect(slot)
             menu.addAction(action)
+        self.disconnect_action = QAction("Disconnect", self.window)
+        self.disconnect_action.triggered.connect(self.disconnect)
+        menu.addAction(self.disconnect_action)
+        self._show_disconnect(self.window.model.server)
+        self.window.model.server_changed.connect(self._show_disconnect)
+
+    def _show_disconnect(self, server) -> None:
+        """Disconnect is offered only where a server is in use (it would do nothing otherwise)."""
+        self.disconnect_action.setEnabled(bool(server.state))
 
     # -------------------------------------------------------------- commands
     def connect(self, spec: ServerSpec) -> int:
