@@ -35,8 +35,8 @@ def pane(qtbot, tmp_path):
     pane.posted = posted
     qtbot.addWidget(pane)
     pane.resize(900, 600)
-    pane.show()
-    qtbot.waitExposed(pane)
+    with qtbot.waitExposed(pane):
+        pane.show()
     return pane
 
 

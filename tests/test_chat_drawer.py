@@ -27,8 +27,8 @@ def pane(qtbot):
     pane = ChatPane(model, EngineCommands(model, lambda command: None))
     qtbot.addWidget(pane)
     pane.resize(620, 600)
-    pane.show()
-    qtbot.waitExposed(pane)
+    with qtbot.waitExposed(pane):
+        pane.show()
     return pane
 
 
@@ -81,8 +81,8 @@ def test_the_drawer_is_closed_at_first_and_opens_with_its_button_and_its_shortcu
     assert pane.sampling.system.hasFocus(), "the drawer opens on its first field"
     qtbot.keyClick(pane.sampling.system, Qt.Key_Escape)
     assert not pane.drawer_open() and not button.isChecked(), "Esc in the drawer closes it"
-    pane.activateWindow()
-    qtbot.waitActive(pane)
+    with qtbot.waitActive(pane):
+        pane.activateWindow()
     pane.input.setFocus()
     qtbot.keyClick(pane.input, Qt.Key_S, Qt.ControlModifier | Qt.ShiftModifier)
     assert pane.drawer_open() and button.isChecked(), "Ctrl+Shift+S opens it"

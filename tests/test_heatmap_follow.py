@@ -30,8 +30,8 @@ def view(qtbot):
     view = KVHeatmapView()
     qtbot.addWidget(view)
     view.resize(300, 300)
-    view.show()
-    qtbot.waitExposed(view)
+    with qtbot.waitExposed(view):
+        view.show()
     return view
 
 

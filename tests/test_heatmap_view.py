@@ -23,8 +23,8 @@ def view(qtbot):
 
 def shown(qtbot, view, width, height, snapshot):
     view.resize(width, height)
-    view.show()
-    qtbot.waitExposed(view)
+    with qtbot.waitExposed(view):
+        view.show()
     view.show_snapshot(snapshot)
     return view
 

@@ -40,8 +40,8 @@ def view(qtbot):
     view = KVHeatmapView(owner_name=lambda r: LABELS.get(r, r), image_names=lambda r: NAMES.get(r, ()))
     qtbot.addWidget(view)
     view.resize(320, 320)
-    view.show()
-    qtbot.waitExposed(view)
+    with qtbot.waitExposed(view):
+        view.show()
     return view
 
 

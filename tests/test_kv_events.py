@@ -244,9 +244,9 @@ def test_the_view_shows_what_the_events_describe(traffic, qtbot, tmp_path):
     assert num_blocks_in_chains == len(recorder.stored_blocks())
     assert view.removals.count() == min(64, recorder.num_removed())
     assert view.notice.isHidden()
-    view.show()
+    with qtbot.waitExposed(view):
+        view.show()
     view.chains.expandItem(view.chains.topLevelItem(0))
-    qtbot.waitExposed(view)
     assert save_small(view, str(tmp_path / "prefix-cache-view.png")) > 0
     if os.environ.get("WORKBENCH_SCREENSHOT_DIR"):  # docs/prefix-cache-view.png is made this way
         Path(os.environ["WORKBENCH_SCREENSHOT_DIR"]).mkdir(parents=True, exist_ok=True)

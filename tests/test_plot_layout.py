@@ -55,8 +55,8 @@ def stacked(qtbot, width: int, height: int = 600) -> tuple[QScrollArea, StatsPlo
     area.setWidget(inner)
     qtbot.addWidget(area)
     area.resize(width, height)
-    area.show()
-    qtbot.waitExposed(area)
+    with qtbot.waitExposed(area):
+        area.show()
     return area, plots, memory
 
 

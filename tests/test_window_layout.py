@@ -40,8 +40,8 @@ def test_a_first_window_fits_the_screen_with_the_engine_tab_in_front_of_the_pane
     assert window.width() == int(free.width() * SCREEN_SHARE) and window.height() == int(free.height() * SCREEN_SHARE)
     region = window.engine_region
     assert [region.tabText(i) for i in range(region.count())] == ["Engine", "Presets", "Server"]
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     assert window.heatmap.isVisible() and not window.presets.isVisible(), "the engine's tab is the one in front"
     window.close()
 
@@ -49,8 +49,8 @@ def test_a_first_window_fits_the_screen_with_the_engine_tab_in_front_of_the_pane
 def test_the_layout_comes_back_as_the_user_left_it(config_dir, qtbot):
     window = open_window(qtbot)
     restore_layout(window)
-    window.show()
-    qtbot.waitExposed(window)
+    with qtbot.waitExposed(window):
+        window.show()
     window.resize(780, 700)  # within the offscreen screen's 800 pixels
     splitter(window, "engineSplitter").setSizes([150, 450])  # the heatmap short, the plots tall
     splitter(window, "regionsSplitter").setSizes([300, 700])  # the engine region wide
@@ -63,8 +63,8 @@ def test_the_layout_comes_back_as_the_user_left_it(config_dir, qtbot):
 
     again = open_window(qtbot)
     assert restore_layout(again)
-    again.show()
-    qtbot.waitExposed(again)
+    with qtbot.waitExposed(again):
+        again.show()
     assert again.size().toTuple() == (780, 700)
     assert again.presets.isVisible() and not again.heatmap.isVisible(), "the Presets tab in front, as left"
     assert close_to(splitter(again, "regionsSplitter").sizes(), region_sizes)
