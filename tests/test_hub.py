@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -321,6 +322,28 @@ def test_the_dialog_searches_sizes_up_downloads_and_uses_a_model(qtbot, cache, m
     dialog.use_button.click()
     assert used == [DEMO]
     qtbot.waitUntil(lambda: dialog.cached.rowCount() == 1 and not dialog.workers, timeout=30_000)
+
+
+def test_the_dialog_reads_its_fields_on_the_gui_thread_only(qtbot, cache, monkeypatch):
+    """A search reads the token (which may be handed to huggingface_hub's login) and the "Only what vLLM runs"
+    box before its work goes off the GUI thread: widgets are never touched from another."""
+    import workbench.ui.hub_dialog as dialog_module
+    from workbench.app import demo_engine_config
+    from workbench.model.app_model import AppModel
+    from workbench.ui.hub_dialog import GetModelDialog
+
+    monkeypatch.setattr(dialog_module, "supported_architectures", lambda: SUPPORTED)
+    dialog = GetModelDialog(AppModel(demo_engine_config()), lambda name: None)
+    qtbot.addWidget(dialog)
+    read_on, read_token = [], dialog._token
+    dialog._token = lambda: (read_on.append(threading.current_thread()), read_token())[1]
+    dialog.only_runs.setChecked(False)
+    dialog.query.setText("org")
+    dialog.search()
+    qtbot.waitUntil(lambda: dialog.results.rowCount() > 0 and not dialog.workers, timeout=30_000)
+    assert read_on == [threading.main_thread()]
+    assert ODD in [dialog.results.item(row, 0).text() for row in range(dialog.results.rowCount())], \
+        "the box, unticked, was read: a model vLLM does not run is listed"
 
 
 def test_the_dialog_names_a_gated_repo_and_asks_for_the_token(qtbot, cache, monkeypatch):

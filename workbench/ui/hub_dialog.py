@@ -200,8 +200,9 @@ class GetModelDialog(QDialog):
             self.size_up()
             return
         self._busy(f"Searching {hub_settings().endpoint} for “{text}”…")
-        self._run(lambda: search_models(text, supported_architectures(), token=self._token(),
-                                        only_runs_here=self.only_runs.isChecked()), done=self._on_found)
+        token, only_runs = self._token(), self.only_runs.isChecked()  # the widgets read here, on the GUI thread
+        self._run(lambda: search_models(text, supported_architectures(), token=token, only_runs_here=only_runs),
+                  done=self._on_found)
 
     def _on_found(self, listings) -> None:
         self.listings = listings
