@@ -291,6 +291,7 @@ def test_the_live_session_exported_from_the_sessions_window_holds_its_last_secon
     from workbench.ui.file_menu import open_sessions
 
     view = open_sessions(window)
+    qtbot.waitUntil(lambda: view.reading is None and view.comparing is None)  # read off the GUI thread
     try:
         _, reply = type_and_send(window, qtbot, "What is a block table?")
         wait_finished(qtbot, reply)
@@ -306,6 +307,9 @@ def test_the_live_session_exported_from_the_sessions_window_holds_its_last_secon
         folder, = tmp_path.glob("workbench-session-*[0-9]")
         newest = newest_exported_s(folder, run_key)
         assert newest[0] >= asked[0] - 1e-3 and newest[1] >= asked[1] - 1e-3, (newest, asked)
+        view.close()
+        assert open_sessions(window) is view and view.isVisible(), "one Sessions window, read again when asked for"
+        qtbot.waitUntil(lambda: view.reading is None and view.comparing is None)
     finally:
         view.close()
 
@@ -380,8 +384,11 @@ def test_two_engine_runs_compared_side_by_side(window, qtbot, tmp_path):
 
     view = SessionsView(window.storage.path, window.storage.session_id)
     qtbot.addWidget(view)
+    qtbot.waitUntil(lambda: view.reading is None and view.comparing is None)  # read off the GUI thread
     keys = [run.run_key for _, _, run in view.runs]
     view.choose_runs(keys.index(first_key), keys.index(second_key))
+    assert view.compare_note.text() == "Reading both runs' requests…"
+    qtbot.waitUntil(lambda: view.comparing is None)
     compared = {row.name: row for row in view.compared}
     db = window.storage.path
     for side, key in (("a", first_key), ("b", second_key)):
@@ -396,12 +403,20 @@ def test_two_engine_runs_compared_side_by_side(window, qtbot, tmp_path):
     changed = [line for line in view.config_lines if line.changed]
     assert [(line.key, line.a, line.b) for line in changed] == [("max_num_seqs", 64, 2)]
     assert view.config_table.item(0, 0).text() == "max_num_seqs"
-    view.tabs.setCurrentIndex(1)
+    assert view.compare_note.text().startswith("1 engine argument differs ")
+    unset = next(index for index, line in enumerate(view.config_lines) if line.key == "block_size")
+    assert view.config_lines[unset].a is None  # the app left it to vLLM
+    assert [view.config_table.item(unset, column).text() for column in (1, 2)] == ["vLLM default"] * 2
+    view.tabs.setCurrentIndex([view.tabs.tabText(i) for i in range(view.tabs.count())].index("Compare"))
+    view.resize(1100, 700)
     view.show()
+    table = view.config_table  # B in sight beside A, a long path and all
+    qtbot.waitUntil(lambda: table.columnViewportPosition(2) + table.columnWidth(2) <= table.viewport().width())
+    model_row = next(index for index, line in enumerate(view.config_lines) if line.key == "model")
+    assert table.item(model_row, 2).toolTip() == str(view.config_lines[model_row].b)
     if os.environ.get("WORKBENCH_SCREENSHOTS"):
         from workbench.bench.gui.screenshot import save_small
 
-        view.resize(1100, 700)
         assert save_small(view, str(DOCS / "session-compare.png"), 150_000) < 150_000
     view.session_table.selectRow(0)
     view.open_selected()

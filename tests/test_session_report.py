@@ -15,7 +15,7 @@ from test_session_storage import FACTS
 from workbench.engine.kv_snapshot import BLOCK_STATE_CACHED, BLOCK_STATE_FREE, BLOCK_STATE_IN_USE, KVPoolMirror
 from workbench.engine.stats import COLUMNS
 from workbench.export.report import PICTURE_SCALE, build_report, png_size
-from workbench.export.session_figures import generating_figures
+from workbench.sessions.figures import generating_figures
 from workbench.sessions.stored import FIGURE_COLUMNS, RequestRecord, SessionSummary
 from workbench.ui.heatmap_picture import heatmap_caption, heatmap_png
 from workbench.ui.stats_plots import PLOTS

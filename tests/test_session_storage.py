@@ -112,6 +112,7 @@ def test_a_past_session_is_drawn_from_its_stored_series_in_every_plot(tmp_path, 
     storage.close()
     view = SessionsView(path)
     qtbot.addWidget(view)
+    qtbot.waitUntil(lambda: view.reading is None and view.comparing is None)  # read off the GUI thread
     view.session_table.selectRow(0)
     view.open_selected()
     for _, _, curves in PLOTS.values():
@@ -183,6 +184,7 @@ def test_the_memory_series_is_stored_per_engine_run_apart_from_the_plots_and_exp
 
     view = SessionsView(path)  # the past session's memory plot, drawn from the stored series
     qtbot.addWidget(view)
+    qtbot.waitUntil(lambda: view.reading is None and view.comparing is None)  # read off the GUI thread
     view.session_table.selectRow(0)
     view.open_selected()
     x, total = view.memory.total.getOriginalDataset()  # without NVML: the engine processes' host memory
@@ -261,6 +263,7 @@ def test_a_batch_run_let_go_of_stays_with_its_session_until_the_session_is_delet
     assert db.execute("SELECT count(*) FROM batch_runs WHERE forgotten_s IS NOT NULL").fetchone() == (1,)
     view = SessionsView(path, storage.session_id)
     qtbot.addWidget(view)
+    qtbot.waitUntil(lambda: view.reading is None and view.comparing is None)  # read off the GUI thread
     assert view.session_table.rowCount() == 2 and view.session_table.item(1, 3).text() == "2"
     view.session_table.selectRow(0)  # the newest: this run of the app
     assert not view.delete_button.isEnabled() and not view.delete_selected(lambda question: True)
@@ -277,7 +280,7 @@ def test_a_batch_run_let_go_of_stays_with_its_session_until_the_session_is_delet
     assert not view.delete_selected(lambda question: False)  # asked, and the answer was no
     assert view.session_table.rowCount() == 2
     assert view.delete_selected(lambda question: "engine runs" in question)
-    assert view.session_table.rowCount() == 1
+    qtbot.waitUntil(lambda: view.reading is None and view.session_table.rowCount() == 1)
     assert db.execute("SELECT run_id, count(*) FROM batch_rows GROUP BY run_id").fetchall() == [(second.run_id, 3)]
     assert db.execute("SELECT count(*) FROM engine_runs").fetchone() == (0,)  # the new session started none
     storage.close()
@@ -316,8 +319,49 @@ def test_the_sessions_window_names_a_database_it_cannot_read(tmp_path, qtbot):
     damaged.write_bytes(b"not a database at all" * 100)
     view = SessionsView(damaged)
     qtbot.addWidget(view)
+    qtbot.waitUntil(lambda: view.reading is None and view.comparing is None)  # read off the GUI thread
     assert not view.problem.isHidden() and str(damaged) in view.problem.text()
     assert view.session_table.rowCount() == 0 and damaged.read_bytes().startswith(b"not a database")
+
+
+def test_the_sessions_window_reads_off_the_gui_thread_and_says_so_meanwhile(tmp_path, qtbot, monkeypatch):
+    """A session of 100,000 batch rows took 5 s to read, the window frozen: the sessions and the comparison
+    are now read on a worker, the window saying so with a busy bar; a Refresh asked meanwhile reads again."""
+    import threading
+
+    from workbench.ui import sessions_view
+    from workbench.ui.sessions_view import SessionsView
+
+    path = tmp_path / "workbench.db"
+    for _ in range(2):  # two runs of the app, each with an engine run: two runs to compare
+        storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
+        storage.restore_into(model)
+        storage.start(model, FACTS)
+        for event in (StateChanged(EngineState.STARTING, "starting", 1), StateChanged(EngineState.READY, "ready", 1)):
+            model.apply(event)
+        assert storage.flush()
+        storage.close()
+    read_on = []
+    for name in ("read_listing", "compare_runs"):
+        real = getattr(sessions_view, name)
+        monkeypatch.setattr(sessions_view, name, lambda *args, real=real, name=name: (
+            read_on.append((name, threading.current_thread())), real(*args))[1])
+    view = SessionsView(path)
+    qtbot.addWidget(view)
+    assert view.reading is not None and view.reading_note.text() == f"Reading the sessions in {path}…"
+    assert view.reading_bar.isVisibleTo(view) and not view.refresh_button.isEnabled()
+    with qtbot.waitSignal(view.compare_done, timeout=HANG_TIMEOUT_MS):
+        pass
+    assert [name for name, _ in read_on] == ["read_listing", "compare_runs"]
+    assert all(thread is not threading.main_thread() for _, thread in read_on)
+    assert view.session_table.rowCount() == 2 and len(view.runs) == 2 and view.compared
+    assert view.reading_note.text() == "" and not view.reading_bar.isVisibleTo(view) and view.refresh_button.isEnabled()
+    view.refresh()
+    view.refresh()  # asked while the first reads: read again once it is done
+    with qtbot.waitSignal(view.read_done, timeout=HANG_TIMEOUT_MS):
+        pass
+    assert [name for name, _ in read_on].count("read_listing") == 3
+    qtbot.waitUntil(lambda: view.comparing is None)
 
 
 def test_pictures_are_drawn_from_series_thinned_to_their_peaks_with_the_runs_apart():
@@ -396,6 +440,7 @@ def test_the_sessions_table_holds_one_choice_whatever_key_is_held(tmp_path, qtbo
         storage.close()
     view = SessionsView(path, current)
     qtbot.addWidget(view)
+    qtbot.waitUntil(lambda: view.reading is None and view.comparing is None)  # read off the GUI thread
     view.show()
     table = view.session_table
     assert table.rowCount() == 2
@@ -416,4 +461,5 @@ def test_the_sessions_table_holds_one_choice_whatever_key_is_held(tmp_path, qtbo
     assert view.selected() is view.sessions[1]
     assert view.plots.totals.text() == "No plotted points were stored for this session."
     view.refresh()  # the choice outlives a refresh
+    qtbot.waitUntil(lambda: view.reading is None and view.comparing is None)
     assert view.selected().session_id == view.sessions[1].session_id

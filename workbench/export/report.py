@@ -11,7 +11,7 @@ import struct
 import time
 from typing import Mapping
 
-from workbench.export.session_figures import GeneratingFigures, generating_figures
+from workbench.sessions.figures import GeneratingFigures, generating_figures
 from workbench.sessions.compare import FIGURES, format_value
 from workbench.sessions.stored import EngineRunRecord, RequestRecord, SessionSummary
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.engine.metrics import percentile
-from workbench.sessions.stored import EngineRunRecord, RequestRecord
+from workbench.sessions.stored import EngineRunRecord, RequestRecord, engine_run, open_read_only, requests
+from workbench.storage.series import load_series
 
 # name -> (label, unit, better: "higher" or "lower")
 FIGURES = {
@@ -110,6 +111,11 @@ def config_diff(a: EngineRunRecord, b: EngineRunRecord) -> list[ConfigLine]:
     return sorted(lines, key=lambda line: not line.changed)
 
 
+def format_argument(value: object) -> str:
+    """An engine argument's value as the comparison shows it: one the app left unset is vLLM's default."""
+    return "vLLM default" if value is None else str(value)
+
+
 def format_value(value: float, unit: str = "") -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"
@@ -128,3 +134,23 @@ def format_difference(row: ComparedFigure) -> str:
     if math.isfinite(row.relative):
         text += f" ({sign}{abs(row.relative) * 100:.0f} %)"
     return text
+
+
+@dataclass(frozen=True)
+class Comparison:
+    run_keys: tuple[str, str]
+    figures: list[ComparedFigure]
+    config_lines: list[ConfigLine]
+
+
+def compare_runs(db_path, run_a: str, run_b: str) -> Comparison:
+    """Engine runs ``run_a`` and ``run_b`` of the database at ``db_path`` side by side: their figures and
+    their engine arguments. Reads every request of both: off the GUI thread."""
+    connection = open_read_only(db_path)
+    try:
+        figures = [run_figures(requests(connection, [key], with_text=False), load_series(connection, key))
+                   for key in (run_a, run_b)]
+        records = [engine_run(connection, key) for key in (run_a, run_b)]
+    finally:
+        connection.close()
+    return Comparison((run_a, run_b), compare_figures(*figures), config_diff(*records))

@@ -8,20 +8,18 @@ import sqlite3
 import time
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
-    QAbstractItemView, QComboBox, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton, QSplitter,
-    QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget,
+    QAbstractItemView, QComboBox, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QProgressBar, QPushButton,
+    QSplitter, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget,
 )
+from superqt.utils import create_worker
 
-from workbench.export.session_figures import generating_figures
-from workbench.sessions.compare import compare_figures, config_diff, format_difference, format_value, run_figures
-from workbench.sessions.stored import (
-    EngineRunRecord, SessionSummary, delete_session, engine_run, list_sessions, open_read_only, requests,
-    session_series,
-)
-from workbench.storage.series import MEMORY, load_series
+from workbench.sessions.compare import Comparison, compare_runs, format_argument, format_difference, format_value
+from workbench.sessions.listing import SessionListing, read_listing
+from workbench.sessions.stored import EngineRunRecord, SessionSummary, delete_session, open_read_only, session_series
+from workbench.storage.series import MEMORY
 from workbench.ui.memory_panel import MemoryPanel
 from workbench.ui.live_plot import label_time_axis
 from workbench.ui.stored_plots import TIME_LABEL, label_stored_time_axes, show_memory_series, show_series
@@ -61,7 +59,11 @@ OPEN_HINT = "Choose a session above and press Open (or double-click it) to draw 
 
 class SessionsView(QWidget):
     """Reads the database at ``db_path`` through a connection of its own; ``current_session``: this
-    run of the app (not deleted from here)."""
+    run of the app (not deleted from here). The sessions and a comparison are read off the GUI thread:
+    ``read_done`` and ``compare_done`` say when they are shown."""
+
+    read_done = Signal()
+    compare_done = Signal()
 
     def __init__(self, db_path: Path, current_session: str | None = None, parent: QWidget | None = None):
         super().__init__(parent, Qt.Window)
@@ -70,6 +72,9 @@ class SessionsView(QWidget):
         self.db_path, self.current_session = Path(db_path), current_session
         self.sessions: list[SessionSummary] = []
         self.runs: list[tuple[SessionSummary, int, EngineRunRecord]] = []
+        self.reading = self.comparing = None  # the workers reading the sessions and comparing two runs
+        self._read_again = self._compare_again = False  # asked again while one ran
+        self.compared, self.config_lines = [], []
         self.session_table = _table(SESSION_COLUMNS)
         # Open, Export and Delete act on one session: a Ctrl- or Shift-click chooses another, never a second
         self.session_table.setSelectionMode(QAbstractItemView.SingleSelection)
@@ -84,8 +89,11 @@ class SessionsView(QWidget):
         self.export_button.clicked.connect(self.export_selected)
         self.problem = QLabel(objectName="sessionsProblem", wordWrap=True)
         self.problem.hide()
-        refresh = QPushButton("Refresh")
-        refresh.clicked.connect(self.refresh)
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.clicked.connect(self.refresh)
+        self.reading_note = QLabel(objectName="sessionsReading")
+        self.reading_bar = QProgressBar(objectName="sessionsReadingBar", minimum=0, maximum=0, visible=False)
+        self.reading_bar.setMaximumWidth(160)
         self.plots = StatsPlotsView(time.time())
         self.plots.paused.hide()
         self.plots.follow.hide()
@@ -102,9 +110,10 @@ class SessionsView(QWidget):
         self.tabs.addTab(self.memory, "Memory")
         self.tabs.addTab(self._build_compare(), "Compare")
         buttons = QHBoxLayout()
-        for button in (self.open_button, self.export_button, self.delete_button, refresh):
+        for button in (self.open_button, self.export_button, self.delete_button, self.refresh_button):
             buttons.addWidget(button)
-        buttons.addStretch(1)
+        buttons.addWidget(self.reading_bar)
+        buttons.addWidget(self.reading_note, 1)
         top = QWidget()
         top_layout = QVBoxLayout(top)
         top_layout.addWidget(self.problem)
@@ -127,6 +136,12 @@ class SessionsView(QWidget):
         choose.addRow("B", self.run_b)
         self.figure_table = _table(("Figure", "A", "B", "Difference (B − A)"))
         self.config_table = _table(("Engine argument", "A", "B"))
+        # A and B share the width, a long value (a model's path) shortened in its middle, whole in its tooltip:
+        # B is never pushed out of sight by A
+        for column in (1, 2):
+            self.config_table.horizontalHeader().setSectionResizeMode(column, QHeaderView.Stretch)
+        self.config_table.setTextElideMode(Qt.ElideMiddle)
+        self.config_table.setWordWrap(False)
         self.compare_note = QLabel()
         tables = QSplitter(Qt.Horizontal)
         tables.addWidget(self.figure_table)
@@ -141,38 +156,53 @@ class SessionsView(QWidget):
 
     # ------------------------------------------------------------------ sessions
     def refresh(self) -> None:
-        try:
-            self._read_sessions()
-        except sqlite3.Error as error:  # a damaged or missing file: said, and nothing is shown
-            self.sessions, self.runs = [], []
-            self.problem.setText(f"The sessions in {self.db_path} cannot be read ({error}). The band above the "
-                                 "main window's panes says what to do with the database.")
-            self.problem.show()
-            _fill(self.session_table, [])
+        """Reads the sessions again, off the GUI thread (a large session takes seconds); the table is
+        filled when they come, ``read_done`` then emitted."""
+        if self.reading is not None:
+            self._read_again = True
             return
-        self.problem.hide()
+        self._read_again = False
+        self.refresh_button.setEnabled(False)
+        self.reading_note.setText(f"Reading the sessions in {self.db_path}…")
+        self.reading_bar.show()
+        self.reading = create_worker(read_listing, self.db_path, _start_thread=False,
+                                     _connect={"returned": self._on_listing_read, "errored": self._on_listing_failed})
+        self.reading.start()
 
-    def _read_sessions(self) -> None:
+    def _reading_ended(self) -> None:
+        self.reading = None
+        self.refresh_button.setEnabled(True)
+        self.reading_bar.hide()
+        self.reading_note.setText("")
+        if self._read_again:
+            self.refresh()
+        else:
+            self.read_done.emit()
+
+    def _on_listing_failed(self, error: Exception) -> None:
+        # a damaged or missing file: said, and nothing is shown
+        self.sessions, self.runs = [], []
+        reason = error if isinstance(error, sqlite3.Error) else f"{type(error).__name__}: {error}"
+        self.problem.setText(f"The sessions in {self.db_path} cannot be read ({reason}). The band above the "
+                             "main window's panes says what to do with the database.")
+        self.problem.show()
+        _fill(self.session_table, [])
+        self._on_session_table_selection_changed()
+        self._reading_ended()
+
+    def _on_listing_read(self, listing: SessionListing) -> None:
+        self.problem.hide()
         chosen = self.selected()
-        connection = open_read_only(self.db_path)
-        try:
-            self.sessions = list_sessions(connection)
-            rows = []
-            for summary in self.sessions:
-                found = requests(connection, [run.run_key for run in summary.runs], with_text=False)
-                figures = run_figures(found, {})
-                rate = generating_figures(found).output_tokens_per_s  # idle time between questions not counted
-                rows.append([_when(summary.started_s), ", ".join(Path(m).name for m in summary.models) or "—",
-                             str(len(summary.runs)), f"{summary.num_requests:,}",
-                             format_value(rate, "tok/s"), format_value(figures["ttft_ms_p50"], "ms")])
-        finally:
-            connection.close()
-        _fill(self.session_table, rows)
+        self.sessions = [line.summary for line in listing.lines]
+        _fill(self.session_table, [[_when(line.summary.started_s),
+                                    ", ".join(Path(m).name for m in line.summary.models) or "—",
+                                    str(len(line.summary.runs)), f"{line.summary.num_requests:,}",
+                                    format_value(line.output_tokens_per_s, "tok/s"),
+                                    format_value(line.ttft_ms_p50, "ms")] for line in listing.lines])
         if self.sessions:  # the session chosen before a refresh, else the newest: Open and Export at hand
             ids = [summary.session_id for summary in self.sessions]
             self.session_table.selectRow(ids.index(chosen.session_id) if chosen and chosen.session_id in ids else 0)
-        self.runs = sorted(((summary, index + 1, run) for summary in self.sessions
-                            for index, run in enumerate(summary.runs)), key=lambda item: item[2].started_s)
+        self.runs = list(listing.runs)
         labels = [f"{_when(s.started_s)} · run {n} · {Path(run.model).name} · max_num_seqs "
                   f"{run.resolved_config().get('max_num_seqs')}" for s, n, run in self.runs]
         for combo in (self.run_a, self.run_b):
@@ -183,6 +213,7 @@ class SessionsView(QWidget):
         if len(labels) >= 2:
             self.choose_runs(len(labels) - 2, len(labels) - 1)  # the two latest runs, the older as A
         self._on_session_table_selection_changed()
+        self._reading_ended()
 
     def selected(self) -> SessionSummary | None:
         rows = self.session_table.selectionModel().selectedRows()
@@ -251,30 +282,55 @@ class SessionsView(QWidget):
         self.compare()
 
     def compare(self) -> None:
+        """Compares the two runs chosen, off the GUI thread (every request of both is read); the tables are
+        filled when the figures come, ``compare_done`` then emitted."""
         a, b = self.run_a.currentIndex(), self.run_b.currentIndex()
         if a < 0 or b < 0:
             return
-        run_a, run_b = self.runs[a][2], self.runs[b][2]
-        connection = open_read_only(self.db_path)
-        try:
-            figures = [run_figures(requests(connection, [run.run_key], with_text=False),
-                                   load_series(connection, run.run_key))
-                       for run in (run_a, run_b)]
-            run_a, run_b = engine_run(connection, run_a.run_key), engine_run(connection, run_b.run_key)
-        finally:
-            connection.close()
-        self.compared = compare_figures(*figures)
+        if self.comparing is not None:
+            self._compare_again = True
+            return
+        self._compare_again = False
+        self.compare_note.setText("Reading both runs' requests…")
+        self.comparing = create_worker(compare_runs, self.db_path, self.runs[a][2].run_key, self.runs[b][2].run_key,
+                                       _start_thread=False,
+                                       _connect={"returned": self._on_compared, "errored": self._on_compare_failed})
+        self.comparing.start()
+
+    def _compare_ended(self) -> None:
+        self.comparing = None
+        if self._compare_again:
+            self.compare()
+        else:
+            self.compare_done.emit()
+
+    def _on_compare_failed(self, error: Exception) -> None:
+        self.compare_note.setText(f"The two runs cannot be read ({type(error).__name__}: {error}).")
+        self._compare_ended()
+
+    def _on_compared(self, comparison: Comparison) -> None:
+        if self._compare_again:  # another choice came meanwhile: its figures are shown instead
+            self._compare_ended()
+            return
+        self.compared = comparison.figures
         _fill(self.figure_table, [[row.label, format_value(row.a, row.unit), format_value(row.b, row.unit),
                                    format_difference(row)] for row in self.compared])
         for index, row in enumerate(self.compared):
             if row.better:
                 self.figure_table.item(index, 3).setForeground(BETTER if row.better == "b" else WORSE)
-        self.config_lines = config_diff(run_a, run_b)
-        _fill(self.config_table, [[line.key, str(line.a), str(line.b)] for line in self.config_lines])
+        self.config_lines = comparison.config_lines
+        _fill(self.config_table, [[line.key, format_argument(line.a), format_argument(line.b)]
+                                  for line in self.config_lines])
+        for row in range(self.config_table.rowCount()):
+            for column in (1, 2):
+                item = self.config_table.item(row, column)
+                item.setToolTip(item.text())
         for index, line in enumerate(self.config_lines):
             if line.changed:
                 for column in range(3):
                     self.config_table.item(index, column).setBackground(CHANGED)
         changed = sum(line.changed for line in self.config_lines)
-        self.compare_note.setText(f"{changed} engine argument{'s' if changed != 1 else ''} differ (highlighted, "
-                                  "listed first). Green: B is better; red: B is worse.")
+        differ = "argument differs" if changed == 1 else "arguments differ"
+        self.compare_note.setText(f"{changed} engine {differ} (highlighted, listed first). Green: B is better; "
+                                  "red: B is worse.")
+        self._compare_ended()

@@ -38,6 +38,7 @@ def main(folder: str) -> int:
     reply = window.chat.current.messages[-1]
     wait(lambda: reply.status not in ("waiting", "streaming"), 300)
     view = open_sessions(window)
+    wait(lambda: view.reading is None and view.comparing is None, 60)  # read off the GUI thread
     wait(lambda: False, 0.5)
     print("sessions-window.png:", save_small(view, str(out / "sessions-window.png")), "bytes,",
           view.session_table.rowCount(), "sessions, chosen:", view.selected().session_id == window.storage.session_id)
