@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, fields
+from functools import cache
 
 from workbench.batch.formats import BatchPrompt
 from workbench.batch.record_images import BatchImage
@@ -18,9 +19,14 @@ def to_json(value) -> str | None:
     return None if value is None else json.dumps(asdict(value), separators=(",", ":"))
 
 
+@cache
+def _field_names(cls) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
+
+
 def _known(cls, data: dict) -> dict:
     """Only the fields ``cls`` has: a field a later version added is left out, not an error."""
-    names = {f.name for f in fields(cls)}
+    names = _field_names(cls)
     return {k: v for k, v in data.items() if k in names}
 
 

@@ -80,11 +80,12 @@ def load_results(connection: sqlite3.Connection, run_id: str) -> BatchResults:
     rows = connection.execute("SELECT prompt, status, finish_reason, text, error, figures FROM batch_rows "
                               "WHERE run_id = ? ORDER BY row", (run_id,)).fetchall()
     results = BatchResults(capacity=max(16, len(rows)))
-    for prompt, status, finish_reason, text, error, figures in rows:
-        row = results.append(prompt_from_json(prompt))
-        if status in ENDED:
-            results.texts[row] = text
-            results.finish(row, status, finish_reason, figures_from_json(figures), error)
+    with results.row_finished.blocked():  # nothing listens yet: a new run's rows, not rows finishing now
+        for prompt, status, finish_reason, text, error, figures in rows:
+            row = results.append(prompt_from_json(prompt))
+            if status in ENDED:
+                results.texts[row] = text
+                results.finish(row, status, finish_reason, figures_from_json(figures), error)
     return results
 
 
