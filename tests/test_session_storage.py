@@ -350,11 +350,13 @@ def test_the_sessions_window_reads_off_the_gui_thread_and_says_so_meanwhile(tmp_
     qtbot.addWidget(view)
     assert view.reading is not None and view.reading_note.text() == f"Reading the sessions in {path}…"
     assert view.reading_bar.isVisibleTo(view) and not view.refresh_button.isEnabled()
+    assert not any(button.isEnabled() for button in (view.open_button, view.export_button, view.delete_button))
     with qtbot.waitSignal(view.compare_done, timeout=HANG_TIMEOUT_MS):
         pass
     assert [name for name, _ in read_on] == ["read_listing", "compare_runs"]
     assert all(thread is not threading.main_thread() for _, thread in read_on)
     assert view.session_table.rowCount() == 2 and len(view.runs) == 2 and view.compared
+    assert view.compare_note.text().startswith("No engine argument differs.")
     assert view.reading_note.text() == "" and not view.reading_bar.isVisibleTo(view) and view.refresh_button.isEnabled()
     view.refresh()
     view.refresh()  # asked while the first reads: read again once it is done

@@ -125,6 +125,7 @@ class SessionsView(QWidget):
         splitter.setSizes([220, 620])
         QVBoxLayout(self).addWidget(splitter)
         self.resize(1200, 860)
+        self._on_session_table_selection_changed()  # Open, Export and Delete greyed until a session is read and chosen
         self.refresh()
 
     def _build_compare(self) -> QWidget:
@@ -330,7 +331,8 @@ class SessionsView(QWidget):
                 for column in range(3):
                     self.config_table.item(index, column).setBackground(CHANGED)
         changed = sum(line.changed for line in self.config_lines)
-        differ = "argument differs" if changed == 1 else "arguments differ"
-        self.compare_note.setText(f"{changed} engine {differ} (highlighted, listed first). Green: B is better; "
-                                  "red: B is worse.")
+        differ = ("No engine argument differs." if changed == 0 else
+                  f"{changed} engine {'argument differs' if changed == 1 else 'arguments differ'} (highlighted, "
+                  "listed first).")
+        self.compare_note.setText(f"{differ} Green: B is better; red: B is worse.")
         self._compare_ended()
