@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -138,12 +139,11 @@ def format_difference(row: ComparedFigure) -> str:
 
 @dataclass(frozen=True)
 class Comparison:
-    run_keys: tuple[str, str]
     figures: list[ComparedFigure]
     config_lines: list[ConfigLine]
 
 
-def compare_runs(db_path, run_a: str, run_b: str) -> Comparison:
+def compare_runs(db_path: Path | str, run_a: str, run_b: str) -> Comparison:
     """Engine runs ``run_a`` and ``run_b`` of the database at ``db_path`` side by side: their figures and
     their engine arguments. Reads every request of both: off the GUI thread."""
     connection = open_read_only(db_path)
@@ -153,4 +153,4 @@ def compare_runs(db_path, run_a: str, run_b: str) -> Comparison:
         records = [engine_run(connection, key) for key in (run_a, run_b)]
     finally:
         connection.close()
-    return Comparison((run_a, run_b), compare_figures(*figures), config_diff(*records))
+    return Comparison(compare_figures(*figures), config_diff(*records))

@@ -1,8 +1,8 @@
 """How long File > Sessions… stalls the GUI thread on a large database: two sessions of N batch rows each
 (100,000 by default) and hours of plotted points, kept through the app's own storage as
 ``bench session-export`` keeps them. A probe timer asks for a tick every 5 ms; a stall is how late a tick
-comes. Python's cycle collector runs on the GUI thread, as in the app. Timed: the window opening until its sessions are listed and the two latest runs compared, then
-Refresh, then Open (the session's stored plots drawn):
+comes. Python's cycle collector runs on the GUI thread, as in the app. Timed: the window opening until its
+sessions are listed and the two latest runs compared, then Refresh, then Open (the session's stored plots drawn):
 
     python -m workbench.bench.gui.sessions_stall [--requests 100000] [--hours 2] [--db PATH]
 
@@ -51,9 +51,8 @@ def _busy(view) -> bool:
 
 
 def measure(path: Path) -> dict:
-    from workbench.ui.sessions_view import SessionsView
-
     from workbench.app import collect_garbage_on_gui_thread
+    from workbench.ui.sessions_view import SessionsView
 
     application()
     collector = collect_garbage_on_gui_thread()  # noqa: F841 (as the app: Python's collector on the GUI thread)
@@ -61,9 +60,7 @@ def measure(path: Path) -> dict:
     timer = QTimer(interval=PROBE_INTERVAL_MS)
     timer.timeout.connect(probe.on_tick)
     timer.start()
-    figures = {}
-
-    views = []
+    figures, views = {}, []
 
     def step(name: str, action) -> object:
         began = time.perf_counter()
