@@ -361,3 +361,32 @@ def test_a_pane_closed_while_its_lists_are_read_is_not_written_to_afterwards(qtb
     release.set()
     qtbot.waitUntil(lambda: all(not w.is_running for w in workers), timeout=10_000)
     qtbot.wait(100)  # the workers' results delivered, had anything still listened
+
+
+def test_a_pane_deleted_while_its_settings_are_checked_gets_no_call_afterwards(qtbot):
+    """Start checks the settings on a worker; a pane deleted meanwhile (the window closing, a test ending) gets no
+    call from it (its busy bar's C++ object was gone: 'QProgressBar already deleted', in the clean clone at 40aac48
+    on a busy machine, raised in the next test)."""
+    import threading
+
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    release, called = threading.Event(), []
+
+    class SlowCheck(SearchStandIn):
+        def check(self, spec):  # on the pane's worker thread
+            release.wait(10)
+            return []
+
+    pane = TunePane(SlowCheck(), default_space("0.32.0", "cpu"))
+    pane.show()
+    pane._on_checked = lambda *args: called.append(args)  # what the check's end would call, were the pane there
+    workers = set(pane.workers)
+    assert pane.start() and pane.checking
+    workers |= pane.workers
+    pane.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+    release.set()
+    qtbot.waitUntil(lambda: all(not w.is_running for w in workers), timeout=10_000)
+    qtbot.wait(100)  # the worker's result delivered, had anything still listened
+    assert called == []

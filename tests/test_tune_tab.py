@@ -10,6 +10,8 @@ import json
 import re
 from dataclasses import replace
 
+from chat_driver import HANG_TIMEOUT_MS
+
 from workbench.engine.commands import StartEngine
 from workbench.engine.events import EngineState, StateChanged
 from workbench.engine.spec import EngineConfig
@@ -69,7 +71,7 @@ def test_a_stored_session_is_offered_as_the_workload_and_its_search_stops_keepin
     qtbot.addWidget(pane)
     form = pane.form
     form.workload_kind.setCurrentIndex(form.workload_kind.findData("session"))  # the list is read then
-    qtbot.waitUntil(lambda: form.session.count() == 1)
+    qtbot.waitUntil(lambda: form.session.count() == 1, timeout=HANG_TIMEOUT_MS)
     assert form.session.currentData() == storage.session_id and "demo · 2 requests" in form.session.currentText()
     assert pane.start()
     qtbot.waitUntil(lambda: pane.running or pane.buttons["start"].isEnabled(), timeout=300_000)
@@ -80,7 +82,7 @@ def test_a_stored_session_is_offered_as_the_workload_and_its_search_stops_keepin
     assert storage.session_id not in pane.summary.text()
     assert [type(c) for c in posted] == [StartEngine]  # trial 0's engine, through the one owner
     pane.stop()
-    qtbot.waitUntil(lambda: not pane.running)
+    qtbot.waitUntil(lambda: not pane.running, timeout=HANG_TIMEOUT_MS)
     assert pane.progress.format() == "Stopped" and pane.buttons["start"].isEnabled()
     assert posted[-1].config == model.config  # the user's engine started again
     storage.close()
@@ -100,30 +102,30 @@ def test_resume_reads_the_search_off_the_gui_thread_then_carries_it_on(tmp_path,
     pane.confirm_unknown_model = lambda name, on: asked.append((name, on)) or len(asked) > 1  # no, then yes
     qtbot.addWidget(pane)
     pane.show()
-    qtbot.waitUntil(lambda: pane.resumable.count() == 3)
+    qtbot.waitUntil(lambda: pane.resumable.count() == 3, timeout=HANG_TIMEOUT_MS)
     assert pane.resume("elsewhere")  # read on a worker: the buttons wait, the window says so, a busy bar moves
     assert pane.checking and pane.phase.text() == "Reading elsewhere…" and not pane.buttons["start"].isEnabled()
     assert pane.busy.isVisible()
-    qtbot.waitUntil(lambda: not pane.checking)
+    qtbot.waitUntil(lambda: not pane.checking, timeout=HANG_TIMEOUT_MS)
     assert not pane.running and posted == [] and pane.buttons["start"].isEnabled() and not pane.busy.isVisible()
     assert pane.message.text().startswith("elsewhere cannot be resumed: The search ran on /models/other")
     assert asked == []  # a search that noted its model is checked, not asked about
     assert pane.resume("kept-before")  # the user is asked whether it ran on this model: No
-    qtbot.waitUntil(lambda: not pane.checking)
+    qtbot.waitUntil(lambda: not pane.checking, timeout=HANG_TIMEOUT_MS)
     assert asked == [("kept-before", "demo")] and not pane.running and posted == []
     assert pane.message.text() == "The search “kept-before” was not resumed; its trials are kept."
     assert pane.resume("cut-short")
-    qtbot.waitUntil(lambda: pane.running)
+    qtbot.waitUntil(lambda: pane.running, timeout=HANG_TIMEOUT_MS)
     assert search.study.spec.name == "cut-short" and [type(c) for c in posted] == [StartEngine]  # trial 0's engine
     assert pane.phase.text() != "Reading cut-short…" and pane.buttons["stop"].isEnabled()
     assert pane.summary.text().startswith("cut-short: ")  # the line standing for the setup names it
     pane.stop()
-    qtbot.waitUntil(lambda: not pane.running)
+    qtbot.waitUntil(lambda: not pane.running, timeout=HANG_TIMEOUT_MS)
     assert pane.resume("kept-before")  # Yes: it runs on the engine's model
-    qtbot.waitUntil(lambda: pane.running)
+    qtbot.waitUntil(lambda: pane.running, timeout=HANG_TIMEOUT_MS)
     assert len(asked) == 2 and search.study.spec.name == "kept-before" and pane.summary.text().startswith("kept-before")
     pane.stop()
-    qtbot.waitUntil(lambda: not pane.running)
+    qtbot.waitUntil(lambda: not pane.running, timeout=HANG_TIMEOUT_MS)
 
 
 def test_an_unfinished_search_is_offered_at_the_next_start(tmp_path, monkeypatch, qtbot):
@@ -142,17 +144,17 @@ def test_an_unfinished_search_is_offered_at_the_next_start(tmp_path, monkeypatch
     window.show()
     try:
         notice = window.tune.notice
-        qtbot.waitUntil(notice.isVisible)  # read off the GUI thread
+        qtbot.waitUntil(notice.isVisible, timeout=HANG_TIMEOUT_MS)  # read off the GUI thread
         assert "search-cut-short did not finish" in notice.text() and "Resume it" in notice.text()
         notice.linkActivated.emit("dismiss")
         assert not notice.isVisible() and window.tune.pane is None  # "Not now": nothing opened
         pane = window.tune.show_tab()
-        qtbot.waitUntil(lambda: pane.resumable.count() == 1)
+        qtbot.waitUntil(lambda: pane.resumable.count() == 1, timeout=HANG_TIMEOUT_MS)
         assert pane.resumable.currentText() == "search-cut-short"
         assert not pane.buttons["resume"].isHidden() and pane.buttons["start"].isEnabled()
         assert [pane.past.itemText(i) for i in range(pane.past.count())] == ["search-stopped"]
         assert pane.open_past()  # read off the GUI thread
-        qtbot.waitUntil(lambda: pane.trials.rowCount() == 1)
+        qtbot.waitUntil(lambda: pane.trials.rowCount() == 1, timeout=HANG_TIMEOUT_MS)
         assert not pane.running
         assert [t.number for t in pane.trials.trials] == [0] and pane.progress.format() == "Stopped"
         assert pane.message.text() == "Stopped before its verdict: 1 trial kept."
@@ -169,14 +171,14 @@ def test_a_damaged_store_of_searches_is_named_with_its_path_and_the_fix(tmp_path
     model = AppModel(EngineConfig(model="demo", max_model_len=512))
     pane = TunePane(TuneRun(model, EngineCommands(model, lambda command: None), folder), default_space("0.32.0", "cpu"))
     qtbot.addWidget(pane)
-    qtbot.waitUntil(lambda: "could not be read" in pane.message.text())
+    qtbot.waitUntil(lambda: "could not be read" in pane.message.text(), timeout=HANG_TIMEOUT_MS)
     text = pane.message.text()
     assert text.startswith(f"The stored searches could not be read ({folder / 'searches.db'}): "), text
     assert text.endswith("Move that file aside (or restore it from a backup): the next search starts a new one.")
     assert pane.buttons["start"].isEnabled() and not pane.buttons["open"].isVisible()
-    qtbot.waitUntil(lambda: not pane.workers)
+    qtbot.waitUntil(lambda: not pane.workers, timeout=HANG_TIMEOUT_MS)
     assert pane.start()  # a search asked for all the same is refused with the same words, nothing started
-    qtbot.waitUntil(lambda: not pane.checking)
+    qtbot.waitUntil(lambda: not pane.checking, timeout=HANG_TIMEOUT_MS)  # the check's own pace, on a busy machine too
     assert pane.message.text() == "The search did not start: " + text and not pane.running
 
 
@@ -190,7 +192,7 @@ def test_a_damaged_store_of_searches_is_said_in_the_notice_at_the_apps_start(tmp
     window.show()
     try:
         notice = window.tune.notice
-        qtbot.waitUntil(notice.isVisible)  # read off the GUI thread
+        qtbot.waitUntil(notice.isVisible, timeout=HANG_TIMEOUT_MS)  # read off the GUI thread
         assert notice.text().startswith("The stored searches could not be read ("), notice.text()
         assert "Move that file aside" in notice.text()
         notice.linkActivated.emit("dismiss")

@@ -10,6 +10,7 @@ and "Copy vllm serve line". The pane calls the search's methods and observes its
 (:class:`~workbench.tune.values.TuneControls`); it never posts an engine command itself."""
 from __future__ import annotations
 
+import shiboken6
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QApplication, QComboBox, QHBoxLayout, QInputDialog, QLabel, QMessageBox, QProgressBar, QPushButton, QScrollArea,
@@ -414,8 +415,12 @@ class TunePane(QWidget):
 
     def _off_thread(self, function, done, failed=None) -> None:
         failed = failed or (lambda error: self._set_message(str(error), error=True))
-        worker = create_worker(function, _start_thread=False, _connect={"errored": failed})
-        worker.returned.connect(done)
+
+        def while_shown(callback):  # a pane deleted while the worker ran (the window closed) gets no call
+            return lambda value: callback(value) if shiboken6.isValid(self) else None
+
+        worker = create_worker(function, _start_thread=False, _connect={"errored": while_shown(failed)})
+        worker.returned.connect(while_shown(done))
         worker.finished.connect(lambda: self.workers.discard(worker))
         self.workers.add(worker)
         worker.start()
