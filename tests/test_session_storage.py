@@ -9,6 +9,7 @@ import time
 from types import MappingProxyType
 
 import numpy as np
+import pytest
 
 from chat_driver import HANG_TIMEOUT_MS
 from no_nvml import telemetry_without_nvml
@@ -465,3 +466,79 @@ def test_the_sessions_table_holds_one_choice_whatever_key_is_held(tmp_path, qtbo
     view.refresh()  # the choice outlives a refresh
     qtbot.waitUntil(lambda: view.reading is None and view.comparing is None)
     assert view.selected().session_id == view.sessions[1].session_id
+
+
+def test_the_sessions_list_reads_the_same_figures_as_the_requests_give_without_a_record_a_request(tmp_path):
+    """The Sessions window's list reads its figures as arrays (SQLite reads the JSON): the same output rate
+    while generating and TTFT p50 as the requests' records give, replies without figures left out."""
+    from workbench.sessions.compare import compare_runs, run_figures
+    from workbench.sessions.figures import generating_figures, generating_time_s
+    from workbench.sessions.listing import read_listing
+    from workbench.sessions.stored import open_read_only, requests
+
+    path = tmp_path / "workbench.db"
+    db = connect(path)
+    migrate(db, MIGRATIONS)
+    rng = np.random.default_rng(7)
+    db.execute("INSERT INTO sessions VALUES ('s', 0.0, 900.0, '{}')")
+    db.execute("INSERT INTO sessions VALUES ('empty', 1000.0, NULL, '{}')")
+    for key in ("e1", "e2"):
+        db.execute("INSERT INTO engine_runs (run_key, start_id, config, started_s, session_id) "
+                   "VALUES (?, 1, '{\"model\":\"demo\"}', 1.0, 's')", (key,))
+    db.execute("INSERT INTO conversations (conversation_id, title, position, created_s) VALUES ('c', 'Chat 1', 0, 1.0)")
+    db.execute("INSERT INTO batch_runs VALUES ('batch1', '[]', '{}', 1.0, NULL)")
+
+    def figures(end_s: float) -> str | None:
+        kind = rng.integers(6)
+        if kind == 0:
+            return None  # an error: no figures
+        data = {"prompt_tokens": 9, "output_tokens": int(rng.integers(1, 300)), "ttft_s": float(rng.uniform(0.01, 2)),
+                "e2e_s": float(rng.uniform(0.1, 30)), "decode_tokens_per_s": float(rng.choice([0.0, rng.uniform(5, 90)])),
+                "cached_prompt_tokens": int(rng.integers(0, 9))}
+        if kind == 1:
+            del data["e2e_s"]  # a server's reply may lack it
+        if kind == 2:
+            data["output_tokens"] = None
+        return json.dumps(data)
+
+    for position in range(200):  # chat replies, each after its question
+        end_s = float(rng.uniform(0, 800))
+        db.execute("INSERT INTO messages (message_id, conversation_id, position, role, text, status, error, request_id, "
+                   "figures, updated_s, run_key) VALUES (?, 'c', ?, ?, 'x', 'done', '', '', ?, ?, 'e1')",
+                   (f"m{position}", position, "assistant" if position % 2 else "user",
+                    figures(end_s) if position % 2 else None, end_s))
+    for row in range(2000):
+        end_s = float(rng.uniform(0, 800))
+        db.execute("INSERT INTO batch_rows VALUES ('batch1', ?, '{}', 2, 'length', 'o', '', ?, 'e2', ?)",
+                   (row, figures(end_s), None if row % 50 == 0 else end_s))
+    db.commit()
+    db.close()
+
+    listing = read_listing(path)
+    line, empty = {line.summary.session_id: line for line in listing.lines}["s"], listing.lines[0]
+    connection = open_read_only(path)
+    found = requests(connection, ["e1", "e2"], with_text=False)
+    connection.close()
+    assert line.output_tokens_per_s == pytest.approx(generating_figures(found).output_tokens_per_s, rel=1e-12)
+    assert line.ttft_ms_p50 == run_figures(found, {})["ttft_ms_p50"]
+    assert empty.summary.session_id == "empty" and np.isnan(empty.output_tokens_per_s) and np.isnan(empty.ttft_ms_p50)
+    compared = compare_runs(path, "e1", "e2").figures  # the comparison reads arrays too
+    for side, key in (("a", "e1"), ("b", "e2")):
+        expected = run_figures([r for r in found if r.run_key == key], {})
+        for row in compared:
+            value = getattr(row, side)
+            assert value == pytest.approx(expected[row.name], rel=1e-12, nan_ok=True), (key, row.name)
+            assert np.isnan(value) == (row.name.startswith(("kv_", "preemptions"))), (key, row.name)  # no series
+
+    def union_s(spans):  # the time covered, span by span
+        total, end = 0.0, float("-inf")
+        for start, stop in sorted(spans):
+            if stop > end:
+                total, end = total + stop - max(start, end), stop
+        return total
+
+    for _ in range(20):
+        starts = rng.uniform(0, 100, 50)
+        stops = starts + rng.exponential(3, 50)
+        assert generating_time_s(starts, stops) == pytest.approx(union_s(zip(starts, stops)), rel=1e-12)
+    assert generating_time_s(np.array([0.0, 1.0, 5.0]), np.array([2.0, 1.5, 6.0])) == 3.0

@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass
 from typing import Iterable
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class RequestFigures:
@@ -82,10 +84,11 @@ def percentile(values: Iterable[float], q: float) -> float:
     Nearest rank on a rounded index: the sorted values' element at ``round(q / 100 * (n - 1))``,
     rounded by Python's ``round`` (halves to even: p50 of four values is the third, of six the
     third too). p0 is the minimum, p100 the maximum; NaN for no values."""
-    ordered = sorted(values)
-    if not ordered:
+    ordered = np.sort(values) if isinstance(values, np.ndarray) else sorted(values)
+    if not len(ordered):
         return float("nan")
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+    value = ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+    return float(value) if isinstance(ordered, np.ndarray) else value
 
 
 def figures_from_output(output, num_output_tokens: int, client_times: tuple[float, float, float]) -> RequestFigures:

@@ -15,7 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from workbench.engine.metrics import percentile
-from workbench.sessions.stored import EngineRunRecord, RequestRecord, engine_run, open_read_only, requests
+from workbench.sessions.stored import (
+    EngineRunRecord, RequestRecord, engine_run, figure_columns, open_read_only, record_columns,
+)
 from workbench.storage.series import load_series
 
 # name -> (label, unit, better: "higher" or "lower")
@@ -34,24 +36,33 @@ FIGURES = {
 }
 
 
+# The figures of each request that a run's figures are made of (arrays, as ``stored.figure_columns`` reads them).
+REQUEST_FIGURES = ("e2e_s", "output_tokens", "ttft_s", "itl_s", "prompt_tokens", "cached_prompt_tokens")
+
+
 def run_figures(requests: list[RequestRecord], series: dict[str, np.ndarray]) -> dict[str, float]:
     """The figures of one engine run (NaN where there is nothing to compute them from)."""
-    done = [r for r in requests if r.figures.get("output_tokens") is not None]
+    return figures_of_columns(record_columns(requests, REQUEST_FIGURES), series)
+
+
+def figures_of_columns(found: dict[str, np.ndarray], series: dict[str, np.ndarray]) -> dict[str, float]:
+    """:func:`run_figures` of the answered requests' figures as arrays (``REQUEST_FIGURES`` and ``finished_s``)."""
     figures = {name: float("nan") for name in FIGURES}
-    figures["num_requests"] = float(len(done))
-    output = sum(r.figures["output_tokens"] for r in done)
-    figures["output_tokens"] = float(output)
-    spans = [(r.finished_s - r.figures["e2e_s"], r.finished_s) for r in done
-             if r.finished_s is not None and r.figures.get("e2e_s") is not None]
-    if spans:
-        elapsed = max(end for _, end in spans) - min(start for start, _ in spans)
+    output_tokens = found["output_tokens"]
+    figures["num_requests"] = float(len(output_tokens))
+    output = float(np.sum(output_tokens))
+    figures["output_tokens"] = output
+    timed = np.isfinite(found["finished_s"]) & np.isfinite(found["e2e_s"])
+    if timed.any():
+        ends = found["finished_s"][timed]
+        elapsed = float(ends.max() - (ends - found["e2e_s"][timed]).min())
         figures["output_tokens_per_s"] = output / elapsed if elapsed > 0 else float("nan")
     for name, key in (("ttft_ms", "ttft_s"), ("itl_ms", "itl_s")):
-        values = [r.figures[key] * 1e3 for r in done if r.figures.get(key) is not None]
+        values = found[key][np.isfinite(found[key])] * 1e3
         figures[f"{name}_p50"], figures[f"{name}_p99"] = percentile(values, 50), percentile(values, 99)
-    prompt = sum(r.figures.get("prompt_tokens") or 0 for r in done)
+    prompt = float(np.nansum(found["prompt_tokens"]))
     if prompt:
-        figures["prefix_hit_pct"] = 100.0 * sum(r.figures.get("cached_prompt_tokens") or 0 for r in done) / prompt
+        figures["prefix_hit_pct"] = 100.0 * float(np.nansum(found["cached_prompt_tokens"])) / prompt
     if series:
         running = series["num_running"] > 0
         kv = series["kv_usage_pct"]
@@ -148,7 +159,7 @@ def compare_runs(db_path: Path | str, run_a: str, run_b: str) -> Comparison:
     their engine arguments. Reads every request of both: off the GUI thread."""
     connection = open_read_only(db_path)
     try:
-        figures = [run_figures(requests(connection, [key], with_text=False), load_series(connection, key))
+        figures = [figures_of_columns(figure_columns(connection, [key], REQUEST_FIGURES), load_series(connection, key))
                    for key in (run_a, run_b)]
         records = [engine_run(connection, key) for key in (run_a, run_b)]
     finally:

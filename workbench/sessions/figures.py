@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workbench.sessions.stored import RequestRecord
+import numpy as np
+
+from workbench.sessions.stored import RequestRecord, record_columns
 
 
 @dataclass(frozen=True)
@@ -20,27 +22,29 @@ class GeneratingFigures:
         return self.output_tokens / self.generating_s if self.generating_s > 0 else float("nan")
 
 
-def request_spans(requests: list[RequestRecord]) -> list[tuple[float, float]]:
-    """Each answered request's time in the engine: (arrival, end), from its end and its end-to-end latency."""
-    return sorted((r.finished_s - r.figures["e2e_s"], r.finished_s) for r in requests
-                  if r.finished_s is not None and r.figures.get("e2e_s") is not None
-                  and r.figures.get("output_tokens") is not None)
+def generating_time_s(starts: np.ndarray, stops: np.ndarray) -> float:
+    """The length of the union of the spans (``starts[i]``, ``stops[i]``): time with at least one request in
+    the engine."""
+    if not len(starts):
+        return 0.0
+    order = np.argsort(starts, kind="stable")
+    starts, stops = starts[order], stops[order]
+    reached = np.concatenate(([-np.inf], np.maximum.accumulate(stops)[:-1]))  # the furthest end before each span
+    return float(np.sum(np.clip(stops - np.maximum(starts, reached), 0.0, None)))
 
 
-def generating_time_s(spans: list[tuple[float, float]]) -> float:
-    """The length of the union of ``spans`` (sorted by start): time with at least one request in the engine."""
-    total, end = 0.0, float("-inf")
-    for start, stop in spans:
-        if stop > end:
-            total += stop - max(start, end)
-            end = stop
-    return total
+def figures_of(finished_s: np.ndarray, e2e_s: np.ndarray, output_tokens: np.ndarray) -> GeneratingFigures:
+    """The figures of the answered requests whose end, end-to-end latency and output tokens are given (NaN:
+    not known); each one's time in the engine runs from its end less its end-to-end latency to its end."""
+    timed = np.isfinite(finished_s) & np.isfinite(e2e_s)
+    stops = finished_s[timed]
+    starts = stops - e2e_s[timed]
+    span_s = float(stops.max() - starts.min()) if len(stops) else 0.0
+    return GeneratingFigures(len(output_tokens), int(np.nansum(output_tokens)), generating_time_s(starts, stops),
+                             span_s)
 
 
 def generating_figures(requests: list[RequestRecord]) -> GeneratingFigures:
     """The figures of ``requests`` (a session's, or one engine run's)."""
-    done = [r for r in requests if r.figures.get("output_tokens") is not None]
-    spans = request_spans(done)
-    span_s = spans and max(stop for _, stop in spans) - spans[0][0] or 0.0
-    return GeneratingFigures(len(done), sum(r.figures["output_tokens"] for r in done), generating_time_s(spans),
-                             span_s)
+    found = record_columns(requests, ("e2e_s", "output_tokens"))
+    return figures_of(found["finished_s"], found["e2e_s"], found["output_tokens"])

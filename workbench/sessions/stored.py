@@ -152,6 +152,43 @@ def requests(connection: sqlite3.Connection, run_keys: list[str], with_text: boo
     return found
 
 
+def figure_columns(connection: sqlite3.Connection, run_keys: list[str], names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The figures ``names`` (of FIGURE_COLUMNS) of every chat reply and batch row that the engine runs ``run_keys``
+    answered with output tokens, as arrays (NaN where one is missing), with ``finished_s``: as :func:`requests`
+    gives them, but read by SQLite, without a Python object a request (100,000 rows, read off the GUI thread,
+    leave Python's cycle collector nothing to walk)."""
+    if not run_keys:
+        return {name: np.empty(0) for name in ("finished_s", *names)}
+    stored = ["decode_tokens_per_s" if name == "itl_s" else name for name in names]
+    marks = ",".join("?" * len(run_keys))
+    picked = ", ".join(f"json_extract(figures, '$.{name}')" for name in stored)
+    answered = "json_valid(figures) AND json_extract(figures, '$.output_tokens') IS NOT NULL"
+    cursor = connection.execute(
+        f"SELECT updated_s, {picked} FROM messages WHERE role = 'assistant' AND run_key IN ({marks}) AND {answered} "
+        f"UNION ALL SELECT finished_s, {picked} FROM batch_rows WHERE run_key IN ({marks}) AND {answered}",
+        [*run_keys, *run_keys])
+    chunks = []
+    while rows := cursor.fetchmany(10_000):  # a chunk at a time: never 100,000 row tuples alive at once
+        chunks.append(np.array(rows, dtype=float).reshape(-1, len(names) + 1))
+    table = np.concatenate(chunks) if chunks else np.empty((0, len(names) + 1))
+    columns = {name: table[:, index + 1] for index, name in enumerate(names)}
+    if "itl_s" in columns:  # the mean gap between tokens, from the decode rate (none where the rate is 0)
+        rate = columns["itl_s"]
+        columns["itl_s"] = np.divide(1.0, rate, out=np.full_like(rate, np.nan), where=rate != 0)
+    return {"finished_s": table[:, 0], **columns}
+
+
+def record_columns(found: list[RequestRecord], names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """What :func:`figure_columns` reads, from records: those answered with output tokens."""
+    done = [r for r in found if r.figures.get("output_tokens") is not None]
+
+    def column(values) -> np.ndarray:
+        return np.array([np.nan if value is None else value for value in values], dtype=float)
+
+    return {"finished_s": column(r.finished_s for r in done),
+            **{name: column(r.figures.get(name) for r in done) for name in names}}
+
+
 def _batch_request(run_id, row, prompt_json, status, finish_reason, output, figures, run_key, finished_s,
                    with_text: bool) -> RequestRecord:
     prompt = json.loads(prompt_json) if with_text else {}

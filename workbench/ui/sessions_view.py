@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QAbstractItemView, QComboBox, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QProgressBar, QPushButton,
     QSplitter, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget,
 )
-from superqt.utils import create_worker
 
 from workbench.sessions.compare import Comparison, compare_runs, format_argument, format_difference, format_value
 from workbench.sessions.listing import SessionListing, read_listing
@@ -24,6 +23,7 @@ from workbench.ui.memory_panel import MemoryPanel
 from workbench.ui.live_plot import label_time_axis
 from workbench.ui.stored_plots import TIME_LABEL, label_stored_time_axes, show_memory_series, show_series
 from workbench.ui.engine_region import panel_area
+from workbench.ui.latest_read import LatestRead
 from workbench.ui.stats_plots import StatsPlotsView
 
 SESSION_COLUMNS = ("Started", "Model", "Engine runs", "Requests", "Output tok/s", "TTFT p50")
@@ -72,8 +72,9 @@ class SessionsView(QWidget):
         self.db_path, self.current_session = Path(db_path), current_session
         self.sessions: list[SessionSummary] = []
         self.runs: list[tuple[SessionSummary, int, EngineRunRecord]] = []
-        self.reading = self.comparing = None  # the workers reading the sessions and comparing two runs
-        self._read_again = self._compare_again = False  # asked again while one ran
+        # the sessions and a comparison of two runs, each read on a worker, the latest ask winning
+        self.listing_read = LatestRead(self, self._on_listing_read, self._on_listing_failed, self._reading_ended)
+        self.comparison_read = LatestRead(self, self._on_compared, self._on_compare_failed, self.compare_done.emit)
         self.compared, self.config_lines = [], []
         self.session_table = _table(SESSION_COLUMNS)
         # Open, Export and Delete act on one session: a Ctrl- or Shift-click chooses another, never a second
@@ -155,30 +156,30 @@ class SessionsView(QWidget):
         layout.addWidget(tables, 1)
         return widget
 
+    @property
+    def reading(self):
+        """The worker reading the sessions (None: none reads)."""
+        return self.listing_read.worker
+
+    @property
+    def comparing(self):
+        """The worker comparing two runs (None: none compares)."""
+        return self.comparison_read.worker
+
     # ------------------------------------------------------------------ sessions
     def refresh(self) -> None:
         """Reads the sessions again, off the GUI thread (a large session takes seconds); the table is
         filled when they come, ``read_done`` then emitted."""
-        if self.reading is not None:
-            self._read_again = True
-            return
-        self._read_again = False
         self.refresh_button.setEnabled(False)
         self.reading_note.setText(f"Reading the sessions in {self.db_path}…")
         self.reading_bar.show()
-        self.reading = create_worker(read_listing, self.db_path, _start_thread=False,
-                                     _connect={"returned": self._on_listing_read, "errored": self._on_listing_failed})
-        self.reading.start()
+        self.listing_read.ask(read_listing, self.db_path)
 
     def _reading_ended(self) -> None:
-        self.reading = None
         self.refresh_button.setEnabled(True)
         self.reading_bar.hide()
         self.reading_note.setText("")
-        if self._read_again:
-            self.refresh()
-        else:
-            self.read_done.emit()
+        self.read_done.emit()
 
     def _on_listing_failed(self, error: Exception) -> None:
         # a damaged or missing file: said, and nothing is shown
@@ -189,7 +190,6 @@ class SessionsView(QWidget):
         self.problem.show()
         _fill(self.session_table, [])
         self._on_session_table_selection_changed()
-        self._reading_ended()
 
     def _on_listing_read(self, listing: SessionListing) -> None:
         self.problem.hide()
@@ -214,7 +214,6 @@ class SessionsView(QWidget):
         if len(labels) >= 2:
             self.choose_runs(len(labels) - 2, len(labels) - 1)  # the two latest runs, the older as A
         self._on_session_table_selection_changed()
-        self._reading_ended()
 
     def selected(self) -> SessionSummary | None:
         rows = self.session_table.selectionModel().selectedRows()
@@ -288,31 +287,13 @@ class SessionsView(QWidget):
         a, b = self.run_a.currentIndex(), self.run_b.currentIndex()
         if a < 0 or b < 0:
             return
-        if self.comparing is not None:
-            self._compare_again = True
-            return
-        self._compare_again = False
         self.compare_note.setText("Reading both runs' requests…")
-        self.comparing = create_worker(compare_runs, self.db_path, self.runs[a][2].run_key, self.runs[b][2].run_key,
-                                       _start_thread=False,
-                                       _connect={"returned": self._on_compared, "errored": self._on_compare_failed})
-        self.comparing.start()
-
-    def _compare_ended(self) -> None:
-        self.comparing = None
-        if self._compare_again:
-            self.compare()
-        else:
-            self.compare_done.emit()
+        self.comparison_read.ask(compare_runs, self.db_path, self.runs[a][2].run_key, self.runs[b][2].run_key)
 
     def _on_compare_failed(self, error: Exception) -> None:
         self.compare_note.setText(f"The two runs cannot be read ({type(error).__name__}: {error}).")
-        self._compare_ended()
 
     def _on_compared(self, comparison: Comparison) -> None:
-        if self._compare_again:  # another choice came meanwhile: its figures are shown instead
-            self._compare_ended()
-            return
         self.compared = comparison.figures
         _fill(self.figure_table, [[row.label, format_value(row.a, row.unit), format_value(row.b, row.unit),
                                    format_difference(row)] for row in self.compared])
@@ -335,4 +316,3 @@ class SessionsView(QWidget):
                   f"{changed} engine {'argument differs' if changed == 1 else 'arguments differ'} (highlighted, "
                   "listed first).")
         self.compare_note.setText(f"{differ} Green: B is better; red: B is worse.")
-        self._compare_ended()

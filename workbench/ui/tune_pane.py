@@ -386,7 +386,6 @@ class TunePane(QWidget):
         the one beside Open, with ``shown`` (the search that just ended) chosen there: the list says which is shown."""
         if shown is not None:
             self._past_shown = shown
-        # the pane's own methods as the callbacks: Qt drops them with the pane, should it close before the read ends
         self._off_thread(lambda: (self.tune.resumable(), self.tune.past()), self._on_stored_read,
                          self._on_stored_unreadable)
 
