@@ -122,6 +122,43 @@ def test_a_batch_run_comes_back_with_its_results(tmp_path):
     storage.close()
 
 
+def test_every_column_of_a_batch_run_comes_back_as_it_was_whatever_its_figures_lack(tmp_path):
+    """A kept run's figures are read back by SQLite into arrays, not a RequestFigures a row: every column, status,
+    finish reason, text and error comes back as the run held it, for figures that lack what a server may not
+    report (cached tokens, queue time, a decode speed) and rows that failed, were cancelled or never ran."""
+    import numpy as np
+
+    from workbench.batch.results import COUNT_COLUMNS, TIME_COLUMNS
+
+    storage, model = started(tmp_path / "workbench.db")
+    results = BatchResults()
+    for line_no in range(1, 41):
+        results.append(BatchPrompt(line_no * 2, prompt=f"prompt {line_no}"))
+    run = model.new_batch_run(results, RunSettings(max_in_flight=40), source=("/p.jsonl", "jsonl"))
+    run.start()
+    kinds = (FIGURES, RequestFigures(30, None, 1, 0.5, None, source="client"),
+             RequestFigures(9, 0, 3, None, 0.0, e2e_s=2.5, num_image_tokens=144), None)
+    for row in range(36):
+        request_id = f"{run.run_id}-{row}"
+        run.text_arrived(request_id, f"answer {row}")
+        if row % 9 == 8:
+            run.request_failed(request_id, f"row {row} failed")
+        else:
+            run.request_finished(StreamEvent(request_id, "", True, ("length", "stop", "aborted", None)[row % 4],
+                                             kinds[row % 4]))
+    storage, model = restarted(storage, tmp_path / "workbench.db")
+    back = model.batch_runs[run.run_id].results
+    assert back.num_rows == 40 and back.prompts == results.prompts
+    for name in ("status", "finish_reason", *COUNT_COLUMNS, *TIME_COLUMNS):
+        assert np.array_equal(back.column(name)[:36], results.column(name)[:36], equal_nan=True), name
+    assert [back.status(row) for row in range(36, 40)] == [QUEUED] * 4  # sent when the app ended: sent again
+    assert back.finish_reason_names[1:] == results.finish_reason_names[1:]  # the codes mean the same reasons
+    assert back.texts[:36] == results.texts[:36] and back.texts[36:] == [""] * 4 and back.errors == results.errors
+    assert back.value("itl_s", 0) == FIGURES.itl_s and back.value("image_tokens", 2) == 144
+    assert back.value("cached_prompt_tokens", 1) is None and back.value("image_tokens", 1) == 0
+    storage.close()
+
+
 def test_every_engine_run_is_kept_with_its_configuration_and_times(tmp_path):
     storage, model = started(tmp_path / "workbench.db")
     info = EngineInfo("demo", "0.32.0", "cpu", 2048, None, (1, 2))

@@ -97,6 +97,18 @@ class BatchResults:
         self.version += 1
         self.row_finished.emit(row)
 
+    def finish_stored(self, rows: np.ndarray, statuses: np.ndarray, finish_reasons: list[str],
+                      figures: dict[str, np.ndarray]) -> None:
+        """:meth:`finish` of many rows at once, as storage kept them (a run read back at start; nothing
+        listens yet, so no ``row_finished``): ``figures``, one array per column of COUNT_COLUMNS (-1: none)
+        and TIME_COLUMNS (NaN: none), each as long as ``rows``."""
+        arrays = self._arrays
+        arrays["status"][rows] = statuses
+        arrays["finish_reason"][rows] = [self._finish_code(reason or "") for reason in finish_reasons]
+        for name in (*COUNT_COLUMNS, *TIME_COLUMNS):
+            arrays[name][rows] = figures[name]
+        self.version += 1
+
     def _finish_code(self, reason: str) -> int:
         names = self.finish_reason_names
         if reason not in names:

@@ -190,4 +190,4 @@ def row_figures(results, row: int):
     itl_s = results.value("itl_s", row)
     return RequestFigures(counts[0] or 0, counts[1], counts[2], results.value("ttft_s", row),
                           1.0 / itl_s if itl_s else None, queue_s=results.value("queue_s", row),
-                          e2e_s=results.value("e2e_s", row))
+                          e2e_s=results.value("e2e_s", row), num_image_tokens=results.value("image_tokens", row) or 0)

@@ -6,7 +6,9 @@ import json
 import sqlite3
 from pathlib import Path
 
-from workbench.batch.results import CANCELLED, DONE, ERROR, BatchResults
+import numpy as np
+
+from workbench.batch.results import CANCELLED, COUNT_COLUMNS, DONE, ERROR, FIGURE_NAMES, TIME_COLUMNS, BatchResults
 from workbench.batch.run import BatchRun
 from workbench.engine.images import ImageRef
 from workbench.engine.requests import RequestRegistry
@@ -76,16 +78,37 @@ def load_batch_runs(connection: sqlite3.Connection, owners: RequestRegistry) -> 
     return runs
 
 
+# Each column of a batch's figures as SQLite reads it from a row's stored RequestFigures (NULL where the row has
+# none): what ``BatchResults.finish`` takes from them, the inter-token latency from the decode speed.
+_STORED_FIGURES = {
+    **{name: f"json_extract(figures, '$.{FIGURE_NAMES.get(name, name)}')" for name in COUNT_COLUMNS},
+    "image_tokens": "coalesce(json_extract(figures, '$.num_image_tokens'), 0)",  # RequestFigures' default
+    **{name: f"json_extract(figures, '$.{name}')" for name in TIME_COLUMNS},
+    "itl_s": "1.0 / nullif(json_extract(figures, '$.decode_tokens_per_s'), 0)",
+}
+
+
 def load_results(connection: sqlite3.Connection, run_id: str) -> BatchResults:
-    rows = connection.execute("SELECT prompt, status, finish_reason, text, error, figures FROM batch_rows "
+    """A stored batch run's rows; the ended ones with their status, text and figures. The figures are read by
+    SQLite into arrays: no RequestFigures a row (a run of 100,000 rows read back in a fraction of the time)."""
+    figures = ", ".join(f"CASE WHEN figures IS NULL THEN NULL ELSE {column} END" for column in _STORED_FIGURES.values())
+    rows = connection.execute(f"SELECT prompt, status, finish_reason, text, error, {figures} FROM batch_rows "
                               "WHERE run_id = ? ORDER BY row", (run_id,)).fetchall()
     results = BatchResults(capacity=max(16, len(rows)))
-    with results.row_finished.blocked():  # nothing listens yet: a new run's rows, not rows finishing now
-        for prompt, status, finish_reason, text, error, figures in rows:
-            row = results.append(prompt_from_json(prompt))
-            if status in ENDED:
-                results.texts[row] = text
-                results.finish(row, status, finish_reason, figures_from_json(figures), error)
+    for line in rows:
+        results.append(prompt_from_json(line[0]))
+    ended = [row for row, line in enumerate(rows) if line[1] in ENDED]
+    if not ended:
+        return results
+    table = np.array([rows[row][5:] for row in ended], dtype=float).reshape(len(ended), len(_STORED_FIGURES))
+    results.finish_stored(np.array(ended), np.array([rows[row][1] for row in ended], dtype=np.uint8),
+                          [rows[row][2] for row in ended],
+                          {name: np.where(np.isnan(column), -1, column) if name in COUNT_COLUMNS else column
+                           for name, column in zip(_STORED_FIGURES, table.T)})
+    for row in ended:
+        results.texts[row] = rows[row][3]
+        if rows[row][4]:
+            results.errors[row] = rows[row][4]
     return results
 
 
