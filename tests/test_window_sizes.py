@@ -86,6 +86,25 @@ def test_no_panel_of_the_engine_region_needs_a_horizontal_scroll_bar(config_dir,
     window.close()
 
 
+@pytest.mark.parametrize("size", [(683, 768), (643, 480)], ids=["half-a-laptop", "least"])
+def test_a_narrow_window_cuts_nothing_of_the_plots_off_unseen(config_dir, qtbot, size):
+    """The window on half a 1366-pixel screen: the bar above the plots (Pause, Show all, Follow) fits the
+    engine region; made narrower still (the window's least width), the plots scroll across instead of
+    cutting their bar and axes off with no way to see them (the Follow button was cut in half)."""
+    window = open_window(qtbot, size)
+    qtbot.waitUntil(lambda: window.engine_region.width() > 0)
+    area = window.engine_region.monitors
+    qtbot.wait(50)  # the layout runs on the next turn of the event loop
+    needed = area.widget().minimumSizeHint().width()
+    if size == (683, 768):
+        assert needed <= area.viewport().width(), (needed, area.viewport().width())
+        bar = window.plots.follow
+        assert bar.mapTo(area.viewport(), bar.rect().topRight()).x() < area.viewport().width()
+    else:
+        assert needed > area.viewport().width() and area.horizontalScrollBar().isVisible()
+    window.close()
+
+
 def test_a_key_gives_a_region_the_whole_window_and_takes_it_back(config_dir, qtbot):
     window = open_window(qtbot, SIZES[0])
     regions = window.regions

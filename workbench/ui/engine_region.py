@@ -39,7 +39,7 @@ class EngineRegion(QTabWidget):
         column.addWidget(plots, 3)
         column.addWidget(memory, 2)
         self.monitors = panel_area(monitors)
-        self.monitors.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # the plots follow the width
+        # the plots follow the width; a region made narrower than the bar above them scrolls across, hiding nothing
         self.splitter = QSplitter(Qt.Vertical, objectName="engineSplitter")  # named: its sizes are remembered
         self.splitter.addWidget(self.heat_area)
         self.splitter.addWidget(self.monitors)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout
+from PySide6.QtWidgets import QHBoxLayout, QToolButton, QVBoxLayout
 from superqt import QElidingLabel
 
 from workbench.engine.stats import StatsSeries, StatsTotals
@@ -80,9 +80,11 @@ class StatsPlotsView(LivePlotsWidget):
         self._shown = dict.fromkeys(PLOTS, -1)  # plot name -> the series version it shows
         self._next = 0  # the plot whose turn it is
         self.paused.toggled.connect(lambda _: self.draw_all_again())
-        self.show_all = QPushButton("Show all")
+        # tool buttons: as wide as their words (a push button is 80 px at the least), so that the bar fits the
+        # engine region however narrow the window is made
+        self.show_all = QToolButton(text="Show all", toolTip="Every point since the window opened, in one view.")
         self.show_all.clicked.connect(self._on_show_all_clicked)
-        self.follow = QPushButton("Follow")
+        self.follow = QToolButton(text="Follow", toolTip="Follow the newest points again.")
         self.follow.clicked.connect(self._on_follow_clicked)
         self.totals = QElidingLabel("No statistics yet.", objectName="statsTotals")
         self._totals_line = self.totals.text()  # the totals as last drawn, without an engine's end before them
