@@ -237,6 +237,24 @@ def lines_file(path, count: int, what: str = "what is a block?"):
     return path
 
 
+def test_a_file_that_cannot_open_leaves_the_run_going_and_says_what_is_still_shown(window, qtbot, tmp_path):
+    """The pane asked whether a going run could be cancelled before it had opened the new file: a file that then
+    could not open (a folder that is no dataset) had cost the run. Now the file opens first, then the pane asks."""
+    pane = window.batch
+    open_and_wait(pane, qtbot, lines_file(tmp_path / "going.txt", 40), "text")
+    run = run_and_wait(pane, qtbot, max_tokens=48, max_in_flight=4, wait=False)
+    pane.toggle_pause()
+    qtbot.waitUntil(lambda: run.state == "paused", timeout=HANG_TIMEOUT_MS)
+    answers = Answers(pane)  # no answer given: a question asked fails the test
+    (tmp_path / "not-a-dataset").mkdir()
+    assert not pane.open_file(str(tmp_path / "not-a-dataset"), "jsonl")
+    assert answers.asked == [] and run.state == "paused" and pane.run is run
+    assert pane.file_label.text().startswith("Could not open not-a-dataset: ")
+    assert pane.file_label.text().endswith("Still shown: going.txt."), pane.file_label.text()
+    pane.cancel_run()
+    qtbot.waitUntil(lambda: run.state in ("cancelled", "finished"), timeout=HANG_TIMEOUT_MS)
+
+
 def test_a_new_file_asks_first_and_the_finished_run_comes_back_from_the_runs_picker(window, qtbot, tmp_path):
     pane = window.batch
     open_and_wait(pane, qtbot, lines_file(tmp_path / "first.txt", 6), "text")

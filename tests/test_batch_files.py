@@ -2,6 +2,7 @@
 kept around them; skip or stop; the results table at 100,000 rows, sorted and filtered."""
 from __future__ import annotations
 
+import gzip
 import json
 
 import numpy as np
@@ -93,14 +94,19 @@ def test_a_malformed_line_is_named_and_its_neighbours_kept(tmp_path, name, fmt, 
 @pytest.mark.parametrize("content, reason", [
     (b"", "line 1: the file is empty"),
     (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)), "line 3: binary data (a NUL byte at byte 9"),
+    (gzip.compress(b'{"prompt": "hi"}\n'), "line 1: this is a gzip-compressed file, not text: unpack it first"),
+    (b"PK\x03\x04" + bytes(40), "line 1: this is a zip archive, not text: unpack it first"),
 ])
-def test_an_empty_or_binary_file_is_one_clear_problem(tmp_path, content, reason):
+def test_an_empty_binary_or_packed_file_is_one_clear_problem_and_said_as_the_file_s(tmp_path, content, reason):
     path = tmp_path / "prompts.txt"
     path.write_bytes(content)
     loader = PromptLoader(path, "text")
     loader.read_all()
     assert len(loader.problems) == 1 and str(loader.problems[0]).startswith(reason), loader.problems
     assert loader.problems[0].fatal and loader.results.num_rows == 0 and loader.done
+    # the file is what cannot be read: not "1 malformed line left out"
+    assert loader.summary() == f"No prompts read from prompts.txt: {loader.problems[0].reason}."
+    assert "malformed" not in loader.summary()
 
 
 def test_a_csv_without_the_chosen_column_names_the_columns_it_has(tmp_path):

@@ -105,6 +105,17 @@ class PromptLoader:
         if not self.problems:
             return f"{rows} read from {source}."
         unit = self.problems[0].unit
-        stopped = f"; stopped at {unit} {self.stopped_at.line_no}" if self.stopped_at else ""
-        return (f"{rows} read from {source}; {len(self.problems):,} malformed {unit}"
-                f"{'s' if len(self.problems) != 1 else ''} left out{stopped}.")
+        fatal = self.stopped_at if self.stopped_at is not None and self.stopped_at.fatal else None
+        malformed = len(self.problems) - (fatal is not None)  # a file that cannot be read on is not a malformed line
+        parts = [f"{malformed:,} malformed {unit}{'s' if malformed != 1 else ''} left out"] if malformed else []
+        if fatal is not None:
+            if not self.results.num_rows and not malformed:
+                return f"No prompts read from {source}: {fatal.reason.rstrip('.')}."
+            parts.append(f"stopped at {unit} {fatal.line_no}: {fatal.reason.rstrip('.')}")
+        elif self.stopped_at is not None:
+            parts.append(f"stopped at {unit} {self.stopped_at.line_no}")
+        return f"{rows} read from {source}; {'; '.join(parts)}."
+
+    def close(self) -> None:
+        """Lets the file go unread (the user kept what the pane showed instead)."""
+        self._stop(None)

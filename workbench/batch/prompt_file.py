@@ -56,11 +56,23 @@ def _decode(raw: bytes, line_no: int) -> Line | LineProblem:
     return Line(line_no, text.rstrip("\r\n"))
 
 
+# Files a prompt file is often packed in, by their first bytes: what the user is told to do with them.
+PACKED = (
+    (b"\x1f\x8b", "a gzip-compressed file, not text: unpack it first (gunzip, or 7-Zip) and open the file it gives"),
+    (b"PK\x03\x04", "a zip archive, not text: unpack it first and open the prompt file inside"),
+    (b"\xfd7zXZ\x00", "an xz-compressed file, not text: unpack it first (unxz) and open the file it gives"),
+    (b"\x28\xb5\x2f\xfd", "a zstd-compressed file, not text: unpack it first (unzstd) and open the file it gives"),
+)
+
+
 def _binary_problem(stream: BinaryIO) -> LineProblem | None:
     head = stream.read(BINARY_PROBE_BYTES)
     stream.seek(0)
     if not head:
         return LineProblem(1, "the file is empty (0 bytes): there are no prompts to read", fatal=True)
+    for magic, what in PACKED:
+        if head.startswith(magic):
+            return LineProblem(1, f"this is {what}", fatal=True)
     nul = head.find(b"\x00")
     if nul < 0:
         return None

@@ -191,7 +191,7 @@ class BatchPane(QWidget):
         path = path or QFileDialog.getOpenFileName(self, "Open a prompt file or dataset", "", PROMPT_FILE_FILTER)[0]
         if path:
             path, max_rows = split_row_limit(path, max_rows)
-        if not path or not self._may_leave_run(Path(path).name):
+        if not path:
             return False
         if fmt is None:
             dialog = OpenPromptDialog(path, self, max_rows)
@@ -201,7 +201,13 @@ class BatchPane(QWidget):
         try:
             loader = PromptLoader(path, fmt, column, on_problem="ask", split=split, max_rows=max_rows)
         except (OSError, TableError) as exc:
-            self.file_label.setText(f"Could not open {Path(path).name}: {exc}")
+            shown = self._shown_name()
+            self.file_label.setText(f"Could not open {Path(path).name}: {str(exc).rstrip('.')}."
+                                    + (f" Still shown: {shown}." if shown else ""))
+            return False
+        # asked last: a run going on is cancelled only for a file that opens and a format the user chose
+        if not self._may_leave_run(Path(path).name):
+            loader.close()
             return False
         self.loader, self.loader_run_id = loader, None
         self.problems.clear()
@@ -212,6 +218,12 @@ class BatchPane(QWidget):
         self._read_on()
         self._update_controls()
         return True
+
+    def _shown_name(self) -> str:
+        """The file whose prompts the table shows ("" for none)."""
+        if self.run is not None:
+            return file_name(self.run)
+        return self.loader.path.name if self.loader is not None and self.table_model.rowCount() else ""
 
     def _read_on(self) -> None:
         """Reads the loader off the GUI thread until the file ends or a line asks the user."""
