@@ -11,7 +11,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from batch_files import openai_line, write_each_format
-from chat_driver import HANG_TIMEOUT_MS, SnapshotRecorder, type_and_send, wait_finished
+from chat_driver import HANG_TIMEOUT_MS, SnapshotRecorder, type_and_send
 from workbench.batch.results import CANCELLED, DONE, ERROR, QUEUED, RUNNING
 from workbench.engine.events import RequestFinished, TextFlushed
 

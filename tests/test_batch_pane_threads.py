@@ -70,3 +70,14 @@ def test_an_export_is_written_off_the_gui_thread_and_a_failed_one_says_why(qtbot
     qtbot.waitUntil(lambda: pane.exporting is None, timeout=TIMEOUT_MS)
     assert "failed" in pane.progress_label.text() and "No such file or directory" in pane.progress_label.text()
     assert pane.table_model.rowCount() == NUM_LINES and pane.export_button.isEnabled()
+
+
+def test_a_file_with_no_prompts_says_why_and_offers_nothing_to_export(qtbot, tmp_path):
+    pane = pane_of(qtbot)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    assert pane.open_file(str(empty), "jsonl")
+    qtbot.waitUntil(lambda: pane.loading is None and pane.loader.done, timeout=TIMEOUT_MS)
+    assert pane.file_label.text() == "No prompts read from empty.jsonl: the file is empty (0 bytes): there are no " \
+                                     "prompts to read."
+    assert not pane.export_button.isEnabled() and not pane.run_button.isEnabled()

@@ -500,8 +500,8 @@ class BatchPane(QWidget):
         self.export_button.setEnabled(self._exportable())
 
     def _exportable(self) -> bool:
-        """A run shown, or a file read whole, and no export going on."""
-        shown = self.run is not None or (self._pending() and self.loader.done)
+        """A run shown, or a file read whole with prompts in it, and no export going on."""
+        shown = self.run is not None or (self._pending() and self.loader.done and self.loader.results.num_rows > 0)
         return shown and self.exporting is None
 
     def shutdown(self) -> None:
