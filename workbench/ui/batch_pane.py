@@ -45,6 +45,14 @@ GIL_PAUSE_S = 0.001
 HELD_TIP = "The Tune tab's search is using the engine: run the batch once it ends, or Stop it there."
 
 
+class WholeInTooltip(QElidingLabel):
+    """One line, shortened with an ellipsis where the pane is narrower, whole in its tooltip."""
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self.setToolTip(text)
+
+
 class BatchPane(QWidget):
     """A prompt file read, run and shown; its runs send through the model's one owner of engine
     commands (the chat's engine)."""
@@ -78,7 +86,7 @@ class BatchPane(QWidget):
     def _build(self) -> None:
         self.open_button = QPushButton("Open prompt file…", objectName="batchOpenButton")
         self.open_button.clicked.connect(lambda: self.open_file())
-        self.file_label = QLabel("No prompt file open.", objectName="batchFileLabel")
+        self.file_label = WholeInTooltip("No prompt file open.", objectName="batchFileLabel")
         self.runs = RunsPicker()
         self.runs.chosen.connect(self.show_entry)
         self.runs.remove_requested.connect(self.remove_run)
@@ -115,7 +123,7 @@ class BatchPane(QWidget):
         self._lay_out()
 
     def _lay_out(self) -> None:
-        self.file_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)  # a long name never widens the pane
+        self.file_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)  # a long line never widens the pane
         self.settings_button = QPushButton("Run settings", objectName="batchSettingsButton", checkable=True)
         self.settings_button.setToolTip("Sampling, chat template, system prompt and how many requests the "
                                         "batch keeps in the engine")
