@@ -128,12 +128,15 @@ def test_every_column_of_a_batch_run_comes_back_as_it_was_whatever_its_figures_l
     report (cached tokens, queue time, a decode speed) and rows that failed, were cancelled or never ran."""
     import numpy as np
 
+    from workbench.batch.record_images import BatchImage
     from workbench.batch.results import COUNT_COLUMNS, TIME_COLUMNS
 
     storage, model = started(tmp_path / "workbench.db")
     results = BatchResults()
     for line_no in range(1, 41):
-        results.append(BatchPrompt(line_no * 2, prompt=f"prompt {line_no}"))
+        images = (BatchImage("https://example.org/cat.png", 0),) if line_no > 36 else ()  # rows never answered
+        results.append(BatchPrompt(line_no * 2, prompt=f"prompt {line_no}", reference="r" if line_no % 5 == 0 else None,
+                                   images=images))
     run = model.new_batch_run(results, RunSettings(max_in_flight=40), source=("/p.jsonl", "jsonl"))
     run.start()
     kinds = (FIGURES, RequestFigures(30, None, 1, 0.5, None, source="client"),
@@ -148,7 +151,10 @@ def test_every_column_of_a_batch_run_comes_back_as_it_was_whatever_its_figures_l
                                              kinds[row % 4]))
     storage, model = restarted(storage, tmp_path / "workbench.db")
     back = model.batch_runs[run.run_id].results
-    assert back.num_rows == 40 and back.prompts == results.prompts
+    assert back.prompts.num_read == 0, "a kept run's prompts are read when asked for, not at start"
+    assert back.prompts[7] == results.prompts[7] and back.prompts.num_read == 1
+    assert back.num_rows == 40 and back.prompts == results.prompts and back.prompts.num_read == 40
+    assert list(back.column("line_no")) == list(range(2, 82, 2))
     for name in ("status", "finish_reason", *COUNT_COLUMNS, *TIME_COLUMNS):
         assert np.array_equal(back.column(name)[:36], results.column(name)[:36], equal_nan=True), name
     assert [back.status(row) for row in range(36, 40)] == [QUEUED] * 4  # sent when the app ended: sent again
@@ -156,6 +162,7 @@ def test_every_column_of_a_batch_run_comes_back_as_it_was_whatever_its_figures_l
     assert back.texts[:36] == results.texts[:36] and back.texts[36:] == [""] * 4 and back.errors == results.errors
     assert back.value("itl_s", 0) == FIGURES.itl_s and back.value("image_tokens", 2) == 144
     assert back.value("cached_prompt_tokens", 1) is None and back.value("image_tokens", 1) == 0
+    assert (back.num_references, back.num_image_rows) == (results.num_references, results.num_image_rows) == (8, 4)
     storage.close()
 
 

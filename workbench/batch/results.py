@@ -5,6 +5,8 @@ work on whole arrays. Written on one thread only (the GUI's, through the applica
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from psygnal import Signal
 
@@ -25,7 +27,7 @@ class BatchResults:
 
     def __init__(self, capacity: int = 1024):
         self.num_rows = 0
-        self.prompts: list[BatchPrompt] = []
+        self.prompts: list[BatchPrompt] | Sequence[BatchPrompt] = []  # a kept run's: read when asked for
         self.texts: list[str] = []  # output text, as streamed
         self.errors: dict[int, str] = {}  # row -> why it failed
         self.finish_reason_names: list[str] = [""]  # code 0: none yet
@@ -71,6 +73,21 @@ class BatchResults:
         self.num_rows += 1
         self.version += 1
         return row
+
+    def append_stored(self, prompts: Sequence[BatchPrompt], line_nos: np.ndarray, num_references: int,
+                      num_image_rows: int) -> None:
+        """The rows of a kept run, into these empty results at once, as storage read them (``prompts``: a
+        ``StoredPrompts``, each read when first asked for), with what the table needs of them read beside."""
+        if self.num_rows:
+            raise ValueError("append_stored fills empty results only")
+        if len(prompts) > len(self._arrays["status"]):
+            self._allocate(len(prompts))
+        self._arrays["line_no"][: len(prompts)] = line_nos
+        self.prompts = prompts
+        self.texts = [""] * len(prompts)
+        self.num_references, self.num_image_rows = num_references, num_image_rows
+        self.num_rows = len(prompts)
+        self.version += 1
 
     def set_status(self, row: int, status: int) -> None:
         self._arrays["status"][row] = status

@@ -10,6 +10,7 @@ import numpy as np
 
 from workbench.batch.results import CANCELLED, COUNT_COLUMNS, DONE, ERROR, FIGURE_NAMES, TIME_COLUMNS, BatchResults
 from workbench.batch.run import BatchRun
+from workbench.batch.stored_prompts import StoredPrompts
 from workbench.engine.images import ImageRef
 from workbench.engine.requests import RequestRegistry
 from workbench.model.conversations import ChatMessage, Conversation
@@ -92,15 +93,19 @@ def load_results(connection: sqlite3.Connection, run_id: str) -> BatchResults:
     """A stored batch run's rows; the ended ones with their status, text and figures. The figures are read by
     SQLite into arrays: no RequestFigures a row (a run of 100,000 rows read back in a fraction of the time)."""
     figures = ", ".join(f"CASE WHEN figures IS NULL THEN NULL ELSE {column} END" for column in _STORED_FIGURES.values())
-    rows = connection.execute(f"SELECT prompt, status, finish_reason, text, error, {figures} FROM batch_rows "
-                              "WHERE run_id = ? ORDER BY row", (run_id,)).fetchall()
+    rows = connection.execute(
+        f"SELECT prompt, status, finish_reason, text, error, {figures}, json_extract(prompt, '$.line_no'), "
+        "json_extract(prompt, '$.reference') IS NOT NULL, coalesce(json_array_length(prompt, '$.images'), 0) > 0 "
+        "FROM batch_rows WHERE run_id = ? ORDER BY row", (run_id,)).fetchall()
     results = BatchResults(capacity=max(16, len(rows)))
-    for line in rows:
-        results.append(prompt_from_json(line[0]))
+    # each prompt read from its JSON when first asked for (the table asks for the rows it shows)
+    results.append_stored(StoredPrompts([line[0] for line in rows], prompt_from_json),
+                          np.array([line[-3] for line in rows], dtype=np.int64),
+                          sum(line[-2] for line in rows), sum(line[-1] for line in rows))
     ended = [row for row, line in enumerate(rows) if line[1] in ENDED]
     if not ended:
         return results
-    table = np.array([rows[row][5:] for row in ended], dtype=float).reshape(len(ended), len(_STORED_FIGURES))
+    table = np.array([rows[row][5:-3] for row in ended], dtype=float).reshape(len(ended), len(_STORED_FIGURES))
     results.finish_stored(np.array(ended), np.array([rows[row][1] for row in ended], dtype=np.uint8),
                           [rows[row][2] for row in ended],
                           {name: np.where(np.isnan(column), -1, column) if name in COUNT_COLUMNS else column
