@@ -2,7 +2,9 @@
 
 A start reads back every kept run; a run of 100,000 rows took most of a second just to turn each row's
 JSON into a :class:`BatchPrompt`, before the window could show. The table asks for the rows it shows,
-so most are never read at all; one asked for is read once and kept."""
+so most are never read at all; one asked for is read once and kept. An export or a tune's workload may read
+them on a worker while the table reads on the GUI thread: two reads of one row at once read the same prompt,
+and either is kept (a list item is set whole)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
