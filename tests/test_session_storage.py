@@ -10,6 +10,7 @@ from types import MappingProxyType
 
 import numpy as np
 import pytest
+from PySide6.QtCore import Qt
 
 from chat_driver import HANG_TIMEOUT_MS
 from no_nvml import telemetry_without_nvml
@@ -542,3 +543,31 @@ def test_the_sessions_list_reads_the_same_figures_as_the_requests_give_without_a
         stops = starts + rng.exponential(3, 50)
         assert generating_time_s(starts, stops) == pytest.approx(union_s(zip(starts, stops)), rel=1e-12)
     assert generating_time_s(np.array([0.0, 1.0, 5.0]), np.array([2.0, 1.5, 6.0])) == 3.0
+
+
+def test_the_comparison_s_tables_stack_in_a_narrow_window_so_every_column_shows(tmp_path, qtbot):
+    """Side by side, a window of 700 pixels kept the figures' B column and difference past the right edge:
+    narrower than both tables fit, they stand one above the other."""
+    from workbench.ui.sessions_view import SIDE_BY_SIDE_PX, SessionsView
+
+    path = tmp_path / "workbench.db"
+    for _ in range(2):  # two runs of the app, each with an engine run: two runs compared
+        storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
+        storage.restore_into(model)
+        storage.start(model, FACTS)
+        for event in (StateChanged(EngineState.STARTING, "starting", 1), StateChanged(EngineState.READY, "ready", 1)):
+            model.apply(event)
+        assert storage.flush()
+        storage.close()
+    view = SessionsView(path)
+    qtbot.addWidget(view)
+    qtbot.waitUntil(lambda: view.reading is None and view.comparing is None)
+    assert view.figure_table.rowCount() > 0
+    for width, orientation in ((SIDE_BY_SIDE_PX + 200, Qt.Horizontal), (700, Qt.Vertical)):
+        view.resize(width, 700)
+        with qtbot.waitExposed(view):
+            view.show()
+        qtbot.waitUntil(lambda: view.compare_tables.orientation() == orientation)
+        view.tabs.setCurrentIndex(2)
+        qtbot.wait(50)  # laid out on the next turn of the event loop
+        assert not view.figure_table.horizontalScrollBar().isVisible(), width

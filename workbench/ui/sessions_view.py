@@ -54,6 +54,7 @@ def _fill(table: QTableWidget, rows: list[list[str]]) -> None:
             table.setItem(r, c, QTableWidgetItem(text))
 
 
+SIDE_BY_SIDE_PX = 1000  # the window's width from which the comparison's two tables fit side by side
 OPEN_HINT = "Choose a session above and press Open (or double-click it) to draw its stored plots."
 
 
@@ -145,16 +146,26 @@ class SessionsView(QWidget):
         self.config_table.setTextElideMode(Qt.ElideMiddle)
         self.config_table.setWordWrap(False)
         self.compare_note = QLabel()
-        tables = QSplitter(Qt.Horizontal)
-        tables.addWidget(self.figure_table)
-        tables.addWidget(self.config_table)
-        tables.setSizes([560, 560])
+        self.compare_tables = QSplitter(Qt.Horizontal)  # side by side; one above the other in a narrow window
+        self.compare_tables.addWidget(self.figure_table)
+        self.compare_tables.addWidget(self.config_table)
+        self.compare_tables.setSizes([560, 560])
         widget = QWidget()
         layout = QVBoxLayout(widget)
         layout.addLayout(choose)
         layout.addWidget(self.compare_note)
-        layout.addWidget(tables, 1)
+        layout.addWidget(self.compare_tables, 1)
         return widget
+
+    def resizeEvent(self, event) -> None:
+        """The comparison's two tables side by side where both fit whole, else one above the other: in a
+        narrow window each kept its columns past the right edge, B and the difference out of sight."""
+        super().resizeEvent(event)
+        side_by_side = event.size().width() >= SIDE_BY_SIDE_PX
+        orientation = Qt.Horizontal if side_by_side else Qt.Vertical
+        if self.compare_tables.orientation() != orientation:
+            self.compare_tables.setOrientation(orientation)
+            self.compare_tables.setSizes([560, 560])
 
     @property
     def reading(self):
