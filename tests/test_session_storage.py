@@ -450,6 +450,7 @@ def test_the_sessions_table_holds_one_choice_whatever_key_is_held(tmp_path, qtbo
     assert table.rowCount() == 2
     assert view.selected() is view.sessions[0] and view.open_button.isEnabled()  # the newest, chosen at once
     assert view.plots.totals.text() == OPEN_HINT
+    qtbot.waitUntil(lambda: view.plots.is_built)  # its plots are made a turn of the event loop each
     axis = next(iter(view.plots.plots.values())).getAxis("bottom")
     assert axis.labelText == "seconds since the session started" == view.memory.plot.getAxis("bottom").labelText
     for modifier in (Qt.ControlModifier, Qt.ShiftModifier):

@@ -96,11 +96,13 @@ class SessionsView(QWidget):
         self.reading_note = QLabel(objectName="sessionsReading")
         self.reading_bar = QProgressBar(objectName="sessionsReadingBar", minimum=0, maximum=0, visible=False)
         self.reading_bar.setMaximumWidth(160)
-        self.plots = StatsPlotsView(time.time())
+        # its seven plots made a turn of the event loop each, once the window shows: made at once, they held
+        # the window 150 ms before it could show
+        self.plots = StatsPlotsView(time.time(), made_at_once=False)
+        self.plots.built.connect(lambda: label_stored_time_axes(self.plots))
         self.plots.paused.hide()
         self.plots.follow.hide()
         self.plots.totals.setText(OPEN_HINT)
-        label_stored_time_axes(self.plots)
         self.tabs = QTabWidget()
         self.plots_area = panel_area(self.plots)  # the plots keep their least height and scroll down
         self.plots_area.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
@@ -239,6 +241,7 @@ class SessionsView(QWidget):
     def open_session(self, session_id: str) -> None:
         """Draws the session's stored series (every engine run, one after the other)."""
         summary = next(s for s in self.sessions if s.session_id == session_id)
+        self.plots.make_the_rest()  # asked for within the window's first moments
         connection = open_read_only(self.db_path)
         try:
             series = session_series(connection, list(summary.runs))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QToolButton, QVBoxLayout
 from superqt import QElidingLabel
 
@@ -64,18 +65,26 @@ def totals_text(totals: StatsTotals) -> str:
 class StatsPlotsView(LivePlotsWidget):
     """The plots; :meth:`show_stats` draws a published series when it is new and the view is not paused."""
 
-    def __init__(self, time_origin: float):
+    built = Signal()  # every plot is made (at once, or a plot a turn of the event loop: ``made_at_once=False``)
+
+    def __init__(self, time_origin: float, made_at_once: bool = True):
+        """``made_at_once=False``: the plots are made one a turn of the event loop once this returns, each turn
+        a few milliseconds instead of one stall of all seven (about 150 ms on a laptop's CPU): for a window
+        made when the user asks for it (the Sessions window); :meth:`make_the_rest` finishes at once."""
         super().__init__("statsPlots", time_origin)
         self.all_plots: dict[str, pg.PlotItem] = {}  # every plot, :data:`PLOTS`' order
         self.curves: dict[str, pg.PlotDataItem] = {}
         self.kept: dict[str, KeptCurve] = {}  # column -> the points of engines that ended
-        self._build_plots()
-        self.plots = self._shown_plots(())  # the plots laid out and drawn
-        self.grid = PlotGrid(self.graphics, list(self.plots.values()))
-        self.grid.fit(self.width())
-        self.marks = EngineMarks(list(self.all_plots.values()))
-        fixed_tops = {list(PLOTS).index(name): top for name, top in PERCENT_PLOTS.items()}
-        self.view = FollowView(list(self.all_plots.values()), fixed_tops)
+        self.plots: dict[str, pg.PlotItem] = {}  # the plots laid out and drawn
+        self.grid: PlotGrid | None = None
+        self.view: FollowView | None = None
+        self._to_make = iter(PLOTS.items())
+        self._maker = QTimer(self, interval=0)
+        self._maker.timeout.connect(self._make_one)
+        if made_at_once:
+            self.make_the_rest()
+        else:
+            self._maker.start()
         self._x = None
         self._shown = dict.fromkeys(PLOTS, -1)  # plot name -> the series version it shows
         self._next = 0  # the plot whose turn it is
@@ -98,19 +107,40 @@ class StatsPlotsView(LivePlotsWidget):
         layout.addLayout(bar)
         layout.addWidget(self.graphics, 1)
 
-    def _build_plots(self) -> None:
-        first = None
-        for name, (title, unit, curves) in PLOTS.items():
-            plot = time_plot(pg.PlotItem(), title, unit)
-            for key, legend, colour in curves:
-                self.curves[key] = live_curve(plot, colour, legend, dots=key in DOTTED_COLUMNS)
-                self.kept[key] = KeptCurve(plot, self.curves[key])
-            if first is None:
-                first = plot
-            else:
-                plot.setXLink(first)
-            add_export_actions(self, plot, name)
-            self.all_plots[name] = plot
+    @property
+    def is_built(self) -> bool:
+        return self.view is not None
+
+    def make_the_rest(self) -> None:
+        """Makes the plots not made yet, at once."""
+        while not self.is_built:
+            self._make_one()
+
+    def _make_one(self) -> None:
+        """Makes the next plot; after the last, lays them out and emits ``built``."""
+        made = next(self._to_make, None)
+        if made is None:
+            self._maker.stop()
+            self._lay_plots_out()
+            return
+        name, (title, unit, curves) = made
+        plot = time_plot(pg.PlotItem(), title, unit)
+        for key, legend, colour in curves:
+            self.curves[key] = live_curve(plot, colour, legend, dots=key in DOTTED_COLUMNS)
+            self.kept[key] = KeptCurve(plot, self.curves[key])
+        if self.all_plots:
+            plot.setXLink(next(iter(self.all_plots.values())))
+        add_export_actions(self, plot, name)
+        self.all_plots[name] = plot
+
+    def _lay_plots_out(self) -> None:
+        self.plots = self._shown_plots(())
+        self.grid = PlotGrid(self.graphics, list(self.plots.values()))
+        self.grid.fit(self.width())
+        self.marks = EngineMarks(list(self.all_plots.values()))
+        fixed_tops = {list(PLOTS).index(name): top for name, top in PERCENT_PLOTS.items()}
+        self.view = FollowView(list(self.all_plots.values()), fixed_tops)
+        self.built.emit()
 
     def _shown_plots(self, optional: tuple[str, ...]) -> dict[str, pg.PlotItem]:
         return {name: plot for name, plot in self.all_plots.items() if name not in OPTIONAL_PLOTS or name in optional}
@@ -124,7 +154,8 @@ class StatsPlotsView(LivePlotsWidget):
     def resizeEvent(self, event) -> None:
         """As many columns as the new width holds (laid out again only when that number changes)."""
         super().resizeEvent(event)
-        self.grid.fit(event.size().width())
+        if self.grid is not None:
+            self.grid.fit(event.size().width())
 
     @property
     def time_plot(self) -> pg.PlotItem:
