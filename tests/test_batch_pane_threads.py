@@ -81,3 +81,18 @@ def test_a_file_with_no_prompts_says_why_and_offers_nothing_to_export(qtbot, tmp
     assert pane.file_label.text() == "No prompts read from empty.jsonl: the file is empty (0 bytes): there are no " \
                                      "prompts to read."
     assert not pane.export_button.isEnabled() and not pane.run_button.isEnabled()
+
+
+def test_the_line_column_widens_to_the_largest_line_number(qtbot, tmp_path):
+    """A file of 100,000 lines or more showed its line numbers as "100…" in the window's font."""
+    from PySide6.QtWidgets import QStyle
+
+    pane = pane_of(qtbot)
+    path = tmp_path / "long.jsonl"
+    path.write_text("\n" * 1_234_566 + json.dumps({"prompt": "the last line"}) + "\n")  # blank lines are skipped
+    assert pane.open_file(str(path), "jsonl")
+    qtbot.waitUntil(lambda: pane.loading is None and pane.loader.done, timeout=TIMEOUT_MS)
+    assert pane.table_model.data(pane.table_model.index(0, 0)) == "1234567"
+    margin = pane.table.style().pixelMetric(QStyle.PM_FocusFrameHMargin, None, pane.table) + 1  # the delegate's
+    needed = pane.table.fontMetrics().horizontalAdvance("1234567") + 2 * margin
+    assert pane.table.horizontalHeader().sectionSize(0) >= needed, "the number is shown whole, not elided"

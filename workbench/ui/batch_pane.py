@@ -367,6 +367,7 @@ class BatchPane(QWidget):
         """Puts ``results`` in the table with the progress line, the detail and the filters afresh."""
         self.run = run
         self.table_model.set_results(results)
+        self._fit_line_column()
         self.table.setColumnHidden(REFERENCE_COLUMN, results.num_references == 0)
         for column in IMAGE_COLUMNS:
             self.table.setColumnHidden(column, results.num_image_rows == 0)
@@ -466,6 +467,7 @@ class BatchPane(QWidget):
         for run in self.model.batch_runs.values():
             run.poll()  # rows whose images have been read go to the engine
         self.table_model.refresh()
+        self._fit_line_column()
         self._sync_finish_filter()
         if self.run is not None:
             progress = self.run.progress()
@@ -474,6 +476,17 @@ class BatchPane(QWidget):
             self.progress_label.setText(progress_text(progress))
         self._sync_runs()
         self._update_controls()
+
+    def _fit_line_column(self) -> None:
+        """The Line column as wide as the largest line number shown (a file of 100,000 lines or more showed
+        "100…"); it only widens, so the columns right of it do not move back and forth."""
+        results = self.table_model.results
+        if not results.num_rows:
+            return
+        widest = self.table.fontMetrics().horizontalAdvance(str(int(results.column("line_no").max()))) + 16
+        header = self.table.horizontalHeader()
+        if widest > header.sectionSize(0):
+            header.resizeSection(0, widest)
 
     def _sync_finish_filter(self) -> None:
         names = [n for n in self.table_model.results.finish_reason_names if n]
