@@ -314,6 +314,23 @@ def test_without_a_browser_the_report_check_fails_in_ci_and_skips_elsewhere(monk
         browser.browser()
 
 
+def runs_of_the_app(path, count: int, with_engine_run: bool = True) -> str:
+    """``count`` runs of the app kept in the database at ``path``, each (``with_engine_run``) with an engine
+    run that became ready; returns the last one's session id."""
+    for _ in range(count):
+        storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
+        storage.restore_into(model)
+        storage.start(model, FACTS)
+        if with_engine_run:
+            for event in (StateChanged(EngineState.STARTING, "starting", 1),
+                          StateChanged(EngineState.READY, "ready", 1)):
+                model.apply(event)
+        assert storage.flush()
+        session_id = storage.session_id
+        storage.close()
+    return session_id
+
+
 def test_the_sessions_window_names_a_database_it_cannot_read(tmp_path, qtbot):
     from workbench.ui.sessions_view import SessionsView
 
@@ -335,14 +352,7 @@ def test_the_sessions_window_reads_off_the_gui_thread_and_says_so_meanwhile(tmp_
     from workbench.ui.sessions_view import SessionsView
 
     path = tmp_path / "workbench.db"
-    for _ in range(2):  # two runs of the app, each with an engine run: two runs to compare
-        storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
-        storage.restore_into(model)
-        storage.start(model, FACTS)
-        for event in (StateChanged(EngineState.STARTING, "starting", 1), StateChanged(EngineState.READY, "ready", 1)):
-            model.apply(event)
-        assert storage.flush()
-        storage.close()
+    runs_of_the_app(path, 2)  # two runs of the app, each with an engine run: two runs to compare
     read_on = []
     for name in ("read_listing", "compare_runs"):
         real = getattr(sessions_view, name)
@@ -435,13 +445,7 @@ def test_the_sessions_table_holds_one_choice_whatever_key_is_held(tmp_path, qtbo
     from workbench.ui.sessions_view import OPEN_HINT, SessionsView
 
     path = tmp_path / "workbench.db"
-    for _ in range(2):  # two runs of the app: two sessions, the newest first in the table
-        storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
-        storage.restore_into(model)
-        storage.start(model, FACTS)
-        assert storage.flush()
-        current = storage.session_id
-        storage.close()
+    current = runs_of_the_app(path, 2, with_engine_run=False)  # two sessions, the newest first in the table
     view = SessionsView(path, current)
     qtbot.addWidget(view)
     qtbot.waitUntil(lambda: view.reading is None and view.comparing is None)  # read off the GUI thread
@@ -552,14 +556,7 @@ def test_the_comparison_s_tables_stack_in_a_narrow_window_so_every_column_shows(
     from workbench.ui.sessions_view import SIDE_BY_SIDE_PX, SessionsView
 
     path = tmp_path / "workbench.db"
-    for _ in range(2):  # two runs of the app, each with an engine run: two runs compared
-        storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
-        storage.restore_into(model)
-        storage.start(model, FACTS)
-        for event in (StateChanged(EngineState.STARTING, "starting", 1), StateChanged(EngineState.READY, "ready", 1)):
-            model.apply(event)
-        assert storage.flush()
-        storage.close()
+    runs_of_the_app(path, 2)  # two runs of the app, each with an engine run: two runs compared
     view = SessionsView(path)
     qtbot.addWidget(view)
     qtbot.waitUntil(lambda: view.reading is None and view.comparing is None)
@@ -580,11 +577,7 @@ def test_the_sessions_window_makes_its_plots_after_it_is_made_and_open_finishes_
     from workbench.ui.sessions_view import SessionsView
 
     path = tmp_path / "workbench.db"
-    storage, model = Storage.open(path), AppModel(EngineConfig("demo"), "")
-    storage.restore_into(model)
-    storage.start(model, FACTS)
-    assert storage.flush()
-    storage.close()
+    runs_of_the_app(path, 1, with_engine_run=False)
     view = SessionsView(path)
     qtbot.addWidget(view)
     assert not view.plots.is_built and view.plots.plots == {}

@@ -63,6 +63,7 @@ class BatchPane(QWidget):
         self.confirm = ask_to_confirm  # (parent, title, text) -> bool; leaving a run's results asks through it
         self.loader: PromptLoader | None = None  # the file read last
         self.loader_run_id: str | None = None  # the run made of it; None while it has not run
+        self._line_column_rows = 0  # the shown results' rows when the Line column was last fitted
         self.run: BatchRun | None = None  # the run shown; None: the file read, or nothing
         self.restored_ids = set(model.batch_runs)  # runs an earlier session stored
         self.table_model = BatchTableModel()
@@ -367,6 +368,7 @@ class BatchPane(QWidget):
         """Puts ``results`` in the table with the progress line, the detail and the filters afresh."""
         self.run = run
         self.table_model.set_results(results)
+        self._line_column_rows = 0
         self._fit_line_column()
         self.table.setColumnHidden(REFERENCE_COLUMN, results.num_references == 0)
         for column in IMAGE_COLUMNS:
@@ -481,8 +483,9 @@ class BatchPane(QWidget):
         """The Line column as wide as the largest line number shown (a file of 100,000 lines or more showed
         "100…"); it only widens, so the columns right of it do not move back and forth."""
         results = self.table_model.results
-        if not results.num_rows:
-            return
+        if results.num_rows == self._line_column_rows:
+            return  # the GUI timer's tick: nothing to do unless rows came
+        self._line_column_rows = results.num_rows
         widest = self.table.fontMetrics().horizontalAdvance(str(int(results.column("line_no").max()))) + 16
         header = self.table.horizontalHeader()
         if widest > header.sectionSize(0):
