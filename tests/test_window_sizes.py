@@ -125,3 +125,23 @@ def test_a_key_gives_a_region_the_whole_window_and_takes_it_back(config_dir, qtb
 
 def region_panel(window, title):
     return window.engine_region.panels[title]
+
+
+@pytest.mark.parametrize("size", [(683, 768), (1280, 720)], ids=["half-a-laptop", "laptop"])
+def test_the_tune_tab_fits_the_window_it_opens_in(config_dir, qtbot, size):
+    """Tools > Tune… on half a 1366-pixel screen: the tab had made the window 742 px wide (its buttons and
+    form would not shrink), cutting the window's right edge off the screen. Now the window keeps its width,
+    every button of the tab's rows is in sight, and the form fits without scrolling across (the search space's
+    table may: its notes are in its cells' tooltips too)."""
+    window = open_window(qtbot, size)
+    window.tune.show_tab()
+    pane = window.tune.pane
+    qtbot.waitUntil(pane.isVisible)
+    qtbot.wait(50)  # the layout runs on the next turn of the event loop
+    assert window.width() == size[0]
+    for key, button in (*pane.buttons.items(), ("setup", pane.setup_button)):
+        if button.isVisible():
+            right = button.mapTo(pane, button.rect().topRight()).x()
+            assert right < pane.width(), (key, right, pane.width())
+    assert set(horizontal_bars(pane)) <= {"tuneSpaceTable"}
+    window.close()

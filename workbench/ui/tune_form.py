@@ -98,6 +98,7 @@ class TuneForm(QWidget):
         }
         self.gen["rate_per_s"].setSpecialValueText("all at once")
         form = QFormLayout(page)
+        form.setRowWrapPolicy(QFormLayout.WrapLongRows)  # a field below its label where the pane is narrow
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow("Requests", self.gen["num_requests"])
         form.addRow("Arrivals (Poisson)", self.gen["rate_per_s"])
@@ -126,6 +127,7 @@ class TuneForm(QWidget):
         self.file_rate = _real(0, 10_000, 0, 2, " /s", "tuneFileRate")
         self.file_rate.setSpecialValueText("all at once")
         form = QFormLayout(page)
+        form.setRowWrapPolicy(QFormLayout.WrapLongRows)  # a field below its label where the pane is narrow
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow("File", self._pair(self.file_path, "", browse))
         form.addRow("Arrivals (Poisson)", self.file_rate)
@@ -143,6 +145,7 @@ class TuneForm(QWidget):
         layout.addWidget(self.session, 1)  # as wide as the row: the list says when, on which model, how many
         layout.addWidget(refresh)
         form = QFormLayout(page)
+        form.setRowWrapPolicy(QFormLayout.WrapLongRows)  # a field below its label where the pane is narrow
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow("Session", row)
         form.addRow("", QLabel("Its requests are sent again at their arrival times, with their prompt and "
@@ -158,6 +161,7 @@ class TuneForm(QWidget):
         self.goal_rate.setSpecialValueText("the workload's own")
         self.goal_kind.currentIndexChanged.connect(self._on_goal_kind_changed)
         form = QFormLayout(box)
+        form.setRowWrapPolicy(QFormLayout.WrapLongRows)  # a field below its label where the pane is narrow
         form.addRow(self.goal_kind)
         self.ttft_limit.setToolTip("Goodput counts the output tokens of the requests whose time to first token is "
                                    "within this (vllm bench serve --goodput ttft:…)")
@@ -184,6 +188,7 @@ class TuneForm(QWidget):
                                 "at least 2 minutes")
         self.name = QLineEdit(time.strftime("tune-%Y%m%d-%H%M"), objectName="tuneName")
         form = QFormLayout(box)
+        form.setRowWrapPolicy(QFormLayout.WrapLongRows)  # a field below its label where the pane is narrow
         form.addRow("Sampler", self.sampler)
         form.addRow("Time budget", self.budget)
         form.addRow(self.problems["budget"])

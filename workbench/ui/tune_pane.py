@@ -13,8 +13,8 @@ from __future__ import annotations
 import shiboken6
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QApplication, QComboBox, QHBoxLayout, QInputDialog, QLabel, QMessageBox, QProgressBar, QPushButton, QScrollArea,
-    QSplitter, QVBoxLayout, QWidget,
+    QApplication, QComboBox, QHBoxLayout, QInputDialog, QLabel, QMessageBox, QProgressBar, QScrollArea,
+    QSplitter, QToolButton, QVBoxLayout, QWidget,
 )
 from superqt.utils import create_worker
 
@@ -69,16 +69,21 @@ class TunePane(QWidget):
                                 ("resume", "Resume", self.resume), ("open", "Open", self.open_past),
                                 ("preset", "Apply as preset…", self.apply_as_preset),
                                 ("serve", "Copy vllm serve line", self.copy_serve_line)):
-            button = QPushButton(text, objectName=f"tune{key.capitalize()}Button")
+            # tool buttons: as wide as their words (a push button is 80 px at the least), so that the row fits a
+            # window on half a laptop's screen
+            button = QToolButton(text=text, objectName=f"tune{key.capitalize()}Button")
             button.clicked.connect(lambda _=False, s=slot: s())
             self.buttons[key] = button
-        self.setup_button = QPushButton("Setup", objectName="tuneSetupButton", checkable=True, checked=True)
+        self.setup_button = QToolButton(text="Setup", objectName="tuneSetupButton", checkable=True, checked=True)
         self.setup_button.setToolTip("Show or hide the workload, goal and search space")
         self.setup_button.toggled.connect(self._on_setup_button_toggled)
         self.summary = QLabel(objectName="tuneSummary", wordWrap=True, visible=False)
-        self.resumable = QComboBox(objectName="tuneResumable")
+        # the lists as wide as a short name, not their longest (a long name had widened the whole window)
+        self.resumable = QComboBox(objectName="tuneResumable", minimumContentsLength=14,
+                                   sizeAdjustPolicy=QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.resumable.setToolTip("Searches a closed or killed app left unfinished: Resume carries one on")
-        self.past = QComboBox(objectName="tunePast")
+        self.past = QComboBox(objectName="tunePast", minimumContentsLength=14,
+                              sizeAdjustPolicy=QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.past.setToolTip("Searches that ended: Open shows one's trials and verdict, to apply or copy its best")
         self.progress = QProgressBar(objectName="tuneProgress", maximum=PROGRESS_STEPS, textVisible=True,
                                      visible=False)  # shown with the first search
@@ -98,7 +103,6 @@ class TunePane(QWidget):
         setup_layout.addWidget(QLabel("<b>Search space</b> (double-click a range to edit it)"))
         setup_layout.addWidget(self.space, 1)
         self.setup_area = QScrollArea(objectName="tuneSetup", widgetResizable=True)
-        self.setup_area.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.setup_area.setWidget(setup)
         results = self.results = QSplitter(Qt.Vertical, objectName="tuneResultsSplitter")
         results.addWidget(self.plot)
