@@ -150,7 +150,7 @@ def _fill(results, num_rows: int) -> None:
         results.finish(row, DONE, "length" if row % 3 else "stop", figures)
 
 
-def test_a_text_column_sorts_as_python_sorts_its_texts_ties_in_file_order(qapp):
+def test_a_text_column_sorts_as_python_sorts_its_texts_ties_in_file_order(qtbot):
     """Text columns are sorted by each text's rank in Python's sort: a fixed-width numpy array of 100,000 outputs
     of 2,000 characters took 770 MB and 1.7 s (docs/results/cpu-batch-text-sort/)."""
     from PySide6.QtCore import Qt
@@ -170,8 +170,66 @@ def test_a_text_column_sorts_as_python_sorts_its_texts_ties_in_file_order(qapp):
     assert list(model.order) == expected == [4, 2, 1, 3, 7, 5, 0, 6]
     model.sort(text, Qt.DescendingOrder)
     assert list(model.order) == expected[::-1]
-    model.sort(prompt, Qt.AscendingOrder)
+    model.sort(prompt, Qt.AscendingOrder)  # ranked on a worker
+    qtbot.waitUntil(lambda: not model.sorting)
     assert list(model.order) == list(range(len(outputs)))[::-1]  # "prompt 1" is the last row's
+
+
+def _kept_results(prompts: list[str]):
+    """Results as a start reads a kept run back: each prompt's stored JSON, read when first asked for."""
+    from workbench.batch.results import BatchResults
+    from workbench.batch.stored_prompts import StoredPrompts
+    from workbench.storage.codec import prompt_from_json, to_json
+
+    texts = [to_json(BatchPrompt(line_no, prompt=prompt)) for line_no, prompt in enumerate(prompts, 1)]
+    results = BatchResults()
+    results.append_stored(StoredPrompts(texts, prompt_from_json), np.arange(1, len(prompts) + 1), 0, 0)
+    return results
+
+
+def test_a_kept_run_sorted_by_its_prompts_reads_them_on_a_worker_then_sorts(qtbot):
+    """A kept run's prompts are read back from their JSON when first asked for; a sort by the Prompt column
+    needs them all (0.8 s for 100,000, on the GUI thread). The rows are now ranked on a worker that reads them,
+    saying how far it is, the window's order staying as it was meanwhile."""
+    from PySide6.QtCore import Qt
+
+    from workbench.ui.batch_table import COLUMNS, BatchTableModel
+
+    prompt = [key for key, _ in COLUMNS].index("prompt")
+    words = [f"{(row * 7919) % 30_000:05d} question" for row in range(30_000)]
+    results = _kept_results(words)
+    model = BatchTableModel(results)
+    progress = []
+    model.reading.connect(lambda done, total: progress.append((done, total)))
+    model.sort(prompt, Qt.DescendingOrder)
+    assert model.sorting and list(model.order[:3]) == [0, 1, 2], "the order waits for the ranks"
+    qtbot.waitUntil(lambda: not model.sorting, timeout=60_000)
+    assert [words[row] for row in model.order] == sorted(words, reverse=True)
+    assert results.prompts.num_read == len(words)
+    assert progress[0] == (0, 30_000) and (30_000, 30_000) in progress and progress[-1] == (0, 0)
+    model.sort(prompt, Qt.AscendingOrder)  # ranked once: sorted at once
+    assert not model.sorting and [words[row] for row in model.order] == sorted(words)
+
+    # another kept run shown while sorted by Prompt: its prompts are read in turn, then it is sorted too
+    other = _kept_results(["b", "c", "a"])
+    model.set_results(other)
+    qtbot.waitUntil(lambda: not model.sorting, timeout=60_000)
+    assert list(model.order) == [2, 0, 1]
+
+
+def test_a_kept_prompt_that_does_not_read_back_says_so_and_leaves_the_order(qtbot):
+    from PySide6.QtCore import Qt
+
+    from workbench.ui.batch_table import COLUMNS, BatchTableModel
+
+    results = _kept_results(["b", "a", "c"])
+    results.prompts._texts[1] = "{not json"
+    model = BatchTableModel(results)
+    with qtbot.waitSignal(model.reading_failed, timeout=60_000) as failed:
+        model.sort([key for key, _ in COLUMNS].index("prompt"), Qt.AscendingOrder)
+    assert "did not read back" in failed.args[0]
+    qtbot.waitUntil(lambda: not model.sorting)
+    assert model.sort_key is None and list(model.order) == [0, 1, 2]
 
 
 def test_100k_lines_parsed_into_the_table_model_then_sorted_and_filtered(qapp, tmp_path):

@@ -110,6 +110,13 @@ class BatchPane(QWidget):
         self.progress = QProgressBar(objectName="batchProgress", textVisible=False)
         self.progress_label = QLabel("", objectName="batchProgressText", wordWrap=True)  # never widens the pane
         self.export_progress = QProgressBar(objectName="batchExportProgress", visible=False)
+        # a sort by what the prompts hold ranks them on a worker (a kept run's read back from storage first)
+        self.sort_progress = QProgressBar(objectName="batchSortProgress", visible=False,
+                                          format="Sorting by the prompts: %p%")
+        self.sort_progress.setMinimumWidth(self.sort_progress.fontMetrics().horizontalAdvance(
+            "Sorting by the prompts: 100%") + 24)  # its words whole, beside the filters
+        self.table_model.reading.connect(self._on_sort_reading)
+        self.table_model.reading_failed.connect(self._on_sort_failed)
         self.status_filter = QComboBox(objectName="batchStatusFilter")
         for label, code in status_choices():
             self.status_filter.addItem(label, code)
@@ -147,6 +154,7 @@ class BatchPane(QWidget):
         filters.addWidget(self.status_filter)
         filters.addWidget(self.finish_filter)
         filters.addStretch(1)
+        filters.addWidget(self.sort_progress)
         filters.addWidget(self.export_progress)
         rows = QSplitter(Qt.Vertical, objectName="batchRowsSplitter")
         rows.addWidget(self.table)
@@ -496,6 +504,15 @@ class BatchPane(QWidget):
         if self.finish_filter.count() - 1 != len(names):
             for name in names[self.finish_filter.count() - 1:]:
                 self.finish_filter.addItem(name, name)
+
+    def _on_sort_reading(self, done: int, total: int) -> None:
+        self.sort_progress.setVisible(total > 0)
+        self.sort_progress.setMaximum(max(total, 1))
+        self.sort_progress.setValue(done)
+
+    def _on_sort_failed(self, message: str) -> None:
+        self.progress_label.setText(message)
+        self.table.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)  # the file's order, as shown
 
     def _on_filters_changed(self) -> None:
         self.table_model.set_filters(self.status_filter.currentData(), self.finish_filter.currentData())
