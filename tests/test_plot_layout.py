@@ -105,6 +105,18 @@ def test_every_time_axis_is_labelled_and_every_text_is_at_the_window_font_size(q
         assert float(plot.titleLabel.opts["size"].removesuffix("pt")) >= font_pt, name
 
 
+def test_a_time_axis_too_narrow_for_its_words_says_its_unit_whole_and_widened_says_them_again(qtbot):
+    """On half a laptop screen the plots are about 130 px wide: "s since the window opened" was cut off at
+    "s since the window opene". Now such an axis says "s" (its tooltip says the whole); made wide, the words."""
+    area, plots, memory = stacked(qtbot, 280)
+    axis = plots.plots["tokens"].getAxis("bottom")
+    qtbot.waitUntil(lambda: axis.labelText == "s")
+    assert "s since the window opened" in axis.toolTip()
+    area.resize(950, 600)
+    qtbot.waitUntil(lambda: axis.labelText == "s since the window opened")
+    assert memory.plot.getAxis("bottom").labelText == "s since the window opened"
+
+
 def test_a_legend_lies_in_the_columns_its_plot_holds():
     assert legend_columns(900, 2) == 2 and legend_columns(250, 2) == 1
     assert legend_columns(450, 4) == 2 and legend_columns(900, 4) == 4

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QApplication, QCheckBox, QLabel, QSizePolicy, QWidget
 
 from workbench.engine.events import EngineState
@@ -30,6 +30,7 @@ MAX_MARKS = 50  # engine ends marked; older marks go
 DIED_COLOUR, ENDED_COLOUR = "#ef5350", "#9e9e9e"
 MARK_FONT_PT = 7
 TIME_LABEL = "s since the window opened"
+LABEL_ROOM_PX = 12  # the least room either side of an axis label shown whole
 LEFT_AXIS_PX = 54  # room for "2000" and the unit beside it at the window's font size
 PREFERRED_WIDTH_PX = 300  # the canvas asks for no more width than a narrow engine region has
 LEGEND_ALPHA = "a0"  # the legend's background: the plot's, 63 % opaque (the curves show through)
@@ -76,10 +77,25 @@ def time_plot(plot: pg.PlotItem, title: str, unit: str = "", time_label: str = T
 
 
 def label_time_axis(plot: pg.PlotItem, text: str) -> None:
-    """The time axis says what its seconds count from (the tooltip says it in full)."""
+    """The time axis says what its seconds count from; on a plot too narrow for that, only its unit (its
+    first word: the words had been cut off mid-word), the tooltip saying it in full either way."""
     axis = plot.getAxis("bottom")
-    axis.setLabel(text, **{"font-size": text_size()})
+    first = not hasattr(axis, "full_label")
+    axis.full_label = text
     axis.setToolTip(f"Time axis: {text}. Every plot here shares it.")
+    fit_time_label(axis)
+    if first:
+        plot.getViewBox().sigResized.connect(lambda _: fit_time_label(axis))
+
+
+def fit_time_label(axis: pg.AxisItem) -> None:
+    """The axis's whole label where the axis is wide enough for it, else its first word; laid out again only
+    when that changes (a new label lays the axis out again)."""
+    whole = axis.full_label
+    fits = QFontMetrics(window_font()).horizontalAdvance(whole) + LABEL_ROOM_PX <= axis.geometry().width()
+    wanted = whole if fits or axis.geometry().width() == 0 else whole.split(" ", 1)[0]
+    if axis.labelText != wanted or not axis.label.isVisible():
+        axis.setLabel(wanted, **{"font-size": text_size()})
 
 
 def fixed_size_text(label: QLabel) -> QLabel:
