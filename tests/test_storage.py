@@ -122,6 +122,44 @@ def test_a_batch_run_comes_back_with_its_results(tmp_path):
     storage.close()
 
 
+def test_a_kept_run_says_how_long_it_ran_and_its_tokens_a_second_after_a_restart(tmp_path):
+    """A kept run read back said "ran 0s · 0 tok/s": its running time was not kept. It is now the time its rows
+    were in the engine (each from its arrival to its end), which leaves out pauses and the time between
+    sessions; a run whose rows hold no such times (a server that gives no end-to-end latency) says neither."""
+    from dataclasses import replace
+
+    from workbench.ui.batch_runs import progress_text
+
+    storage, model = started(tmp_path / "workbench.db")
+    results = BatchResults()
+    for line_no in (1, 2, 3):
+        results.append(BatchPrompt(line_no, prompt=f"prompt {line_no}"))
+    run = model.new_batch_run(results, RunSettings(max_in_flight=3), source=("/p.jsonl", "jsonl"))
+    run.start()
+    for row, e2e_s in enumerate((2.0, 3.0, 1.0)):  # all three in the engine together, the longest 3 s
+        run.request_finished(StreamEvent(f"{run.run_id}-{row}", "", True, "length",
+                                         RequestFigures(10, 0, 8, 0.1, 50.0, e2e_s=e2e_s)))
+    storage, model = restarted(storage, tmp_path / "workbench.db")
+    progress = model.batch_runs[run.run_id].progress()
+    assert progress.state == "finished" and progress.elapsed_s == pytest.approx(3.0, abs=0.5)
+    assert progress.tokens_per_s == pytest.approx(24 / progress.elapsed_s)
+    assert progress_text(progress).startswith(f"3 done · ran 3s · {24 / progress.elapsed_s:,.0f} tok/s")
+    untimed = progress_text(replace(progress, elapsed_s=0.0))
+    assert "ran" not in untimed and "tok/s" not in untimed
+    storage.close()
+
+
+def test_the_time_in_the_engine_is_the_union_of_the_rows_times():
+    import numpy as np
+
+    from workbench.batch.busy_time import busy_seconds
+
+    assert busy_seconds(np.array([]), np.array([])) == 0.0
+    assert busy_seconds(np.array([5.0, 0.0, 1.0]), np.array([6.0, 2.0, 3.0])) == 4.0  # [0, 3] and [5, 6]
+    assert busy_seconds(np.array([0.0, 2.0, 4.0]), np.array([10.0, 3.0, 12.0])) == 12.0  # nested, overlapping
+    assert busy_seconds(np.array([0.0, 1.0]), np.array([1.0, 2.0])) == 2.0  # touching
+
+
 def test_every_column_of_a_batch_run_comes_back_as_it_was_whatever_its_figures_lack(tmp_path):
     """A kept run's figures are read back by SQLite into arrays, not a RequestFigures a row: every column, status,
     finish reason, text and error comes back as the run held it, for figures that lack what a server may not

@@ -98,10 +98,12 @@ class BatchRun:
 
     @classmethod
     def restored(cls, run_no: int, results: BatchResults, settings: RunSettings, owners: RequestRegistry,
-                 source: tuple[str, str] = ("", "")) -> BatchRun:
+                 source: tuple[str, str] = ("", ""), elapsed_s: float = 0.0) -> BatchRun:
         """A run stored by an earlier session: finished rows kept; rows that had not ended wait to be
-        sent again (paused), so Resume finishes the run. It has no engine until the model gives it one."""
+        sent again (paused), so Resume finishes the run. It has no engine until the model gives it one.
+        ``elapsed_s``: how long it had requests in the engine (``busy_time``), its "ran" and tok/s."""
         run = cls(run_no, results, settings, None, owners, source=source)
+        run._elapsed_s = elapsed_s
         unfinished = [row for row in range(results.num_rows) if results.status(row) in (QUEUED, RUNNING)]
         for row in unfinished:
             results.set_status(row, QUEUED)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from workbench.batch.busy_time import busy_seconds
 from workbench.batch.results import CANCELLED, COUNT_COLUMNS, DONE, ERROR, FIGURE_NAMES, TIME_COLUMNS, BatchResults
 from workbench.batch.run import BatchRun
 from workbench.batch.stored_prompts import StoredPrompts
@@ -72,10 +73,10 @@ def load_batch_runs(connection: sqlite3.Connection, owners: RequestRegistry) -> 
     runs = []
     for run_id, source, settings in connection.execute(
             "SELECT run_id, source, settings FROM batch_runs WHERE forgotten_s IS NULL ORDER BY created_s"):
-        results = load_results(connection, run_id)
+        results, busy_s = load_results(connection, run_id)
         run_no = int(run_id.removeprefix("batch")) if run_id.removeprefix("batch").isdigit() else 0
         runs.append(BatchRun.restored(run_no, results, run_settings_from_json(settings), owners,
-                                      tuple(json.loads(source))))
+                                      tuple(json.loads(source)), busy_s))
     return runs
 
 
@@ -89,13 +90,16 @@ _STORED_FIGURES = {
 }
 
 
-def load_results(connection: sqlite3.Connection, run_id: str) -> BatchResults:
-    """A stored batch run's rows; the ended ones with their status, text and figures. The figures are read by
-    SQLite into arrays: no RequestFigures a row (a run of 100,000 rows read back in a fraction of the time)."""
+def load_results(connection: sqlite3.Connection, run_id: str) -> tuple[BatchResults, float]:
+    """A stored batch run's rows, the ended ones with their status, text and figures; and how long it had
+    requests in the engine (the union of its rows' times in it, each from its end less vLLM's end-to-end
+    latency to its end; a row without that latency, a server's that gives none, left out). The figures are
+    read by SQLite into arrays: no RequestFigures a row (100,000 rows read back in a fraction of the time)."""
     figures = ", ".join(f"CASE WHEN figures IS NULL THEN NULL ELSE {column} END" for column in _STORED_FIGURES.values())
     rows = connection.execute(
-        f"SELECT prompt, status, finish_reason, text, error, {figures}, json_extract(prompt, '$.line_no'), "
-        "json_extract(prompt, '$.reference') IS NOT NULL, coalesce(json_array_length(prompt, '$.images'), 0) > 0 "
+        f"SELECT prompt, status, finish_reason, text, error, {figures}, finished_s, "
+        "json_extract(prompt, '$.line_no'), json_extract(prompt, '$.reference') IS NOT NULL, "
+        "coalesce(json_array_length(prompt, '$.images'), 0) > 0 "
         "FROM batch_rows WHERE run_id = ? ORDER BY row", (run_id,)).fetchall()
     results = BatchResults(capacity=max(16, len(rows)))
     # each prompt read from its JSON when first asked for (the table asks for the rows it shows)
@@ -104,8 +108,9 @@ def load_results(connection: sqlite3.Connection, run_id: str) -> BatchResults:
                           sum(line[-2] for line in rows), sum(line[-1] for line in rows))
     ended = [row for row, line in enumerate(rows) if line[1] in ENDED]
     if not ended:
-        return results
-    table = np.array([rows[row][5:-3] for row in ended], dtype=float).reshape(len(ended), len(_STORED_FIGURES))
+        return results, 0.0
+    table = np.array([rows[row][5:-3] for row in ended], dtype=float).reshape(len(ended), len(_STORED_FIGURES) + 1)
+    table, finished_s = table[:, :-1], table[:, -1]
     results.finish_stored(np.array(ended), np.array([rows[row][1] for row in ended], dtype=np.uint8),
                           [rows[row][2] for row in ended],
                           {name: np.where(np.isnan(column), -1, column) if name in COUNT_COLUMNS else column
@@ -114,7 +119,9 @@ def load_results(connection: sqlite3.Connection, run_id: str) -> BatchResults:
         results.texts[row] = rows[row][3]
         if rows[row][4]:
             results.errors[row] = rows[row][4]
-    return results
+    e2e_s = table[:, list(_STORED_FIGURES).index("e2e_s")]
+    timed = ~np.isnan(finished_s) & ~np.isnan(e2e_s)
+    return results, busy_seconds(finished_s[timed] - e2e_s[timed], finished_s[timed])
 
 
 def close_interrupted_engine_runs(connection: sqlite3.Connection) -> None:

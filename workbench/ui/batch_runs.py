@@ -43,9 +43,10 @@ def progress_text(p: BatchProgress) -> str:
     parts = [counts_text(p)]
     if p.state == "running":
         parts.append("ETA: measuring…" if p.eta_s is None else f"ETA {duration_text(p.eta_s)}")
-    elif ended(p):
+    elif ended(p) and p.elapsed_s > 0:  # none for a kept run whose rows hold no times (a server's)
         parts.append(f"ran {duration_text(p.elapsed_s)}")
-    parts.append(f"{p.tokens_per_s:,.0f} tok/s")
+    if p.elapsed_s > 0 or p.state == "running":
+        parts.append(f"{p.tokens_per_s:,.0f} tok/s")
     if not ended(p):
         parts.append(f"{p.num_in_flight} in the engine")
     elif p.num_in_flight:
