@@ -145,3 +145,28 @@ def test_the_tune_tab_fits_the_window_it_opens_in(config_dir, qtbot, size):
             assert right < pane.width(), (key, right, pane.width())
     assert set(horizontal_bars(pane)) <= {"tuneSpaceTable"}
     window.close()
+
+
+def test_windows_of_their_own_open_within_the_screen(config_dir, qtbot, tmp_path):
+    """File > Sessions… opened at 1200 × 860 and Model > Get a model… at 1100 × 760: on a 1366 × 768 laptop
+    both ran off the foot of the screen, their buttons out of reach. Each now takes at most the share of the
+    screen's free area the main window takes (the offscreen screen here is smaller than either)."""
+    from PySide6.QtGui import QGuiApplication
+    from PySide6.QtWidgets import QWidget
+
+    from workbench.ui.engine_log_view import EngineLogDialog
+    from workbench.ui.sessions_view import SessionsView
+    from workbench.ui.window_layout import SCREEN_SHARE, resize_within_screen
+
+    free = QGuiApplication.primaryScreen().availableGeometry()
+    assert free.height() < 860 and free.width() < 1200, "the screen must be smaller than the windows' own sizes"
+    log = tmp_path / "engine.log"
+    log.write_text("INFO a line\n")
+    for window in (SessionsView(tmp_path / "workbench.db"), EngineLogDialog(str(log))):
+        qtbot.addWidget(window)
+        assert window.width() <= free.width() * SCREEN_SHARE and window.height() <= free.height() * SCREEN_SHARE, \
+            (type(window).__name__, window.size())
+    small = QWidget()
+    qtbot.addWidget(small)
+    resize_within_screen(small, 300, 200)  # what fits is given whole
+    assert (small.width(), small.height()) == (300, 200)

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.export.benchmark_results import BenchmarkResults, bar_colour, read_results
+from workbench.ui.window_layout import resize_within_screen
 
 
 class BenchmarkView(QDialog):
@@ -81,7 +82,7 @@ class BenchmarkView(QDialog):
         layout.addWidget(self.message)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.plot, 1)
-        self.resize(900, 700)
+        resize_within_screen(self, 900, 700)
 
     def _ask_to_stop(self) -> bool:
         answer = QMessageBox.question(

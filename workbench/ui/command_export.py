@@ -6,6 +6,7 @@ from PySide6.QtGui import QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import QComboBox, QDialog, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout
 
 from workbench.presets.command_out import FORMS, export_command
+from workbench.ui.window_layout import resize_within_screen
 
 
 class CommandExportDialog(QDialog):
@@ -35,7 +36,7 @@ class CommandExportDialog(QDialog):
         layout.addLayout(top)
         layout.addWidget(self.text, 1)
         layout.addLayout(buttons)
-        self.resize(760, 420)
+        resize_within_screen(self, 760, 420)
         self._on_form_changed(self.form.currentText())
 
     def choose(self, form: str) -> None:

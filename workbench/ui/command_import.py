@@ -21,6 +21,7 @@ from workbench.presets.command_in import NON_OPTION, ImportedCommand, import_tex
 from workbench.presets.command_text import CommandTextError, decode
 from workbench.presets.trust import is_trusted, remember_trust
 from workbench.ui.preset_replace import ask_replace
+from workbench.ui.window_layout import resize_within_screen
 
 COLOURS = {NON_OPTION: "#9b1c1c", "bad value": "#9b1c1c", "check": "#92400e", "note": "#1e3a8a",
            "needs a value": "#92400e"}
@@ -111,7 +112,7 @@ class CommandImportDialog(QDialog):
         layout.addWidget(self.busy)
         layout.addWidget(self.status)
         layout.addLayout(name_row)
-        self.resize(900, 640)
+        resize_within_screen(self, 900, 640)
 
     def open_file(self, path: str | None = None) -> None:
         path = path or QFileDialog.getOpenFileName(self, "Open a command line", "",

@@ -5,6 +5,7 @@ from PySide6.QtGui import QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout
 
 from workbench.engine.engine_log import read_log
+from workbench.ui.window_layout import resize_within_screen
 
 
 class EngineLogDialog(QDialog):
@@ -12,7 +13,7 @@ class EngineLogDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Engine log")
         self.setObjectName("engineLogDialog")
-        self.resize(1000, 640)
+        resize_within_screen(self, 1000, 640)
         self.path = path
         where = QLabel(f"vLLM's output for this engine start: {path}", objectName="engineLogPath")
         where.setWordWrap(True)

@@ -24,6 +24,7 @@ from workbench.hub.repo_id import HubInputError
 from workbench.hub.search import search_models
 from workbench.hub.settings import hub_settings, remember_token
 from workbench.presets.capacity import size_text
+from workbench.ui.window_layout import resize_within_screen
 
 SEARCH_COLUMNS = ("Model", "Params", "Dtype", "Weights", "Licence", "Access", "Downloads", "Likes", "vLLM runs it")
 CACHE_COLUMNS = ("Model", "Size", "Revision", "Last used", "State")
@@ -119,7 +120,7 @@ class GetModelDialog(QDialog):
         layout.addWidget(self.status)
         self.timer = QTimer(self, interval=250)
         self.timer.timeout.connect(self._show_progress)
-        self.resize(1100, 760)
+        resize_within_screen(self, 1100, 760)
         self.refresh_cached()
         self._offer_resume()
 

@@ -25,6 +25,7 @@ from workbench.ui.stored_plots import TIME_LABEL, label_stored_time_axes, show_m
 from workbench.ui.engine_region import panel_area
 from workbench.ui.latest_read import LatestRead
 from workbench.ui.stats_plots import StatsPlotsView
+from workbench.ui.window_layout import resize_within_screen
 
 SESSION_COLUMNS = ("Started", "Model", "Engine runs", "Requests", "Output tok/s", "TTFT p50")
 BETTER = QBrush(QColor("#2e7d32"))
@@ -128,7 +129,7 @@ class SessionsView(QWidget):
         splitter.addWidget(self.tabs)
         splitter.setSizes([220, 620])
         QVBoxLayout(self).addWidget(splitter)
-        self.resize(1200, 860)
+        resize_within_screen(self, 1200, 860)
         self._on_session_table_selection_changed()  # Open, Export and Delete greyed until a session is read and chosen
         self.refresh()
 

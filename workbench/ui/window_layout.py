@@ -6,7 +6,8 @@ instead."""
 from __future__ import annotations
 
 from PySide6.QtCore import QByteArray, QSettings
-from PySide6.QtWidgets import QMainWindow, QSplitter
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QMainWindow, QSplitter, QWidget
 
 from workbench.paths import config_dir
 
@@ -82,3 +83,15 @@ def fit_to_screen(window: QMainWindow) -> None:
     width, height = int(free.width() * SCREEN_SHARE), int(free.height() * SCREEN_SHARE)
     window.resize(width, height)
     window.move(free.x() + (free.width() - width) // 2, free.y() + (free.height() - height) // 2)
+
+
+def resize_within_screen(window: QWidget, width: int, height: int) -> None:
+    """Gives a window of its own (a dialog, the Sessions window) the size it wants, or SCREEN_SHARE of its
+    screen's free area where that is less: a 1200 × 860 window ran off the foot of a 1366 × 768 laptop screen,
+    its buttons out of reach."""
+    screen = window.screen() or QGuiApplication.primaryScreen()
+    if screen is not None:
+        free = screen.availableGeometry()
+        width = min(width, int(free.width() * SCREEN_SHARE))
+        height = min(height, int(free.height() * SCREEN_SHARE))
+    window.resize(width, height)
