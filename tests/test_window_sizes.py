@@ -170,3 +170,21 @@ def test_windows_of_their_own_open_within_the_screen(config_dir, qtbot, tmp_path
     qtbot.addWidget(small)
     resize_within_screen(small, 300, 200)  # what fits is given whole
     assert (small.width(), small.height()) == (300, 200)
+
+
+def test_the_server_tab_s_headers_say_their_words_whole(config_dir, qtbot):
+    """At 1280 × 720 the Server tab's figures table cut its headers at both ends ("enerated to", "preemptions"
+    clipped): a header's words now wrap onto a second line the header has room for, each word whole."""
+    window = open_window(qtbot, SIZES[0])
+    region = window.engine_region
+    region.setCurrentWidget(region_panel(window, "Server"))
+    panel = window.server.panel
+    qtbot.waitUntil(panel.isVisible)
+    qtbot.wait(50)  # the layout runs on the next turn of the event loop
+    header = panel.table.horizontalHeader()
+    metrics = header.fontMetrics()
+    assert header.height() >= 2 * metrics.lineSpacing()
+    for column in range(header.count()):
+        words = panel.table.horizontalHeaderItem(column).text().split()
+        assert max(metrics.horizontalAdvance(word) for word in words) < header.sectionSize(column), words
+    window.close()

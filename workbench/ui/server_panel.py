@@ -14,7 +14,7 @@ from workbench.model.app_model import AppModel
 from workbench.model.server_status import ServerStatus
 from workbench.remote.prometheus import EngineMetrics
 
-COLUMNS = ("engine", "running", "waiting", "KV usage %", "prompt tok", "generated tok", "prefix hit %", "preemptions")
+COLUMNS = ("engine", "running", "waiting", "KV usage %", "prompt tok", "generated tok", "prefix hit %", "preempted")
 STATE_TEXT = {"connected": "Connected", "reconnecting": "Connection lost: reconnecting", "closed": "Closed",
               "": "No server attached (Server > Connect to server… or Serve current preset…)"}
 
@@ -51,6 +51,10 @@ class ServerPanel(QWidget):
         # the columns share the panel's width (a narrow engine region too): headers word-wrap, figures fit
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
         self.table.horizontalHeader().setMinimumSectionSize(36)
+        # a header's words wrap onto a second line rather than being cut at both ends ("enerated to")
+        header = self.table.horizontalHeader()
+        header.setDefaultAlignment(Qt.AlignCenter | Qt.TextWordWrap)
+        header.setMinimumHeight(2 * header.fontMetrics().lineSpacing() + 8)  # room for the second line
         self.table.setWordWrap(True)
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         for column, name in enumerate(COLUMNS):
