@@ -39,6 +39,7 @@ REFRESH_MS = 250
 PROMPT_FILE_FILTER = ("Prompt files and datasets (*.jsonl *.json *.csv *.tsv *.txt *.parquet *.arrow state.json "
                       "dataset_dict.json);;All files (*)")
 MAX_PROBLEMS_LISTED = 1000
+SORT_PROGRESS_AFTER_MS = 200  # a sort still ranking its rows by then shows its progress bar
 # Between chunks the reading thread lets the GUI thread have the interpreter: without the pause, reading a
 # 100,000-line file held the window up to 450 ms at a time; with it, only the interpreter's own cleanups do.
 GIL_PAUSE_S = 0.001
@@ -506,7 +507,11 @@ class BatchPane(QWidget):
                 self.finish_filter.addItem(name, name)
 
     def _on_sort_reading(self, done: int, total: int) -> None:
-        self.sort_progress.setVisible(total > 0)
+        if total == 0:
+            self.sort_progress.hide()
+        elif done == 0:  # shown only for a sort that takes a while: a short one would flash it for a frame
+            QTimer.singleShot(SORT_PROGRESS_AFTER_MS, self,
+                              lambda: self.sort_progress.setVisible(self.table_model.sorting))
         self.sort_progress.setMaximum(max(total, 1))
         self.sort_progress.setValue(done)
 

@@ -242,8 +242,9 @@ def prompt_ranks(prompts: Sequence, key: str, chunk: int = 10_000) -> Generator[
     """Each row's rank by what its prompt holds (``key``: one of PROMPT_KEYS), for a worker: a kept run's
     prompts are read back from their JSON here. Yields how many rows are read after each ``chunk``."""
     values: list = []
-    for start in range(0, len(prompts), chunk):
-        for prompt in prompts[start:start + chunk]:
+    total = len(prompts)  # a file still being read may add rows meanwhile: they are ranked next time
+    for start in range(0, total, chunk):
+        for prompt in prompts[start:min(start + chunk, total)]:
             values.append(prompt.preview() if key == "prompt" else prompt.reference or "" if key == "reference"
                           else len(prompt.images))
         yield len(values)
