@@ -48,11 +48,11 @@ class ServerPanel(QWidget):
         self.table = QTableWidget(0, len(COLUMNS), objectName="serverEngines")
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.verticalHeader().setVisible(False)
-        # the columns share the panel's width (a narrow engine region too): headers word-wrap, figures fit
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
-        self.table.horizontalHeader().setMinimumSectionSize(36)
-        # a header's words wrap onto a second line rather than being cut at both ends ("enerated to")
+        # the columns share the panel's width (a narrow engine region too): a header's words wrap onto a second
+        # line rather than being cut at both ends ("enerated to"), figures fit
         header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.Stretch)
+        header.setMinimumSectionSize(36)
         header.setDefaultAlignment(Qt.AlignCenter | Qt.TextWordWrap)
         header.setMinimumHeight(2 * header.fontMetrics().lineSpacing() + 8)  # room for the second line
         self.table.setWordWrap(True)
