@@ -144,6 +144,14 @@ def test_the_tune_tab_fits_the_window_it_opens_in(config_dir, qtbot, size):
             right = button.mapTo(pane, button.rect().topRight()).x()
             assert right < pane.width(), (key, right, pane.width())
     assert set(horizontal_bars(pane)) <= {"tuneSpaceTable"}
+    # both stored-search lists shown, each with a name of a search made by the clock: whole in the room left them
+    for combo in (pane.resumable, pane.past):
+        combo.addItem("tune-20261207-120143")
+        combo.show()
+    qtbot.wait(50)
+    assert window.width() == size[0]
+    for combo in (pane.resumable, pane.past):
+        assert combo.width() >= combo.fontMetrics().horizontalAdvance(combo.currentText()) + 30, combo.width()
     window.close()
 
 

@@ -78,11 +78,12 @@ class TunePane(QWidget):
         self.setup_button.setToolTip("Show or hide the workload, goal and search space")
         self.setup_button.toggled.connect(self._on_setup_button_toggled)
         self.summary = QLabel(objectName="tuneSummary", wordWrap=True, visible=False)
-        # the lists as wide as a short name, not their longest (a long name had widened the whole window)
-        self.resumable = QComboBox(objectName="tuneResumable", minimumContentsLength=14,
+        # the lists share their row's width, not their longest name's (a long name had widened the whole window);
+        # a name made by the clock ("tune-20261207-120143") is whole in the room a narrow window leaves
+        self.resumable = QComboBox(objectName="tuneResumable", minimumContentsLength=10,
                                    sizeAdjustPolicy=QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.resumable.setToolTip("Searches a closed or killed app left unfinished: Resume carries one on")
-        self.past = QComboBox(objectName="tunePast", minimumContentsLength=14,
+        self.past = QComboBox(objectName="tunePast", minimumContentsLength=10,
                               sizeAdjustPolicy=QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.past.setToolTip("Searches that ended: Open shows one's trials and verdict, to apply or copy its best")
         self.progress = QProgressBar(objectName="tuneProgress", maximum=PROGRESS_STEPS, textVisible=True,
@@ -123,8 +124,7 @@ class TunePane(QWidget):
         # (each list and its button hidden while it lists nothing)
         stored = QHBoxLayout()
         for widget in (self.resumable, self.buttons["resume"], self.past, self.buttons["open"]):
-            stored.addWidget(widget)
-        stored.addStretch(1)
+            stored.addWidget(widget, 1 if isinstance(widget, QComboBox) else 0)
         layout = QVBoxLayout(self)
         layout.addLayout(row)
         layout.addLayout(stored)
