@@ -152,7 +152,7 @@ def test_a_kept_run_says_how_long_it_ran_and_its_tokens_a_second_after_a_restart
 def test_the_time_in_the_engine_is_the_union_of_the_rows_times():
     import numpy as np
 
-    from workbench.batch.busy_time import busy_seconds
+    from workbench.engine.metrics import generating_time_s as busy_seconds
 
     assert busy_seconds(np.array([]), np.array([])) == 0.0
     assert busy_seconds(np.array([5.0, 0.0, 1.0]), np.array([6.0, 2.0, 3.0])) == 4.0  # [0, 3] and [5, 6]

@@ -101,7 +101,7 @@ class BatchRun:
                  source: tuple[str, str] = ("", ""), elapsed_s: float = 0.0) -> BatchRun:
         """A run stored by an earlier session: finished rows kept; rows that had not ended wait to be
         sent again (paused), so Resume finishes the run. It has no engine until the model gives it one.
-        ``elapsed_s``: how long it had requests in the engine (``busy_time``), its "ran" and tok/s."""
+        ``elapsed_s``: how long it had requests in the engine (``metrics.generating_time_s`` of its rows), its "ran" and tok/s."""
         run = cls(run_no, results, settings, None, owners, source=source)
         run._elapsed_s = elapsed_s
         unfinished = [row for row in range(results.num_rows) if results.status(row) in (QUEUED, RUNNING)]

@@ -117,3 +117,14 @@ def figures_from_output(output, num_output_tokens: int, client_times: tuple[floa
         queue_s=scheduled_ts - queued_ts if scheduled_ts >= queued_ts > 0 else None,
         e2e_s=e2e,
     )
+
+
+def generating_time_s(starts: np.ndarray, stops: np.ndarray) -> float:
+    """The length of the union of the spans (``starts[i]``, ``stops[i]``): time with at least one request in
+    the engine."""
+    if not len(starts):
+        return 0.0
+    order = np.argsort(starts, kind="stable")
+    starts, stops = starts[order], stops[order]
+    reached = np.concatenate(([-np.inf], np.maximum.accumulate(stops)[:-1]))  # the furthest end before each span
+    return float(np.sum(np.clip(stops - np.maximum(starts, reached), 0.0, None)))

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from workbench.engine.metrics import generating_time_s
 from workbench.sessions.stored import RequestRecord, record_columns
 
 
@@ -20,17 +21,6 @@ class GeneratingFigures:
     def output_tokens_per_s(self) -> float:
         """Output tokens per second while generating; NaN when nothing was generated."""
         return self.output_tokens / self.generating_s if self.generating_s > 0 else float("nan")
-
-
-def generating_time_s(starts: np.ndarray, stops: np.ndarray) -> float:
-    """The length of the union of the spans (``starts[i]``, ``stops[i]``): time with at least one request in
-    the engine."""
-    if not len(starts):
-        return 0.0
-    order = np.argsort(starts, kind="stable")
-    starts, stops = starts[order], stops[order]
-    reached = np.concatenate(([-np.inf], np.maximum.accumulate(stops)[:-1]))  # the furthest end before each span
-    return float(np.sum(np.clip(stops - np.maximum(starts, reached), 0.0, None)))
 
 
 def figures_of(finished_s: np.ndarray, e2e_s: np.ndarray, output_tokens: np.ndarray) -> GeneratingFigures:

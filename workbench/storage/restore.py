@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from workbench.batch.busy_time import busy_seconds
 from workbench.batch.results import CANCELLED, COUNT_COLUMNS, DONE, ERROR, FIGURE_NAMES, TIME_COLUMNS, BatchResults
 from workbench.batch.run import BatchRun
 from workbench.batch.stored_prompts import StoredPrompts
 from workbench.engine.images import ImageRef
+from workbench.engine.metrics import generating_time_s
 from workbench.engine.requests import RequestRegistry
 from workbench.model.conversations import ChatMessage, Conversation
 from workbench.storage.codec import figures_from_json, prompt_from_json, run_settings_from_json, sampling_from_json
@@ -121,7 +121,7 @@ def load_results(connection: sqlite3.Connection, run_id: str) -> tuple[BatchResu
             results.errors[row] = rows[row][4]
     e2e_s = table[:, list(_STORED_FIGURES).index("e2e_s")]
     timed = ~np.isnan(finished_s) & ~np.isnan(e2e_s)
-    return results, busy_seconds(finished_s[timed] - e2e_s[timed], finished_s[timed])
+    return results, generating_time_s(finished_s[timed] - e2e_s[timed], finished_s[timed])
 
 
 def close_interrupted_engine_runs(connection: sqlite3.Connection) -> None:

@@ -37,6 +37,13 @@ def _problem_label(name: str) -> QLabel:
     return QLabel(objectName=name, wordWrap=True, styleSheet=ERROR_STYLE, visible=False)
 
 
+def _form(parent: QWidget) -> QFormLayout:
+    """A form whose rows put their field below the label where the pane is narrow."""
+    form = QFormLayout(parent)
+    form.setRowWrapPolicy(QFormLayout.WrapLongRows)
+    return form
+
+
 def _combo(name: str, items) -> QComboBox:
     combo = QComboBox(objectName=name)
     for key, text in items:
@@ -97,8 +104,7 @@ class TuneForm(QWidget):
             "shared_prefix_tokens": _spin(0, 1_000_000, 0, name="tuneSharedTokens"),
         }
         self.gen["rate_per_s"].setSpecialValueText("all at once")
-        form = QFormLayout(page)
-        form.setRowWrapPolicy(QFormLayout.WrapLongRows)  # a field below its label where the pane is narrow
+        form = _form(page)
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow("Requests", self.gen["num_requests"])
         form.addRow("Arrivals (Poisson)", self.gen["rate_per_s"])
@@ -126,8 +132,7 @@ class TuneForm(QWidget):
         browse.clicked.connect(self._on_browse_clicked)
         self.file_rate = _real(0, 10_000, 0, 2, " /s", "tuneFileRate")
         self.file_rate.setSpecialValueText("all at once")
-        form = QFormLayout(page)
-        form.setRowWrapPolicy(QFormLayout.WrapLongRows)  # a field below its label where the pane is narrow
+        form = _form(page)
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow("File", self._pair(self.file_path, "", browse))
         form.addRow("Arrivals (Poisson)", self.file_rate)
@@ -144,8 +149,7 @@ class TuneForm(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.session, 1)  # as wide as the row: the list says when, on which model, how many
         layout.addWidget(refresh)
-        form = QFormLayout(page)
-        form.setRowWrapPolicy(QFormLayout.WrapLongRows)  # a field below its label where the pane is narrow
+        form = _form(page)
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow("Session", row)
         form.addRow("", QLabel("Its requests are sent again at their arrival times, with their prompt and "
@@ -160,8 +164,7 @@ class TuneForm(QWidget):
         self.goal_rate = _real(0, 10_000, 0, 2, " /s", "tuneGoalRate")
         self.goal_rate.setSpecialValueText("the workload's own")
         self.goal_kind.currentIndexChanged.connect(self._on_goal_kind_changed)
-        form = QFormLayout(box)
-        form.setRowWrapPolicy(QFormLayout.WrapLongRows)  # a field below its label where the pane is narrow
+        form = _form(box)
         form.addRow(self.goal_kind)
         self.ttft_limit.setToolTip("Goodput counts the output tokens of the requests whose time to first token is "
                                    "within this (vllm bench serve --goodput ttft:…)")
@@ -187,8 +190,7 @@ class TuneForm(QWidget):
                                 "ended as failed and the search goes on. Automatic: 3× the longest trial so far, "
                                 "at least 2 minutes")
         self.name = QLineEdit(time.strftime("tune-%Y%m%d-%H%M"), objectName="tuneName")
-        form = QFormLayout(box)
-        form.setRowWrapPolicy(QFormLayout.WrapLongRows)  # a field below its label where the pane is narrow
+        form = _form(box)
         form.addRow("Sampler", self.sampler)
         form.addRow("Time budget", self.budget)
         form.addRow(self.problems["budget"])
