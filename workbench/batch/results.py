@@ -50,6 +50,7 @@ class BatchResults:
             "line_no": grown("line_no", np.int64, 0),
             "status": grown("status", np.uint8, QUEUED),
             "finish_reason": grown("finish_reason", np.uint8, 0),
+            "text_version": grown("text_version", np.int64, 0),  # the version at which the row's text last changed
             **{name: grown(name, np.int32, -1) for name in COUNT_COLUMNS},
             **{name: grown(name, np.float64, np.nan) for name in TIME_COLUMNS},
         }
@@ -72,6 +73,7 @@ class BatchResults:
         self.num_image_rows += bool(prompt.images)
         self.num_rows += 1
         self.version += 1
+        self._arrays["text_version"][row] = self.version
         return row
 
     def append_stored(self, prompts: Sequence[BatchPrompt], line_nos: np.ndarray, num_references: int,
@@ -88,6 +90,7 @@ class BatchResults:
         self.num_references, self.num_image_rows = num_references, num_image_rows
         self.num_rows = len(prompts)
         self.version += 1
+        self._arrays["text_version"][: len(prompts)] = self.version
 
     def set_status(self, row: int, status: int) -> None:
         self._arrays["status"][row] = status
@@ -96,6 +99,7 @@ class BatchResults:
     def add_text(self, row: int, text: str) -> None:
         self.texts[row] += text
         self.version += 1
+        self._arrays["text_version"][row] = self.version
 
     def finish(self, row: int, status: int, finish_reason: str | None, figures: RequestFigures | None,
                error: str = "") -> None:
@@ -115,16 +119,19 @@ class BatchResults:
         self.row_finished.emit(row)
 
     def finish_stored(self, rows: np.ndarray, statuses: np.ndarray, finish_reasons: list[str],
-                      figures: dict[str, np.ndarray]) -> None:
+                      figures: dict[str, np.ndarray], texts: list[str]) -> None:
         """:meth:`finish` of many rows at once, as storage kept them (a run read back at start; nothing
         listens yet, so no ``row_finished``): ``figures``, one array per column of COUNT_COLUMNS (-1: none)
-        and TIME_COLUMNS (NaN: none), each as long as ``rows``."""
+        and TIME_COLUMNS (NaN: none), each as long as ``rows``, as are their output ``texts``."""
         arrays = self._arrays
         arrays["status"][rows] = statuses
         arrays["finish_reason"][rows] = [self._finish_code(reason or "") for reason in finish_reasons]
         for name in (*COUNT_COLUMNS, *TIME_COLUMNS):
             arrays[name][rows] = figures[name]
+        for row, text in zip(rows.tolist(), texts):
+            self.texts[row] = text
         self.version += 1
+        arrays["text_version"][rows] = self.version
 
     def _finish_code(self, reason: str) -> int:
         names = self.finish_reason_names
@@ -148,6 +155,10 @@ class BatchResults:
         if name in COUNT_COLUMNS:
             return int(value) if value >= 0 else None
         return None if np.isnan(value) else float(value)
+
+    def texts_changed_since(self, version: int) -> np.ndarray:
+        """The rows whose output text changed (or that were added) after the results' ``version``."""
+        return np.flatnonzero(self._arrays["text_version"][: self.num_rows] > version)
 
     def count(self, status: int) -> int:
         return int(np.count_nonzero(self._arrays["status"][: self.num_rows] == status))

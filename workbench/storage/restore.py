@@ -114,9 +114,9 @@ def load_results(connection: sqlite3.Connection, run_id: str) -> tuple[BatchResu
     results.finish_stored(np.array(ended), np.array([rows[row][1] for row in ended], dtype=np.uint8),
                           [rows[row][2] for row in ended],
                           {name: np.where(np.isnan(column), -1, column) if name in COUNT_COLUMNS else column
-                           for name, column in zip(_STORED_FIGURES, table.T)})
+                           for name, column in zip(_STORED_FIGURES, table.T)},
+                          [rows[row][3] for row in ended])
     for row in ended:
-        results.texts[row] = rows[row][3]
         if rows[row][4]:
             results.errors[row] = rows[row][4]
     e2e_s = table[:, list(_STORED_FIGURES).index("e2e_s")]

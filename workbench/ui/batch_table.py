@@ -16,6 +16,7 @@ from superqt.utils import GeneratorWorker, create_worker
 
 from workbench.batch.record_images import BatchImage
 from workbench.batch.results import COUNT_COLUMNS, DONE, STATUS_NAMES, BatchResults
+from workbench.batch.text_order import TextOrder, python_ranks
 
 ELIDE_CHARS = 120
 # (key, header): keys are the results' columns, or "line", "prompt", "text"
@@ -53,6 +54,7 @@ class BatchTableModel(QAbstractTableModel):
         self.sort_key: tuple[int, Qt.SortOrder] | None = None
         self.ranker: GeneratorWorker | None = None  # ranking the rows by a prompt's column
         self._ranks: tuple[Sequence, str, np.ndarray] | None = None  # (prompts, column key, each row's rank)
+        self._text_order = TextOrder()  # the rows by their outputs, kept up as a run streams
         self._seen_version = -1
         self._rebuild()
 
@@ -185,7 +187,7 @@ class BatchTableModel(QAbstractTableModel):
             ranks = self._ranked(key)
             return None if ranks is None else ranks[rows]
         if key == "text":
-            return python_ranks([results.texts[int(r)] for r in rows])
+            return self._text_order.ranks(results)[rows]
         return results.column(key)[rows]
 
     def _relayout(self) -> None:
@@ -228,14 +230,6 @@ class BatchTableModel(QAbstractTableModel):
             self.dataChanged.emit(self.index(0, 0), self.index(len(self.order) - 1, len(COLUMNS) - 1),
                                   [Qt.DisplayRole])
         return True
-
-
-def python_ranks(values: list) -> np.ndarray:
-    """Each value's rank in Python's (stable) sort: a fixed-width numpy string array of 100,000 outputs took as
-    many bytes as the longest output times 400,000 (gigabytes), and seconds to fill."""
-    ranks = np.empty(len(values), dtype=np.int64)
-    ranks[sorted(range(len(values)), key=values.__getitem__)] = np.arange(len(values))
-    return ranks
 
 
 def prompt_ranks(prompts: Sequence, key: str, chunk: int = 10_000) -> Generator[int, None, np.ndarray]:
