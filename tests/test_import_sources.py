@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.presets.command_in import ASK, NON_OPTION, VALUE, import_text
+from workbench.presets.command_in import ASK, VALUE, import_text
 from preset_fixtures import config_folder  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -34,7 +34,6 @@ def open_window(qtbot):
 def stored_conversation(path, title="Kept") -> str:
     storage = Storage.open(path)
     from workbench.model.app_model import AppModel
-    from workbench.model.engine_commands import EngineCommands
     from workbench.engine.spec import EngineConfig
 
     model = AppModel(EngineConfig("demo"))

@@ -127,7 +127,7 @@ def print_switches(rows: list[dict]) -> None:
     ``ORDER``'s cycle) starts again: that pair has the same state of vLLM's compile cache, so it is the
     one the target is judged on. An earlier switch to another preset compiles that preset's graphs for
     the first time, which a cold start of it would do too; those are listed, not judged."""
-    steps, cold = rows[:-1], rows[-1]["cold_start_s"]
+    steps = rows[:-1]
     first = steps[1] if len(steps) > 1 else steps[0]
     print(f"\n| switch | preset | start s | app RSS MiB | engine MiB ({steps[0]['engine_scope']}) | "
           "total vs first switch | KV blocks |")

@@ -214,7 +214,7 @@ def swift_own(result: ImportedCommand, option: Option, goes_to: str, line: Swift
                                      "its vLLM settings")
         if option.name == "model_type" and "-" in option.value and \
                 line.value_of("model") is None and line.value_of("model_id_or_path") is None:
-            result.say(option, NOTE, f"ms-swift 2's name of one registered model; ms-swift 3.0.0 names the model "
+            result.say(option, NOTE, "ms-swift 2's name of one registered model; ms-swift 3.0.0 names the model "
                                      "by --model <hub id or path> (--model_type is now the model's family, e.g. "
                                      "qwen2): the preset names no model, choose it in the workbench")
 

@@ -87,7 +87,6 @@ def run_gui_stall(num_requests: int, output_len: int, num_chat: int = 16, num_bl
 
     config = replace(demo_engine_config(), max_num_seqs=num_requests, num_gpu_blocks_override=num_blocks)
     window, engine = started_window(config, client)
-    model = window.model
     probe, ended, path = Probe(), EndedRequests(num_requests), SnapshotPathRecorder(window)
     timer = QTimer()
     timer.setInterval(PROBE_INTERVAL_MS)

@@ -37,7 +37,7 @@ def stream_reply(total_words: int, per_flush: int, paced: bool) -> dict:
     busy_s, longest_s, started = 0.0, 0.0, time.perf_counter()
     for n in range(per_flush, total_words + per_flush, per_flush):
         flush_at = started + n / per_flush * 0.05
-        while (now := time.perf_counter()) < flush_at:  # the event loop runs until the next flush is due
+        while time.perf_counter() < flush_at:  # the event loop runs until the next flush is due
             t = time.thread_time()
             app.processEvents()
             spent = time.thread_time() - t

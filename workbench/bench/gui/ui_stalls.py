@@ -16,7 +16,6 @@ import tempfile
 import threading
 import time
 import traceback
-from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QEventLoop, QTimer
