@@ -180,9 +180,9 @@ class BatchTableModel(QAbstractTableModel):
 
     def _sort_keys(self, key: str, rows: np.ndarray) -> np.ndarray | None:
         results = self.results
-        if key == "finish_reason":
-            names = np.array(results.finish_reason_names, dtype=object)
-            return names[results.column(key)[rows]].astype(str)
+        if key == "finish_reason":  # each code's rank among the few names, not 100,000 strings sorted
+            names = results.finish_reason_names
+            return python_ranks(names)[results.column(key)[rows]]
         if key in PROMPT_KEYS:
             ranks = self._ranked(key)
             return None if ranks is None else ranks[rows]
