@@ -64,6 +64,8 @@ MALFORMED = [
     ("a NUL byte past the first 8 KiB", "text", None, None, "binary data (a NUL byte) in the line"),
     ("a CSV row without the prompt field", "csv", "prompt", b"3", "the row has 1 field; the 'prompt' column is field 2"),
     ("a CSV row with an empty prompt", "csv", "prompt", b"3,", "the 'prompt' field is empty"),
+    ("a CSV prompt with an unquoted comma", "csv", "prompt", b"3,hello, world",
+     "the row has 3 fields, the header 2: put a field that holds a comma in double quotes"),
 ]
 
 
@@ -108,6 +110,62 @@ def test_an_empty_binary_or_packed_file_is_one_clear_problem_and_said_as_the_fil
     # the file is what cannot be read: not "1 malformed line left out"
     assert loader.summary() == f"No prompts read from prompts.txt: {loader.problems[0].reason}."
     assert "malformed" not in loader.summary()
+
+
+WINDOWS_TEXT = {  # (file name, the UTF-8 text, format): what Windows' tools write, read as their UTF-8 twins
+    "powershell.txt": ("What is a block?\r\nCafé au lait?\r\n", "text"),
+    "notepad.jsonl": ('{"prompt": "Was ist ein Block?"}\r\n{"prompt": "Grüß dich"}\r\n', "jsonl"),
+    "export.csv": ('prompt,note\r\nCafé au lait,a\r\n"two\nlines, one prompt",b\r\n', "csv"),
+    "alpaca.json": (json.dumps([{"instruction": "Say hi", "input": "", "output": "hi"},
+                                {"instruction": "Grüß dich", "input": "", "output": "x"}], indent=2), "alpaca"),
+}
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be-bom", "utf-8-sig"])
+@pytest.mark.parametrize("name", list(WINDOWS_TEXT))
+def test_utf16_with_its_byte_order_mark_reads_as_its_utf8_twin(tmp_path, name, encoding):
+    """PowerShell's ``>`` and Notepad's "Unicode" write UTF-16 with a byte-order mark: it was "binary data (a NUL
+    byte at byte 2 of the file): this is not a text file of prompts", which is not true."""
+    text, fmt = WINDOWS_TEXT[name]
+    twin, path = tmp_path / f"utf8-{name}", tmp_path / name
+    twin.write_text(text, encoding="utf-8", newline="")
+    data = b"\xfe\xff" + text.encode("utf-16-be") if encoding == "utf-16-be-bom" else text.encode(encoding)
+    path.write_bytes(data)
+    assert detect_format(path) == detect_format(twin) == fmt
+    loader, expected = PromptLoader(path, fmt), PromptLoader(twin, fmt).read_all()
+    results = loader.read_all()
+    assert loader.problems == [] and results.num_rows == expected.num_rows == 2
+    assert [p.preview() for p in results.prompts] == [p.preview() for p in expected.prompts]
+    assert [p.line_no for p in results.prompts] == [p.line_no for p in expected.prompts]
+    assert loader.fraction == 1.0
+
+
+def test_utf16_without_a_byte_order_mark_says_so_not_binary(tmp_path):
+    path = tmp_path / "prompts.txt"
+    path.write_bytes("What is a block?\nCafe?\n".encode("utf-16-le"))
+    loader = PromptLoader(path, "text")
+    loader.read_all()
+    assert [str(p) for p in loader.problems] == ["line 1: UTF-16 text without a byte-order mark, which cannot be told "
+                                                 "from binary data: save the file as UTF-8 (or as UTF-16 with its "
+                                                 "byte-order mark)"]
+
+
+@pytest.mark.parametrize("header, rows, delimiter", [
+    ("prompt;category", ['Was ist ein Block?;a', '"Café; au lait";b'], ";"),  # Excel where the decimal mark is ","
+    ('"prompt";"note"', ['"a; b";x', "c, d;y"], ";"),
+    ("prompt\tnote", ["hello, you\tx", "a; b\ty"], "\t"),  # a tab-separated file named .csv
+    ("prompt,note", ["x; y,1", "z,2"], ","),
+])
+def test_a_csv_s_delimiter_is_the_one_its_header_is_split_by(tmp_path, header, rows, delimiter):
+    from workbench.batch.formats import csv_columns
+
+    path = tmp_path / "excel.csv"
+    path.write_bytes(("\ufeff" + "\r\n".join([header, *rows]) + "\r\n").encode("utf-8"))
+    assert csv_columns(path)[0] == "prompt" and len(csv_columns(path)) == 2
+    loader = PromptLoader(path, "csv", "prompt")
+    results = loader.read_all()
+    expected = [next(__import__("csv").reader([row], delimiter=delimiter))[0] for row in rows]
+    assert loader.problems == [] and [p.preview() for p in results.prompts] == expected
 
 
 def test_a_csv_without_the_chosen_column_names_the_columns_it_has(tmp_path):

@@ -21,7 +21,7 @@ from typing import Iterator
 from workbench.batch.csv_rows import csv_rows
 from workbench.batch.image_check import ImageChecker
 from workbench.batch.json_array import JsonArrayReader, Record
-from workbench.batch.prompt_file import Line, LineProblem, LineReader, first_line
+from workbench.batch.prompt_file import Line, LineProblem, LineReader, first_line, text_encoding
 from workbench.batch.records import (  # noqa: F401 (BatchPrompt, LineError and parse_messages are this module's API)
     RECORD_FORMATS, BatchPrompt, LineError, guess_record_format, parse_messages, prompt_text, record_prompt,
     record_sampling, with_images,
@@ -35,6 +35,10 @@ CONTAINERS = {"lines": "JSON lines (JSONL)", "array": "a JSON array of records",
               "arrow": "Arrow", "dataset": "a datasets folder (save_to_disk)", "csv": "CSV", "text": "text"}
 CHAT_URL, COMPLETIONS_URL = "/v1/chat/completions", "/v1/completions"
 IMAGE_COLUMN_NAMES = ("image", "images", "image_path", "image_url")  # a CSV's column of image paths or URLs
+
+
+DELIMITERS = (",", ";", "\t")
+DELIMITER_NAMES = {",": "a comma", ";": "a semicolon", "\t": "a tab"}
 
 
 def detect_container(path: str | Path) -> str:
@@ -57,7 +61,8 @@ def _first_text(path: str | Path) -> str:
     """The file's first characters that are not white space (a few KiB looked at)."""
     try:
         with open(path, "rb") as stream:
-            return stream.read(4096).decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
+            head = stream.read(4096)
+        return head.decode(text_encoding(head), "replace").lstrip("\ufeff \t\r\n")
     except OSError:
         return ""
 
@@ -104,7 +109,13 @@ def csv_columns(path: str | Path) -> list[str]:
 
 
 def _delimiter(path: str | Path) -> str:
-    return "\t" if Path(path).suffix.lower() == ".tsv" else ","
+    """What separates the fields: the one of DELIMITERS that splits the header into the most names (Excel saves
+    "CSV" with semicolons where the decimal mark is a comma), else a tab for .tsv and a comma for the rest."""
+    default = "\t" if Path(path).suffix.lower() == ".tsv" else ","
+    header = first_line(path)
+    widths = {delimiter: len(next(csv.reader([header], delimiter=delimiter), [])) for delimiter in DELIMITERS}
+    best = max(DELIMITERS, key=widths.__getitem__)
+    return best if widths[best] > widths[default] else default
 
 
 def open_reader(path: str | Path, fmt: str, split: str | None = None):
@@ -233,7 +244,8 @@ class _OpenAIBatchParser:
 def _csv_prompts(lines: LineReader, column: str, checker: ImageChecker) -> Iterator[BatchPrompt | LineProblem]:
     """The CSV's rows under its header; a row's number is the line it starts on."""
     index = image_index = None
-    for item in csv_rows(lines, _delimiter(lines.path)):
+    delimiter = _delimiter(lines.path)
+    for item in csv_rows(lines, delimiter):
         if isinstance(item, LineProblem):
             yield item
             continue
@@ -243,9 +255,12 @@ def _csv_prompts(lines: LineReader, column: str, checker: ImageChecker) -> Itera
                 yield LineProblem(line_no, f"the CSV has no column named {column!r} (its columns: "
                                            f"{', '.join(map(repr, row)) or 'none'})", fatal=True)
                 return
-            index = row.index(column)
+            index, width = row.index(column), len(row)
             image_index = next((row.index(name) for name in IMAGE_COLUMN_NAMES if name in row and name != column),
                                None)
+        elif any(cell.strip() for cell in row[width:]):  # a prompt cut at a delimiter it holds, else
+            yield LineProblem(line_no, f"the row has {len(row)} fields, the header {width}: put a field that holds "
+                                       f"{DELIMITER_NAMES[delimiter]} in double quotes")
         elif any(cell.strip() for cell in row):
             yield _csv_prompt(row, index, column, line_no, image_index, checker)
 

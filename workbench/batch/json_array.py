@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from workbench.batch.prompt_file import LineProblem
+from workbench.batch.prompt_file import LineProblem, text_encoding
 
 CHUNK_CHARS = 1 << 16
 MAX_RECORD_CHARS = 16 << 20  # a longer record is reported, never held
@@ -43,7 +43,9 @@ class JsonArrayReader:
 class _Scanner:
     def __init__(self, stream, progress: JsonArrayReader):
         self.stream, self.progress = stream, progress
-        self.decode = codecs.getincrementaldecoder("utf-8")()
+        self.encoding = text_encoding(stream.read(2))  # UTF-8, or UTF-16 with its byte-order mark
+        stream.seek(0)
+        self.decode = codecs.getincrementaldecoder(self.encoding)()
         self.buffer, self.at, self.line = "", 0, 1  # text held, where the scan is in it, the line there
 
     def _more(self, size: int = CHUNK_CHARS) -> bool:
@@ -52,7 +54,7 @@ class _Scanner:
         try:
             text = self.decode.decode(raw, final=not raw)
         except UnicodeDecodeError as exc:
-            raise _Stop(f"not UTF-8 text ({exc.reason}); save the file as UTF-8") from None
+            raise _Stop(f"not {self.encoding.upper()} text ({exc.reason}); save the file as UTF-8") from None
         if not raw:
             return False  # the end: the text held stays as it is (an error's position still points into it)
         self.buffer = self.buffer[self.at:] + text

@@ -1,10 +1,13 @@
 """A prompt file read as a stream of lines: never the whole text at once, never a whole overlong line.
 
 Each line comes out as a :class:`Line` or, where it cannot be read as text, a :class:`LineProblem`
-naming the line and the reason: not UTF-8, longer than the limit, binary data, an empty file.
+naming the line and the reason: not UTF-8, longer than the limit, binary data, an empty file. Text is
+UTF-8 (a byte-order mark or none), or UTF-16 with its byte-order mark, as Windows' Notepad ("Unicode") and
+PowerShell's ``>`` write it.
 """
 from __future__ import annotations
 
+import codecs
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterator
@@ -65,6 +68,18 @@ PACKED = (
 )
 
 
+def text_encoding(head: bytes) -> str:
+    """The encoding of a text file that starts with ``head``: "utf-16" where it starts with UTF-16's byte-order
+    mark (Python's codec reads the mark, either byte order, and drops it), else "utf-8"."""
+    return "utf-16" if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) else "utf-8"
+
+
+def _looks_like_utf16(head: bytes) -> bool:
+    """Text of mostly ASCII in UTF-16 with no byte-order mark: every other byte NUL."""
+    pairs = len(head) // 2
+    return pairs >= 4 and max(head[0:2 * pairs:2].count(0), head[1:2 * pairs:2].count(0)) >= 0.9 * pairs
+
+
 def _binary_problem(stream: BinaryIO) -> LineProblem | None:
     head = stream.read(BINARY_PROBE_BYTES)
     stream.seek(0)
@@ -74,8 +89,11 @@ def _binary_problem(stream: BinaryIO) -> LineProblem | None:
         if head.startswith(magic):
             return LineProblem(1, f"this is {what}", fatal=True)
     nul = head.find(b"\x00")
-    if nul < 0:
+    if nul < 0 or text_encoding(head) == "utf-16":
         return None
+    if _looks_like_utf16(head):
+        return LineProblem(1, "UTF-16 text without a byte-order mark, which cannot be told from binary data: save "
+                              "the file as UTF-8 (or as UTF-16 with its byte-order mark)", fatal=True)
     line_no = head.count(b"\n", 0, nul) + 1
     return LineProblem(line_no, f"binary data (a NUL byte at byte {nul + 1} of the file): this is not a text "
                                 "file of prompts", fatal=True)
@@ -98,19 +116,26 @@ class LineReader:
                 self.bytes_read = self.size
                 yield problem
                 return
-            yield from self._lines(stream)
+            if text_encoding(stream.read(2)) == "utf-16":
+                stream.seek(0)
+                yield from self._lines(codecs.EncodedFile(stream, "utf-8", "utf-16"), stream)
+            else:
+                stream.seek(0)
+                yield from self._lines(stream, stream)
 
-    def _lines(self, stream: BinaryIO) -> Iterator[Line | LineProblem]:
+    def _lines(self, stream: BinaryIO, file: BinaryIO) -> Iterator[Line | LineProblem]:
+        """``stream``'s lines as UTF-8 bytes; ``file`` is where it reads them from (how far, for progress)."""
         limit, line_no = self.max_line_bytes, 0
         while True:
             raw = stream.readline(limit + 1)
-            self.bytes_read += len(raw)
+            self.bytes_read = min(self.size, file.tell())
             if not raw:
+                self.bytes_read = self.size
                 return
             line_no += 1
             if len(raw) > limit and not raw.endswith(b"\n"):
                 skipped = _skip_rest_of_line(stream, limit)
-                self.bytes_read += skipped
+                self.bytes_read = min(self.size, file.tell())
                 yield LineProblem(line_no, f"the line is {_size_text(len(raw) + skipped)} long; the limit is "
                                            f"{_size_text(limit)} a line")
             elif b"\x00" in raw:
