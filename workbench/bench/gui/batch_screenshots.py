@@ -3,8 +3,10 @@
     python -m workbench.bench.gui.batch_screenshots DOCS_FOLDER
 
 writes ``batch-malformed-line-ask.png`` (a 2,000-line prompt file read off the GUI thread stops at its
-malformed line 1201 and asks) and ``batch-export-failed.png`` (after "Skip", the 1,999 prompts shown and an
-export into a folder that does not exist: the message says why and the results stay). No engine.
+malformed line 1201 and asks), ``batch-export-failed.png`` (after "Skip", the 1,999 prompts shown and an
+export into a folder that does not exist: the message says why and the results stay) and
+``batch-excel-csv.png`` (a CSV as Excel saves it where the decimal mark is a comma: UTF-16, semicolons, a row
+whose prompt holds an unquoted semicolon named and skipped). No engine.
 """
 from __future__ import annotations
 
@@ -49,7 +51,27 @@ def main(argv: list[str]) -> int:
     process_events_until(lambda: pane.exporting is None, TIMEOUT_S)
     save_small(pane, str(docs / "batch-export-failed.png"))
     print(pane.progress_label.text())
+    excel_csv(pane, folder, docs)
     return 0
+
+
+EXCEL_ROWS = ("Frage;Thema", "Was ist ein Block im KV-Cache?;Speicher", "Warum teilen zwei Chats Blöcke?;Präfix",
+              "Wie groß ist ein Block; in Tokens?;Speicher", "Was heißt „preempted“?;Planung",
+              "Qu'est-ce que le « prefix caching » ?;Cache")
+
+
+def excel_csv(pane, folder: Path, docs: Path) -> None:
+    """A CSV as Excel writes "Unicode text"/"CSV" in a German or French locale, read with its Frage column."""
+    path = folder / "fragen.csv"
+    path.write_bytes("\r\n".join(EXCEL_ROWS).encode("utf-16") + "\r\n".encode("utf-16-le"))
+    pane.open_file(str(path), "csv", "Frage")
+    process_events_until(lambda: pane.problem_box is not None or (pane.loading is None and pane.loader.done),
+                         TIMEOUT_S)
+    if pane.problem_box is not None:
+        next(b for b in pane.problem_box.buttons() if b.text().startswith("Skip")).click()
+        process_events_until(lambda: pane.loading is None and pane.loader.done, TIMEOUT_S)
+    save_small(pane, str(docs / "batch-excel-csv.png"))
+    print(pane.progress_label.text(), "|", [pane.problems.item(i).text() for i in range(pane.problems.count())])
 
 
 if __name__ == "__main__":
