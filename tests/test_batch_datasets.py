@@ -112,7 +112,8 @@ def test_records_whose_images_are_missing_are_named_and_the_rest_kept(tmp_path):
 def test_the_format_can_be_overridden_and_a_wrong_choice_says_which_fits():
     prompts, problems = _read(ALPACA, "sharegpt")
     assert not prompts and len(problems) == 20
-    assert "the record looks like Alpaca: instruction, input, output: choose that format" in problems[0].reason
+    assert "the record looks like Alpaca: instruction, input, output (Dolly's context, response): choose that format" \
+        in problems[0].reason
     prompts, problems = _read(DATA / "swift-sharegpt.jsonl", "swift")
     assert 'missing field: "query"; the record looks like ShareGPT' in problems[0].reason
 
@@ -213,8 +214,8 @@ def test_a_record_s_own_sampling_applies_and_a_bad_value_is_reported(tmp_path):
                                                          ("last", (("seed", 3),))]
     assert [(p.line_no, p.reason) for p in problems] == [
         (2, "max_tokens must be 1 or more, got -5"), (3, 'temperature must be a number, got "hot"'),
-        (4, 'missing field: "prompt" or "messages"; the record looks like Alpaca: instruction, input, output: '
-            "choose that format")]
+        (4, 'missing field: "prompt" or "messages"; the record looks like Alpaca: instruction, input, output '
+            "(Dolly's context, response): choose that format")]
     prompts, problems = _read(path, "alpaca")
     assert [p.reason for p in problems][-1].startswith('missing field: "instruction"')
     assert "top_p must be above 0 and at most 1, got 1.5" in [p.reason for p in problems]

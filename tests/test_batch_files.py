@@ -401,3 +401,61 @@ def test_the_open_dialog_guesses_the_format_and_offers_the_csv_columns(qtbot, tm
     dialog = OpenPromptDialog(str(batch))
     qtbot.addWidget(dialog)
     assert dialog.chosen() == ("openai", None) and not dialog.column.isEnabled()
+
+
+DATASET_RECORDS = [  # (name, records, the format detected, (prompt, reference) of each): datasets as published
+    ("GSM8K", [{"question": "Natalia sold clips to 48 friends. How many?", "answer": "She sold 48.\n#### 48"}],
+     "field", [("Natalia sold clips to 48 friends. How many?", "She sold 48.\n#### 48")]),
+    ("MMLU", [{"question": "2 + 2?", "subject": "math", "choices": ["3", "4"], "answer": 1}],
+     "field", [("2 + 2?", "1")]),
+    ("a corpus of text", [{"text": "Once upon a time"}, {"text": "The sea"}], "field",
+     [("Once upon a time", None), ("The sea", None)]),
+    ("Dolly", [{"instruction": "When did it start?", "context": "It started in 2000.", "response": "2000",
+                "category": "closed_qa"}], "alpaca", [("When did it start?\nIt started in 2000.", "2000")]),
+    ("a list of prompts", ["What is a block?", "Why share blocks?"], "jsonl",
+     [("What is a block?", None), ("Why share blocks?", None)]),
+]
+
+
+@pytest.mark.parametrize("container", ["lines", "array"])
+@pytest.mark.parametrize("name, records, fmt, expected", DATASET_RECORDS, ids=[d[0] for d in DATASET_RECORDS])
+def test_records_of_published_datasets_read_with_their_prompt_field_and_answer(tmp_path, name, records, fmt,
+                                                                              expected, container):
+    """GSM8K's question/answer, MMLU's, a corpus's text and a plain list of prompts were each refused ("missing
+    field: "prompt" or "messages""); Dolly's context was dropped."""
+    path = tmp_path / ("data.jsonl" if container == "lines" else "data.json")
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n" if container == "lines" else json.dumps(records))
+    assert detect_format(path) == fmt
+    loader = PromptLoader(path, fmt)
+    results = loader.read_all()
+    assert loader.problems == []
+    assert [(p.preview(), p.reference) for p in results.prompts] == expected
+
+
+def test_a_named_prompt_field_is_read_and_a_missing_one_names_the_fields_there_are(tmp_path):
+    path = tmp_path / "qa.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [{"question": "Who?", "hint": "a name", "answer": "Bob"},
+                                                       {"question": "Where?", "answer": "here"}]) + "\n")
+    loader = PromptLoader(path, "field", "hint")
+    results = loader.read_all()
+    assert [(p.preview(), p.reference) for p in results.prompts] == [("a name", "Bob")]
+    assert [str(p) for p in loader.problems] == [
+        'line 2: missing field: "hint" (the fields that hold text: question, answer); choose the prompt field in '
+        "Open prompt file…"]
+    loader = PromptLoader(path, "jsonl")
+    loader.read_all()
+    assert "the record looks like Records: a prompt field you name" in str(loader.problems[0])
+
+
+def test_the_open_dialog_offers_a_record_s_text_fields_and_previews_the_one_chosen(qtbot, tmp_path):
+    from workbench.ui.batch_settings import OpenPromptDialog
+
+    path = tmp_path / "gsm8k.jsonl"
+    path.write_text(json.dumps({"id": 7, "answer": "#### 48", "question": "How many clips?"}) + "\n")
+    dialog = OpenPromptDialog(str(path))
+    qtbot.addWidget(dialog)
+    assert dialog.chosen() == ("field", "question") and dialog.column.isEnabled()
+    assert [dialog.column.itemText(i) for i in range(dialog.column.count())] == ["question", "answer"]
+    assert dialog.preview.text() == "Asks: How many clips?\nReference: #### 48"
+    dialog.column.setCurrentText("answer")
+    assert dialog.chosen() == ("field", "answer") and dialog.preview.text().startswith("Asks: #### 48")

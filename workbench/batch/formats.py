@@ -2,7 +2,7 @@
 :class:`LineProblem` that names the line (or row) and what is wrong with it.
 
 The format says what a record holds (``records.RECORD_FORMATS``: prompt or messages, alpaca, ShareGPT,
-ms-swift's query/response; ``openai``: the OpenAI batch input that ``vllm run-batch`` takes, for
+ms-swift's query/response, a prompt field named by the user; a JSON string is a prompt of its own; ``openai``: the OpenAI batch input that ``vllm run-batch`` takes, for
 ``/v1/chat/completions`` and ``/v1/completions``; ``csv``: a header row and a prompt column chosen by
 name; ``text``: one prompt per line). The container is the file's: JSON lines, one JSON array, Parquet,
 Arrow, or a ``datasets`` folder saved with ``save_to_disk`` (:func:`detect_container`), each read as a
@@ -145,7 +145,7 @@ def parse_prompts(source, fmt: str, column: str | None = None,
         yield from _text_prompts(reader)
         return
     build = (_OpenAIBatchParser(checker).prompt if fmt == "openai"
-             else (lambda n, r: record_prompt(fmt, n, r, checker)))
+             else (lambda n, r: record_prompt(fmt, n, r, checker, column)))
     for item in _json_lines(reader) if isinstance(reader, LineReader) else reader:
         if isinstance(item, LineProblem):
             yield item
@@ -182,13 +182,14 @@ def _json_lines(lines) -> Iterator[Record | LineProblem]:
                 yield LineProblem(item.line_no, str(exc))
 
 
-def _json_object(text: str) -> dict:
+def _json_object(text: str) -> dict | str:
+    """A line's record: a JSON object, or a string (a prompt on its own)."""
     try:
         record = json.loads(text)
     except json.JSONDecodeError as exc:
         raise LineError(f"broken JSON: {exc.msg} at column {exc.colno}") from None
-    if not isinstance(record, dict):
-        raise LineError(f"expected a JSON object {{...}}, got a JSON {type(record).__name__}")
+    if not isinstance(record, (dict, str)):
+        raise LineError(f"expected a JSON object {{...}} or a prompt string, got a JSON {type(record).__name__}")
     return record
 
 

@@ -35,10 +35,14 @@ from workbench.engine.images import ImageProblem
 
 RECORD_FORMATS = {
     "jsonl": "Prompt or messages (OpenAI chat, ms-swift messages)",
-    "alpaca": "Alpaca: instruction, input, output",
+    "alpaca": "Alpaca: instruction, input, output (Dolly's context, response)",
     "sharegpt": "ShareGPT: conversations (from / value)",
     "swift": "ms-swift query / response / history",
+    "field": "Records: a prompt field you name (question, text, …)",
 }
+# a "field" record's prompt where none is named, in this order; its reference, the first of REFERENCE_FIELDS
+LIKELY_PROMPT_FIELDS = ("question", "text", "input", "content", "problem", "instruction", "query", "prompt")
+REFERENCE_FIELDS = ("answer", "answers", "response", "output", "completion", "solution", "target", "label")
 ROLES = ("system", "user", "assistant")
 SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system",
                   "chatgpt": "assistant", "bing": "assistant", "bard": "assistant"}
@@ -85,17 +89,40 @@ def guess_record_format(record) -> str:
         return "alpaca"
     if "query" in keys:
         return "swift"
-    return "jsonl"
+    return "field" if prompt_field(record) is not None else "jsonl"
 
 
-def record_prompt(fmt: str, number: int, record, checker: ImageChecker | None = None) -> BatchPrompt:
-    """The prompt of one record in format ``fmt``; LineError says what is wrong with it (an image that
-    cannot be used too). ``checker`` checks its images (relative paths from the working folder without one)."""
+def prompt_field(record) -> str | None:
+    """The field of a record that likely holds its prompt (GSM8K's "question", a corpus's "text"): the first
+    of LIKELY_PROMPT_FIELDS that holds text."""
     if not isinstance(record, dict):
-        raise LineError(f"expected a JSON object {{...}}, got a JSON {type(record).__name__}")
+        return None
+    return next((name for name in LIKELY_PROMPT_FIELDS if isinstance(record.get(name), str)), None)
+
+
+def text_fields(record) -> list[str]:
+    """A record's fields that hold text, the likely prompt's first: what the field can be chosen from."""
+    if not isinstance(record, dict):
+        return []
+    fields = [name for name, value in record.items() if isinstance(value, str)]
+    likely = prompt_field(record)
+    return [likely, *(name for name in fields if name != likely)] if likely else fields
+
+
+def record_prompt(fmt: str, number: int, record, checker: ImageChecker | None = None,
+                  field: str | None = None) -> BatchPrompt:
+    """The prompt of one record in format ``fmt``; LineError says what is wrong with it (an image that
+    cannot be used too). ``checker`` checks its images (relative paths from the working folder without one).
+    ``field``: the "field" format's prompt field (else the record's likely one). A record that is a string
+    (a JSON array or lines of prompts) is the prompt."""
+    if isinstance(record, str) and fmt in ("jsonl", "field"):
+        return BatchPrompt(number, prompt=prompt_text(record))
+    if not isinstance(record, dict):
+        raise LineError(f"expected a JSON object {{...}} or a prompt string, got a JSON {type(record).__name__}")
     column = _image_form(column_images, record)
     parts: list = []
-    messages, reference = _READERS[fmt](record, parts)
+    messages, reference = (_named_field(record, field or prompt_field(record)) if fmt == "field"
+                           else _READERS[fmt](record, parts))
     custom_id = _optional_text(record, "custom_id") if fmt == "jsonl" else None
     sampling = tuple(record_sampling(record))
     common = {"custom_id": custom_id, "sampling": sampling, "reference": reference}
@@ -140,13 +167,14 @@ def _prompt_or_messages(record: dict, parts: list):
 
 
 def _alpaca(record: dict, _parts: list):
+    """Alpaca's instruction, input and output; Dolly's (databricks-dolly-15k) context and response in their place."""
     instruction = _text(record, "instruction", required="alpaca")
-    given = _text(record, "input") or ""
+    given = _text(record, "input" if "input" in record else "context") or ""
     query = f"{instruction}\n{given}" if instruction and given else instruction or given
     if not query.strip():
         raise LineError("\"instruction\" and \"input\" are both empty")
     turns = (*_history(record), Message("user", query))
-    return (*_system(record), *turns), _text(record, "output")
+    return (*_system(record), *turns), _text(record, "output" if "output" in record else "response")
 
 
 def _query_response(record: dict, _parts: list):
@@ -191,6 +219,23 @@ def _pairs(value, parts: list) -> list[Message]:
         if pair.get("assistant") is not None:
             messages.append(Message("assistant", _content_text(pair["assistant"], number, parts)))
     return messages
+
+
+def _named_field(record: dict, field: str | None) -> tuple[str, str | None]:
+    """The "field" format: the prompt from the field named, the reference from the first of REFERENCE_FIELDS."""
+    if field is None or field not in record:
+        text = ", ".join(text_fields(record)[:8]) or "none"
+        named = f"\"{field}\"" if field else "a prompt field"
+        raise LineError(f"missing field: {named} (the fields that hold text: {text}); choose the prompt field "
+                        "in Open prompt file…")
+    value = record[field]
+    if not isinstance(value, str):
+        raise LineError(f"\"{field}\" must be a string, got {json.dumps(value, ensure_ascii=False)[:40]}")
+    if not value.strip():
+        raise LineError(f"\"{field}\" is empty")
+    answer = next((record[name] for name in REFERENCE_FIELDS if name != field and record.get(name) is not None), None)
+    return value, (None if answer is None else answer if isinstance(answer, str)
+                   else json.dumps(answer, ensure_ascii=False))
 
 
 _READERS = {"jsonl": _prompt_or_messages, "alpaca": _alpaca, "sharegpt": _sharegpt, "swift": _query_response}

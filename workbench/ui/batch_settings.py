@@ -1,6 +1,7 @@
 """The batch pane's parts around the table: how a file is opened, and the run's settings.
 
-- :class:`OpenPromptDialog` asks the format (guessed from the file) and, for a CSV, the prompt column;
+- :class:`OpenPromptDialog` asks the format (guessed from the file) and, for a CSV or records read by a named
+  field, the prompt column or field;
 - :class:`RunSettingsForm` holds the sampling, chat template and bound of one run.
 
 Reading a file and writing an export run on superqt generator workers (``ui/batch_pane.py``).
@@ -15,8 +16,11 @@ from PySide6.QtWidgets import (
     QVBoxLayout, QWidget,
 )
 
-from workbench.batch.formats import CONTAINERS, FORMATS, csv_columns, detect_container, detect_format, parse_prompts
+from workbench.batch.formats import (
+    CONTAINERS, FORMATS, csv_columns, detect_container, detect_format, first_record, parse_prompts,
+)
 from workbench.batch.prompt_file import LineProblem
+from workbench.batch.records import text_fields
 from workbench.batch.table_files import TableError, splits
 from workbench.batch.run import DEFAULT_MAX_IN_FLIGHT, RunSettings
 from workbench.engine.sampling import SamplingSettings
@@ -30,8 +34,8 @@ BATCH_SAMPLING = SamplingSettings(temperature=0.0, max_tokens=64)  # a batch's d
 
 class OpenPromptDialog(QDialog):
     """How the file holds its records (shown), their format (detected, the user's to change), a datasets
-    folder's split, the CSV column that holds the prompts, and how many rows to read; the first record is
-    shown as it will be asked."""
+    folder's split, the CSV column or the records' field that holds the prompts, and how many rows to read; the
+    first record is shown as it will be asked."""
 
     def __init__(self, path: str, parent=None, max_rows: int | None = None):
         super().__init__(parent)
@@ -49,12 +53,16 @@ class OpenPromptDialog(QDialog):
         except TableError:
             pass
         self.column = QComboBox(objectName="batchCsvColumn")
-        columns = csv_columns(path) if self.container == "csv" else []
-        self.column.addItems(columns or ["prompt"])
         self.column.setEditable(True)
-        likely = [c for c in columns if c.strip().lower() in LIKELY_PROMPT_COLUMNS]
-        if likely:
-            self.column.setCurrentText(likely[0])
+        if self.container == "csv":
+            columns = csv_columns(path)
+            self.column.addItems(columns or ["prompt"])
+            likely = [c for c in columns if c.strip().lower() in LIKELY_PROMPT_COLUMNS]
+            if likely:
+                self.column.setCurrentText(likely[0])
+        elif self.container != "text":
+            self.column.addItems(text_fields(first_record(path, self.split())) or ["question"])
+        self.column.currentTextChanged.connect(self._on_format_changed)
         self.rows = QSpinBox(objectName="batchMaxRows", minimum=0, maximum=1 << 30, value=max_rows or 0)
         self.rows.setSpecialValueText("all")
         self.rows.setToolTip("Read only the first N prompts (ms-swift's dataset#N); \"all\" reads the whole file.")
@@ -71,20 +79,21 @@ class OpenPromptDialog(QDialog):
         if self.split_choice.count():
             form.addRow("Split", self.split_choice)
             self.split_choice.show()
-        form.addRow("Prompt column (CSV)", self.column)
+        form.addRow("Prompt column or field", self.column)
         form.addRow("Rows", self.rows)
         form.addRow("First record", self.preview)
         form.addRow(buttons)
         self._on_format_changed()
 
     def _on_format_changed(self) -> None:
-        fmt = self.chosen()[0]
-        self.column.setEnabled(fmt == "csv")
-        self.preview.setText(first_record_preview(self.path, fmt, self.split()) if fmt not in ("csv", "text") else "")
+        fmt, column = self.chosen()
+        self.column.setEnabled(fmt in ("csv", "field"))
+        self.preview.setText(first_record_preview(self.path, fmt, self.split(), column)
+                             if fmt not in ("csv", "text") else "")
 
     def chosen(self) -> tuple[str, str | None]:
         fmt = self.format.currentData()
-        return fmt, (self.column.currentText() if fmt == "csv" else None)
+        return fmt, (self.column.currentText() if fmt in ("csv", "field") else None)
 
     def split(self) -> str | None:
         return self.split_choice.currentText() or None
@@ -93,10 +102,10 @@ class OpenPromptDialog(QDialog):
         return self.rows.value() or None
 
 
-def first_record_preview(path: str, fmt: str, split: str | None) -> str:
+def first_record_preview(path: str, fmt: str, split: str | None, column: str | None = None) -> str:
     """The file's first record as the chosen format reads it: what is asked, and the reference answer."""
     try:
-        items = parse_prompts(path, fmt, split=split)
+        items = parse_prompts(path, fmt, column, split=split)
         item = next(items, None)
         items.close()
     except (OSError, TableError) as exc:

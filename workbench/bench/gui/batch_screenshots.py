@@ -6,7 +6,9 @@ writes ``batch-malformed-line-ask.png`` (a 2,000-line prompt file read off the G
 malformed line 1201 and asks), ``batch-export-failed.png`` (after "Skip", the 1,999 prompts shown and an
 export into a folder that does not exist: the message says why and the results stay) and
 ``batch-excel-csv.png`` (a CSV as Excel saves it where the decimal mark is a comma: UTF-16, semicolons, a row
-whose prompt holds an unquoted semicolon named and skipped). No engine.
+whose prompt holds an unquoted semicolon named and skipped) and ``batch-open-field.png`` (GSM8K's records opened:
+the format detected as a prompt field, its text fields offered, the first record previewed with its answer as
+the reference). No engine.
 """
 from __future__ import annotations
 
@@ -52,7 +54,26 @@ def main(argv: list[str]) -> int:
     save_small(pane, str(docs / "batch-export-failed.png"))
     print(pane.progress_label.text())
     excel_csv(pane, folder, docs)
+    open_field(folder, docs)
     return 0
+
+
+def open_field(folder: Path, docs: Path) -> None:
+    """The open dialog on GSM8K's test split as published (question, answer)."""
+    from workbench.ui.batch_settings import OpenPromptDialog
+
+    path = folder / "gsm8k-test.jsonl"
+    path.write_text(json.dumps({
+        "question": "Janet's ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins "
+                    "for her friends every day with four. She sells the remainder at the farmers' market daily for "
+                    "$2 per fresh duck egg. How much in dollars does she make every day at the farmers' market?",
+        "answer": "Janet sells 16 - 3 - 4 = <<16-3-4=9>>9 duck eggs a day.\nShe makes 9 * 2 = $<<9*2=18>>18 every "
+                  "day at the farmer's market.\n#### 18"}) + "\n")
+    dialog = OpenPromptDialog(str(path))
+    dialog.show()
+    process_events_until(lambda: True, TIMEOUT_S)
+    save_small(dialog, str(docs / "batch-open-field.png"))
+    print(dialog.chosen(), "|", dialog.preview.text()[:80])
 
 
 EXCEL_ROWS = ("Frage;Thema", "Was ist ein Block im KV-Cache?;Speicher", "Warum teilen zwei Chats Blöcke?;Präfix",
