@@ -414,6 +414,14 @@ DATASET_RECORDS = [  # (name, records, the format detected, (prompt, reference) 
                 "category": "closed_qa"}], "alpaca", [("When did it start?\nIt started in 2000.", "2000")]),
     ("a list of prompts", ["What is a block?", "Why share blocks?"], "jsonl",
      [("What is a block?", None), ("Why share blocks?", None)]),
+    ("UltraChat", [{"prompt": "How does a KV cache work?", "prompt_id": "ab12",
+                    "messages": [{"content": "How does a KV cache work?", "role": "user"},
+                                 {"content": "It keeps the keys.", "role": "assistant"}]}],
+     "jsonl", [("How does a KV cache work?", "It keeps the keys.")]),
+    ("LMSYS-Chat-1M", [{"conversation_id": "c1", "model": "vicuna-13b", "turn": 1, "language": "English",
+                        "conversation": [{"content": "Hi there", "role": "user"},
+                                         {"content": "Hello!", "role": "assistant"}]}],
+     "sharegpt", [("Hi there", "Hello!")]),
 ]
 
 
@@ -422,7 +430,8 @@ DATASET_RECORDS = [  # (name, records, the format detected, (prompt, reference) 
 def test_records_of_published_datasets_read_with_their_prompt_field_and_answer(tmp_path, name, records, fmt,
                                                                               expected, container):
     """GSM8K's question/answer, MMLU's, a corpus's text and a plain list of prompts were each refused ("missing
-    field: "prompt" or "messages""); Dolly's context was dropped."""
+    field: "prompt" or "messages""), UltraChat's prompt beside its messages too, LMSYS-Chat-1M's conversation of
+    role/content turns taken for ms-swift's pairs; Dolly's context was dropped."""
     path = tmp_path / ("data.jsonl" if container == "lines" else "data.json")
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n" if container == "lines" else json.dumps(records))
     assert detect_format(path) == fmt

@@ -156,8 +156,9 @@ def _image_form(read, *args):
 
 # ------------------------------------------------------------------ each format
 def _prompt_or_messages(record: dict, parts: list):
-    if "prompt" in record and "messages" in record:
-        raise LineError("has both \"prompt\" and \"messages\": give one of them")
+    if "prompt" in record and "messages" in record and _first_question(record["messages"]) != record["prompt"]:
+        raise LineError("has both \"prompt\" and \"messages\", and the prompt is not the first user message: give "
+                        "one of them")  # UltraChat's and no_robots' prompt repeats it: the messages are read
     if "messages" in record:
         return answer_split(parse_messages(record["messages"], parts))
     if "prompt" not in record:
@@ -184,10 +185,21 @@ def _query_response(record: dict, _parts: list):
     return (*_system(record), *_history(record), Message("user", query)), _text(record, "response")
 
 
+def _first_question(messages) -> str | None:
+    """The content of the first user message of a record's ``messages``, where it is text."""
+    if not isinstance(messages, list):
+        return None
+    return next((m.get("content") for m in messages if isinstance(m, dict) and m.get("role") == "user"), None)
+
+
 def _sharegpt(record: dict, parts: list):
-    if "conversation" in record and "conversations" not in record:
-        return answer_split((*_system(record), *_pairs(record["conversation"], parts)))
+    """ShareGPT's ``conversations`` (from / value, or role / content); ms-swift's ``conversation`` of pairs, or
+    LMSYS-Chat-1M's of role / content turns."""
     turns = record.get("conversations")
+    if "conversation" in record and "conversations" not in record:
+        turns = record["conversation"]
+        if not (isinstance(turns, list) and turns and isinstance(turns[0], dict) and "role" in turns[0]):
+            return answer_split((*_system(record), *_pairs(turns, parts)))
     if not isinstance(turns, list) or not turns:
         raise LineError("\"conversations\" must be a non-empty list of {\"from\": ..., \"value\": ...}"
                         f"{_other_format(record, 'sharegpt')}")
