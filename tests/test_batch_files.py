@@ -15,6 +15,7 @@ from workbench.batch.records import BatchPrompt
 from workbench.batch.loader import PromptLoader
 from workbench.batch.prompt_file import LineProblem
 from workbench.batch.results import DONE, ERROR
+from workbench.engine.backend import Message
 from workbench.engine.metrics import RequestFigures
 
 GOOD_JSONL = json.dumps({"prompt": "fine"})
@@ -408,6 +409,8 @@ DATASET_RECORDS = [  # (name, records, the format detected, (prompt, reference) 
      "field", [("Natalia sold clips to 48 friends. How many?", "She sold 48.\n#### 48")]),
     ("MMLU", [{"question": "2 + 2?", "subject": "math", "choices": ["3", "4"], "answer": 1}],
      "field", [("2 + 2?", "1")]),
+    ("OpenOrca", [{"id": "niv.1", "system_prompt": "You are a helpful assistant.", "question": "Translate: hi",
+                   "response": "hallo"}], "field", [("Translate: hi", "hallo")]),
     ("a corpus of text", [{"text": "Once upon a time"}, {"text": "The sea"}], "field",
      [("Once upon a time", None), ("The sea", None)]),
     ("Dolly", [{"instruction": "When did it start?", "context": "It started in 2000.", "response": "2000",
@@ -439,6 +442,8 @@ def test_records_of_published_datasets_read_with_their_prompt_field_and_answer(t
     results = loader.read_all()
     assert loader.problems == []
     assert [(p.preview(), p.reference) for p in results.prompts] == expected
+    if name == "OpenOrca":
+        assert results.prompts[0].messages[0] == Message("system", "You are a helpful assistant.")
 
 
 def test_a_named_prompt_field_is_read_and_a_missing_one_names_the_fields_there_are(tmp_path):

@@ -43,6 +43,7 @@ RECORD_FORMATS = {
 # a "field" record's prompt where none is named, in this order; its reference, the first of REFERENCE_FIELDS
 LIKELY_PROMPT_FIELDS = ("question", "text", "input", "content", "problem", "instruction", "query", "prompt")
 REFERENCE_FIELDS = ("answer", "answers", "response", "output", "completion", "solution", "target", "label")
+SYSTEM_FIELDS = ("system_prompt", "system")  # a "field" record's system message
 ROLES = ("system", "user", "assistant")
 SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system",
                   "chatgpt": "assistant", "bing": "assistant", "bard": "assistant"}
@@ -233,8 +234,9 @@ def _pairs(value, parts: list) -> list[Message]:
     return messages
 
 
-def _named_field(record: dict, field: str | None) -> tuple[str, str | None]:
-    """The "field" format: the prompt from the field named, the reference from the first of REFERENCE_FIELDS."""
+def _named_field(record: dict, field: str | None) -> tuple[str | tuple[Message, ...], str | None]:
+    """The "field" format: the prompt from the field named (after a system message from SYSTEM_FIELDS, where
+    the record has one), the reference from the first of REFERENCE_FIELDS."""
     if field is None or field not in record:
         text = ", ".join(text_fields(record)[:8]) or "none"
         named = f"\"{field}\"" if field else "a prompt field"
@@ -246,8 +248,10 @@ def _named_field(record: dict, field: str | None) -> tuple[str, str | None]:
     if not value.strip():
         raise LineError(f"\"{field}\" is empty")
     answer = next((record[name] for name in REFERENCE_FIELDS if name != field and record.get(name) is not None), None)
-    return value, (None if answer is None else answer if isinstance(answer, str)
-                   else json.dumps(answer, ensure_ascii=False))
+    reference = None if answer is None else answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+    system = next((record[name] for name in SYSTEM_FIELDS if name != field and isinstance(record.get(name), str)
+                   and record[name].strip()), None)  # OpenOrca's system_prompt
+    return ((Message("system", system), Message("user", value)) if system else value), reference
 
 
 _READERS = {"jsonl": _prompt_or_messages, "alpaca": _alpaca, "sharegpt": _sharegpt, "swift": _query_response}
