@@ -261,3 +261,16 @@ def test_an_old_line_exports_in_todays_spelling(facts):
 def test_a_trailing_backslash_and_spaces_after_it():
     result = one("swift infer --model m \\  \n  --vllm_max_num_seqs 8 \\")
     assert result.model == "m" and result.engine == {"max_num_seqs": 8} and result.messages == []
+
+
+def test_a_column_mapping_names_the_batch_s_prompt_field():
+    """ms-swift's --columns (its Data Arguments) was called "not an option of vLLM or ms-swift"."""
+    result = one("swift infer --model Qwen/Qwen2.5-7B-Instruct --infer_backend vllm --val_dataset gsm8k.jsonl#100 "
+                 "--columns '{\"question\": \"query\", \"answer\": \"response\"}'")
+    assert said(result) == {"--columns": (NOTE, "--columns {\"question\": \"query\", \"answer\": \"response\"}: ms-swift "
+                                                "reads the dataset's 'question' column as the prompt: in the Batch tab, "
+                                                "open the file as \"Records: a prompt field you name\" (a CSV by its "
+                                                "column) with 'question'")}
+    assert result.batch_input == "gsm8k.jsonl" and result.batch_limit == 100
+    result = one("swift infer --model Qwen/Qwen2.5-7B-Instruct --val_dataset d.jsonl --columns question")
+    assert said(result)["--columns"][0] == VALUE and "a JSON object" in said(result)["--columns"][1]

@@ -209,6 +209,8 @@ def swift_own(result: ImportedCommand, option: Option, goes_to: str, line: Swift
                                  "(the model's own length), and -1 is a limit no prompt fits: left out")
     else:
         result.keep(option, f"--{option.name}", option.value)  # today's spelling of an older release's name
+        if option.name == "columns":
+            column_mapping(result, option)
         if option.name == "infer_backend" and option.value != "vllm":
             result.say(option, NOTE, f"this line runs ms-swift's {option.value} backend, not vLLM; the preset keeps "
                                      "its vLLM settings")
@@ -217,6 +219,27 @@ def swift_own(result: ImportedCommand, option: Option, goes_to: str, line: Swift
             result.say(option, NOTE, "ms-swift 2's name of one registered model; ms-swift 3.0.0 names the model "
                                      "by --model <hub id or path> (--model_type is now the model's family, e.g. "
                                      "qwen2): the preset names no model, choose it in the workbench")
+
+
+PROMPT_NAMES = ("query", "prompt", "instruction", "question")  # ms-swift's preprocessor reads these as the prompt
+
+
+def column_mapping(result: ImportedCommand, option: Option) -> None:
+    """``--columns '{"question": "query"}'``: the dataset's columns renamed for ms-swift's preprocessor. The batch
+    reads the file's own names: the column renamed to the prompt is the field to choose there."""
+    try:
+        mapping = json.loads(option.value)
+    except ValueError:
+        mapping = None
+    if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+        result.say(option, VALUE, "--columns takes a JSON object of the dataset's column names and the names ms-swift "
+                                  "reads, e.g. '{\"question\": \"query\", \"answer\": \"response\"}'")
+        return
+    prompt = next((column for column, name in mapping.items() if name in PROMPT_NAMES), None)
+    if prompt is not None:
+        result.say(option, NOTE, f"ms-swift reads the dataset's {prompt!r} column as the prompt: in the Batch tab, open "
+                                 f"the file as \"Records: a prompt field you name\" (a CSV by its column) with "
+                                 f"{prompt!r}")
 
 
 DATASET_SAMPLE = re.compile(r"^(?P<path>.+)#(?P<rows>[^#/]*)$")

@@ -33,6 +33,7 @@ SWIFT_OPTIONS = {
     "val_dataset_sample": KEPT, "use_hf": KEPT, "load_args": KEPT, "metric": KEPT, "vllm_use_async_engine": KEPT,
     "vllm_reasoning_parser": KEPT, "rope_scaling": KEPT, "device_map": KEPT, "quant_bits": KEPT,
     "load_data_args": KEPT, "val_dataset_shuffle": KEPT, "dataset_shuffle": KEPT,
+    "columns": KEPT,  # JSON: the dataset's column -> the name ms-swift's preprocessor reads (query, response, ...)
     # ms-swift's own max_model_len scales RoPE (a model argument); vLLM's is --vllm_max_model_len
     "max_model_len": KEPT,
 }
