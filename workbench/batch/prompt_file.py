@@ -124,18 +124,19 @@ class LineReader:
                 yield from self._lines(stream, stream)
 
     def _lines(self, stream: BinaryIO, file: BinaryIO) -> Iterator[Line | LineProblem]:
-        """``stream``'s lines as UTF-8 bytes; ``file`` is where it reads them from (how far, for progress)."""
-        limit, line_no = self.max_line_bytes, 0
+        """``stream``'s lines as UTF-8 bytes; ``file`` is where it reads them from (for progress: a UTF-16 file's
+        position, where its UTF-8 bytes are not its own)."""
+        limit, line_no, recoded = self.max_line_bytes, 0, stream is not file
         while True:
             raw = stream.readline(limit + 1)
-            self.bytes_read = min(self.size, file.tell())
+            self.bytes_read = min(self.size, file.tell()) if recoded else self.bytes_read + len(raw)
             if not raw:
                 self.bytes_read = self.size
                 return
             line_no += 1
             if len(raw) > limit and not raw.endswith(b"\n"):
                 skipped = _skip_rest_of_line(stream, limit)
-                self.bytes_read = min(self.size, file.tell())
+                self.bytes_read = min(self.size, file.tell()) if recoded else self.bytes_read + skipped
                 yield LineProblem(line_no, f"the line is {_size_text(len(raw) + skipped)} long; the limit is "
                                            f"{_size_text(limit)} a line")
             elif b"\x00" in raw:
