@@ -2,9 +2,10 @@
 :class:`LineProblem` that names the line (or row) and what is wrong with it.
 
 The format says what a record holds (``records.RECORD_FORMATS``: prompt or messages, alpaca, ShareGPT,
-ms-swift's query/response, a prompt field named by the user; a JSON string is a prompt of its own; ``openai``: the OpenAI batch input that ``vllm run-batch`` takes, for
-``/v1/chat/completions`` and ``/v1/completions``; ``csv``: a header row and a prompt column chosen by
-name; ``text``: one prompt per line). The container is the file's: JSON lines, one JSON array, Parquet,
+ms-swift's query/response, a prompt field named by the user; a JSON string is a prompt of its own;
+``openai``: the OpenAI batch input that ``vllm run-batch`` takes, for ``/v1/chat/completions`` and
+``/v1/completions``; ``csv``: a header row and a prompt column chosen by name, its delimiter the one that
+splits the header; ``text``: one prompt per line). The container is the file's: JSON lines, one JSON array, Parquet,
 Arrow, or a ``datasets`` folder saved with ``save_to_disk`` (:func:`detect_container`), each read as a
 stream. Blank lines are skipped, as ``vllm run-batch`` skips them.
 
@@ -35,8 +36,6 @@ CONTAINERS = {"lines": "JSON lines (JSONL)", "array": "a JSON array of records",
               "arrow": "Arrow", "dataset": "a datasets folder (save_to_disk)", "csv": "CSV", "text": "text"}
 CHAT_URL, COMPLETIONS_URL = "/v1/chat/completions", "/v1/completions"
 IMAGE_COLUMN_NAMES = ("image", "images", "image_path", "image_url")  # a CSV's column of image paths or URLs
-
-
 DELIMITERS = (",", ";", "\t")
 DELIMITER_NAMES = {",": "a comma", ";": "a semicolon", "\t": "a tab"}
 
