@@ -248,7 +248,8 @@ def _named_field(record: dict, field: str | None) -> tuple[str | tuple[Message, 
     if not value.strip():
         raise LineError(f"\"{field}\" is empty")
     answer = next((record[name] for name in REFERENCE_FIELDS if name != field and record.get(name) is not None), None)
-    reference = None if answer is None else answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+    reference = (None if answer is None else answer if isinstance(answer, str)
+                 else json.dumps(answer, ensure_ascii=False))
     system = next((record[name] for name in SYSTEM_FIELDS if name != field and isinstance(record.get(name), str)
                    and record[name].strip()), None)  # OpenOrca's system_prompt
     return ((Message("system", system), Message("user", value)) if system else value), reference

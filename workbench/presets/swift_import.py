@@ -237,8 +237,8 @@ def column_mapping(result: ImportedCommand, option: Option) -> None:
         return
     prompt = next((column for column, name in mapping.items() if name in PROMPT_NAMES), None)
     if prompt is not None:
-        result.say(option, NOTE, f"ms-swift reads the dataset's {prompt!r} column as the prompt: in the Batch tab, open "
-                                 f"the file as \"Records: a prompt field you name\" (a CSV by its column) with "
+        result.say(option, NOTE, f"ms-swift reads the dataset's {prompt!r} column as the prompt: in the Batch tab, "
+                                 "open the file as \"Records: a prompt field you name\" (a CSV by its column) with "
                                  f"{prompt!r}")
 
 
