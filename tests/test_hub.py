@@ -378,3 +378,22 @@ def test_offline_mode_is_honoured_and_said(cache, monkeypatch):
     assert "Offline: HF_HUB_OFFLINE is set" in " · ".join(hub_settings().lines())
     with pytest.raises(HubError, match="HF_HUB_OFFLINE is set, so nothing is asked of the Hub"):
         look_up(TINY, supported=SUPPORTED)
+
+
+def test_the_dialog_takes_a_model_s_page_copied_from_the_browser(qtbot, cache, monkeypatch):
+    import workbench.ui.hub_dialog as dialog_module
+    from workbench.app import demo_engine_config
+    from workbench.model.app_model import AppModel
+    from workbench.presets.machine import Machine
+    from workbench.ui.hub_dialog import GetModelDialog
+
+    monkeypatch.setattr(dialog_module, "supported_architectures", lambda: SUPPORTED)
+    dialog = GetModelDialog(AppModel(demo_engine_config()), lambda name: None)
+    dialog.machine = Machine("cpu", 0, 0, 0, 32 << 30)
+    qtbot.addWidget(dialog)
+    dialog.repo.setText(f"https://huggingface.co/{DEMO}/tree/main")
+    dialog.size_up()
+    assert (dialog.repo.text(), dialog.revision.text()) == (DEMO, "main"), "the page's id and revision, in their fields"
+    qtbot.waitUntil(lambda: dialog.download_button.isEnabled(), timeout=30_000)
+    assert dialog.remote.repo_id == DEMO
+    qtbot.waitUntil(lambda: not dialog.workers, timeout=30_000)

@@ -22,7 +22,8 @@ GIB = 1 << 30
 
 @pytest.mark.parametrize("typed, words", [
     ("", "No model named"),
-    ("https://huggingface.co/Qwen/Qwen2.5-7B-Instruct", "write Qwen/Qwen2.5-7B-Instruct"),
+    ("https://huggingface.co/datasets/openai/gsm8k", "a dataset's page on the Hub, not a model's"),
+    ("https://huggingface.co/spaces/a/b", "a Space's page on the Hub, not a model's"),
     ("http://example.com/model", "web address"),
     ("../etc/passwd", "without '..'"),
     ("Qwen/../secret", "without '..'"),
@@ -37,6 +38,21 @@ def test_what_cannot_be_a_repo_id_is_named_with_the_fix(typed, words):
 
 def test_a_repo_id_is_taken_as_typed_without_spaces():
     assert check_repo_id("  Qwen/Qwen2.5-0.5B-Instruct ") == "Qwen/Qwen2.5-0.5B-Instruct"
+
+
+@pytest.mark.parametrize("page, revision", [
+    ("https://huggingface.co/Qwen/Qwen2.5-7B-Instruct", None),
+    ("https://hf.co/Qwen/Qwen2.5-7B-Instruct/tree/main", "main"),
+    ("https://huggingface.co/Qwen/Qwen2.5-7B-Instruct/blob/a09a3545/config.json", "a09a3545"),
+    (" https://www.huggingface.co/Qwen/Qwen2.5-7B-Instruct?library=vllm ", None),
+])
+def test_a_model_s_page_copied_from_the_browser_is_its_id_and_revision(page, revision):
+    """It was refused ("That is a web address, not a repo id: write Qwen/Qwen2.5-7B-Instruct"): the page names the
+    model, so it is taken."""
+    from workbench.hub.repo_id import hub_address
+
+    assert hub_address(page) == ("Qwen/Qwen2.5-7B-Instruct", revision)
+    assert check_repo_id(page) == "Qwen/Qwen2.5-7B-Instruct"
 
 
 def _files(*names: str, size: int = 10) -> list[RepoFile]:

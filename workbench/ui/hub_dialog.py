@@ -20,7 +20,7 @@ from workbench.hub.download import DONE, RUNNING, DiskSpaceError, forget, unfini
 from workbench.hub.errors import HubError
 from workbench.hub.fit import will_it_fit
 from workbench.hub.remote_model import RemoteModel, download_plan, look_up
-from workbench.hub.repo_id import HubInputError
+from workbench.hub.repo_id import HubInputError, hub_address
 from workbench.hub.search import search_models
 from workbench.hub.settings import hub_settings, remember_token
 from workbench.presets.capacity import size_text
@@ -219,7 +219,12 @@ class GetModelDialog(QDialog):
             self.download_button.setEnabled(False)
 
     def size_up(self) -> None:
-        repo, revision = self.repo.text().strip(), self.revision.text().strip() or None
+        repo, page_revision = hub_address(self.repo.text())  # a page copied from the browser: its id and revision
+        if repo != self.repo.text():
+            self.repo.setText(repo)
+        if page_revision and not self.revision.text().strip():
+            self.revision.setText(page_revision)
+        revision = self.revision.text().strip() or None
         self._busy(f"Reading {repo}'s config.json and safetensors headers (no weights)…")
         self.download_button.setEnabled(False)
         self._run(look_up, repo, revision, self._token(), done=self._on_sized)
