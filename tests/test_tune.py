@@ -81,6 +81,16 @@ def test_a_workload_file_the_batch_pane_refuses_is_refused_with_its_messages(sea
     assert posted == [] and path.read_text().count("\n") == 3  # the user's file untouched
 
 
+def test_a_csv_workload_is_read_by_the_column_the_batch_dialog_would_choose(tmp_path):
+    """A CSV whose prompts are in a "question" column was refused: the search read only a column named "prompt"."""
+    from workbench.tune.workload import from_file
+
+    path = tmp_path / "gsm8k.csv"
+    path.write_text('id;question;answer\n1;"How many clips, in all?";72\n2;Why?;because\n', encoding="utf-8")
+    workload = from_file(WorkloadSpec(kind="file", path=str(path)), None)
+    assert [item.prompt for item in workload.items] == ["How many clips, in all?", "Why?"]
+
+
 def test_the_loop_schedule_hands_requests_over_at_their_offsets_or_a_number_at_a_time():
     requests = tuple(ChatRequest(f"r-{i}", ()) for i in range(4))
     open_loop = RequestSchedule(requests, (0.0, 0.5, 0.25, 1.0), None, now=100.0)

@@ -36,6 +36,7 @@ CONTAINERS = {"lines": "JSON lines (JSONL)", "array": "a JSON array of records",
               "arrow": "Arrow", "dataset": "a datasets folder (save_to_disk)", "csv": "CSV", "text": "text"}
 CHAT_URL, COMPLETIONS_URL = "/v1/chat/completions", "/v1/completions"
 IMAGE_COLUMN_NAMES = ("image", "images", "image_path", "image_url")  # a CSV's column of image paths or URLs
+LIKELY_PROMPT_COLUMNS = ("prompt", "question", "text", "input", "content", "instruction")  # a CSV's, in order
 DELIMITERS = (",", ";", "\t")
 DELIMITER_NAMES = {",": "a comma", ";": "a semicolon", "\t": "a tab"}
 
@@ -105,6 +106,11 @@ def csv_columns(path: str | Path) -> list[str]:
     """The CSV's header names, for the dialog that asks which one holds the prompts."""
     header = first_line(path)
     return next(csv.reader([header], delimiter=_delimiter(path)), []) if header else []
+
+
+def prompt_column(path: str | Path) -> str | None:
+    """The CSV's column that likely holds the prompts: the first named like one of LIKELY_PROMPT_COLUMNS."""
+    return next((c for c in csv_columns(path) if c.strip().lower() in LIKELY_PROMPT_COLUMNS), None)
 
 
 def _delimiter(path: str | Path) -> str:

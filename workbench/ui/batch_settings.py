@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.batch.formats import (
-    CONTAINERS, FORMATS, csv_columns, detect_container, detect_format, first_record, parse_prompts,
+    CONTAINERS, FORMATS, csv_columns, detect_container, detect_format, first_record, parse_prompts, prompt_column,
 )
 from workbench.batch.prompt_file import LineProblem
 from workbench.batch.records import text_fields
@@ -28,7 +28,6 @@ from workbench.ui.batch_table import elide
 from workbench.ui.sampling_form import SamplingForm
 from workbench.ui.sampling_panel import sampling_summary
 
-LIKELY_PROMPT_COLUMNS = ("prompt", "question", "text", "input", "content", "instruction")
 BATCH_SAMPLING = SamplingSettings(temperature=0.0, max_tokens=64)  # a batch's defaults: repeatable, short
 
 
@@ -55,11 +54,8 @@ class OpenPromptDialog(QDialog):
         self.column = QComboBox(objectName="batchCsvColumn")
         self.column.setEditable(True)
         if self.container == "csv":
-            columns = csv_columns(path)
-            self.column.addItems(columns or ["prompt"])
-            likely = [c for c in columns if c.strip().lower() in LIKELY_PROMPT_COLUMNS]
-            if likely:
-                self.column.setCurrentText(likely[0])
+            self.column.addItems(csv_columns(path) or ["prompt"])
+            self.column.setCurrentText(prompt_column(path) or self.column.currentText())
         elif self.container != "text":
             self.column.addItems(text_fields(first_record(path, self.split())) or ["question"])
         self.column.currentTextChanged.connect(self._on_format_changed)
