@@ -402,6 +402,7 @@ def test_the_open_dialog_guesses_the_format_and_offers_the_csv_columns(qtbot, tm
     dialog = OpenPromptDialog(str(batch))
     qtbot.addWidget(dialog)
     assert dialog.chosen() == ("openai", None) and not dialog.column.isEnabled()
+    assert dialog.column.currentText() == "", "blank where the format reads no column or field"
 
 
 DATASET_RECORDS = [  # (name, records, the format detected, (prompt, reference) of each): datasets as published
@@ -473,3 +474,7 @@ def test_the_open_dialog_offers_a_record_s_text_fields_and_previews_the_one_chos
     assert dialog.preview.text() == "Asks: How many clips?\nReference: #### 48"
     dialog.column.setCurrentText("answer")
     assert dialog.chosen() == ("field", "answer") and dialog.preview.text().startswith("Asks: #### 48")
+    dialog.format.setCurrentIndex(dialog.format.findData("jsonl"))
+    assert not dialog.column.isEnabled() and dialog.column.currentText() == ""
+    dialog.format.setCurrentIndex(dialog.format.findData("field"))
+    assert dialog.chosen() == ("field", "answer"), "the field chosen comes back with its format"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QLabel, QLineEdit, QSpinBox,
     QVBoxLayout, QWidget,
@@ -58,6 +58,7 @@ class OpenPromptDialog(QDialog):
             self.column.setCurrentText(prompt_column(path) or self.column.currentText())
         elif self.container != "text":
             self.column.addItems(text_fields(first_record(path, self.split())) or ["question"])
+        self._named_text = self.column.currentText()  # the column or field, kept while a format reads none
         self.column.currentTextChanged.connect(self._on_format_changed)
         self.rows = QSpinBox(objectName="batchMaxRows", minimum=0, maximum=1 << 30, value=max_rows or 0)
         self.rows.setSpecialValueText("all")
@@ -83,7 +84,13 @@ class OpenPromptDialog(QDialog):
 
     def _on_format_changed(self) -> None:
         fmt, column = self.chosen()
-        self.column.setEnabled(fmt in ("csv", "field"))
+        named = fmt in ("csv", "field")
+        self.column.setEnabled(named)
+        if named != bool(self.column.currentText()):  # blank where the format reads no column or field
+            if not named:
+                self._named_text = self.column.currentText()
+            with QSignalBlocker(self.column):
+                self.column.setEditText(self._named_text if named else "")
         self.preview.setText(first_record_preview(self.path, fmt, self.split(), column)
                              if fmt not in ("csv", "text") else "")
 
