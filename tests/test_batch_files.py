@@ -141,6 +141,15 @@ def test_utf16_with_its_byte_order_mark_reads_as_its_utf8_twin(tmp_path, name, e
     assert loader.fraction == 1.0
 
 
+def test_files_joined_with_their_byte_order_marks_read_whole(tmp_path):
+    """``cat a.jsonl b.jsonl`` of two files an editor saved with a byte-order mark: line 2 was "broken JSON:
+    Unexpected UTF-8 BOM"."""
+    path = tmp_path / "joined.jsonl"
+    path.write_bytes(b"".join("\ufeff".encode() + GOOD_JSONL.encode() + b"\n" for _ in range(3)))
+    loader = PromptLoader(path, "jsonl")
+    assert loader.read_all().num_rows == 3 and loader.problems == []
+
+
 def test_utf16_without_a_byte_order_mark_says_so_not_binary(tmp_path):
     path = tmp_path / "prompts.txt"
     path.write_bytes("What is a block?\nCafe?\n".encode("utf-16-le"))

@@ -124,7 +124,7 @@ def test_the_7b_shape_is_sized_up_from_its_headers_without_its_weights(cache):
 @pytest.mark.parametrize("repo, error, words", [
     ("nobody/no-such-model", HubError, "No model nobody/no-such-model"),
     ("../escape", HubInputError, "without '..'"),
-    ("https://huggingface.co/Qwen/Qwen2.5-7B-Instruct", HubInputError, "write Qwen/Qwen2.5-7B-Instruct"),
+    ("https://huggingface.co/datasets/openai/gsm8k", HubInputError, "a dataset's page on the Hub, not a model's"),
     (GATED, HubError, "is gated: accept its licence"),
 ])
 def test_what_cannot_be_sized_up_says_why_and_what_to_do(cache, repo, error, words):

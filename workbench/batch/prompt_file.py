@@ -54,8 +54,8 @@ def _decode(raw: bytes, line_no: int) -> Line | LineProblem:
         byte = raw[exc.start]
         return LineProblem(line_no, f"not UTF-8 text: byte 0x{byte:02x} at byte {exc.start + 1} of the line "
                                     f"({exc.reason}); save the file as UTF-8")
-    if line_no == 1 and text.startswith("\ufeff"):
-        text = text[1:]  # a byte-order mark, as some editors write
+    if text.startswith("\ufeff"):
+        text = text[1:]  # a byte-order mark, as some editors write: on a later line where files were joined (cat)
     return Line(line_no, text.rstrip("\r\n"))
 
 
