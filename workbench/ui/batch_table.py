@@ -209,6 +209,7 @@ class BatchTableModel(QAbstractTableModel):
         self.beginResetModel()
         self.results = results
         self.status_filter = self.finish_filter = None
+        self._ranks, self._text_order = None, TextOrder()  # an earlier run's orders: not kept alive
         self._rebuild()
         self.endResetModel()
 
