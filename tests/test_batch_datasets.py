@@ -257,7 +257,7 @@ def test_references_go_to_the_jsonl_and_csv_exports_not_to_vllm_s_output(tmp_pat
     first = json.loads((tmp_path / "out.jsonl").read_text().splitlines()[0])
     assert first["text"] == "Whisk flour and eggs." and first["reference"].startswith("Making crepes is an easy")
     list(export_rows(results, tmp_path / "out.csv", "csv"))
-    row = next(csv.DictReader((tmp_path / "out.csv").open(newline="")))
+    row = next(csv.DictReader((tmp_path / "out.csv").open(newline="", encoding="utf-8-sig")))
     assert row["reference"].startswith("Making crepes") and row["text"] == "Whisk flour and eggs."
     list(export_rows(results, tmp_path / "out-openai.jsonl", "openai"))
     assert "reference" not in (tmp_path / "out-openai.jsonl").read_text()

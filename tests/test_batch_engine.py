@@ -166,7 +166,7 @@ def test_exports_match_what_the_engine_reported(window, qtbot, tmp_path):
         pane.export_to(str(tmp_path / f"out.{kind}"), kind)
         qtbot.waitUntil(lambda: pane.exporting is None, timeout=HANG_TIMEOUT_MS)
     outputs = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
-    rows = list(csv.DictReader((tmp_path / "out.csv").open(newline="", encoding="utf-8")))
+    rows = list(csv.DictReader((tmp_path / "out.csv").open(newline="", encoding="utf-8-sig")))
     assert [o["custom_id"] for o in outputs] == ["chat-1", "done-2", "long-3"]
     for row, (output, record) in enumerate(zip(outputs[:2], rows)):
         if row == 0:

@@ -13,7 +13,7 @@ from workbench.batch.export import export_rows
 from workbench.batch.formats import detect_format, parse_prompts
 from workbench.batch.records import BatchPrompt
 from workbench.batch.loader import PromptLoader
-from workbench.batch.prompt_file import LineProblem
+from workbench.batch.prompt_file import LineProblem, LineReader
 from workbench.batch.results import DONE, ERROR
 from workbench.engine.backend import Message
 from workbench.engine.metrics import RequestFigures
@@ -176,6 +176,35 @@ def test_a_csv_s_delimiter_is_the_one_its_header_is_split_by(tmp_path, header, r
     results = loader.read_all()
     expected = [next(__import__("csv").reader([row], delimiter=delimiter))[0] for row in rows]
     assert loader.problems == [] and [p.preview() for p in results.prompts] == expected
+
+
+@pytest.mark.parametrize("lines, delimiter", [
+    (["sep=;", "prompt;note", "Café, au lait;x", "b;y"], ";"),  # Excel's line that names the delimiter
+    (["SEP=|", "note|prompt", "x|Café, au lait", "y|b"], "|"),
+    (["sep=,,", "prompt,note", '"Café, au lait",x', "b,y"], ","),  # padded to the columns by a writer
+])
+def test_a_csv_s_first_line_sep_names_its_delimiter(tmp_path, lines, delimiter):
+    from workbench.batch.formats import csv_columns, prompt_column
+
+    path = tmp_path / "excel.csv"
+    path.write_text("\r\n".join(lines) + "\r\n", encoding="utf-8")
+    assert sorted(csv_columns(path)) == ["note", "prompt"] and prompt_column(path) == "prompt"
+    loader = PromptLoader(path, "csv", "prompt")
+    results = loader.read_all()
+    assert loader.problems == [] and [p.preview() for p in results.prompts] == ["Café, au lait", "b"]
+    assert [p.line_no for p in results.prompts] == [3, 4]
+
+
+def test_an_exported_csv_opens_in_excel_as_utf8_and_opens_again_as_prompts(tmp_path):
+    path = tmp_path / "p.txt"
+    path.write_text("Was ist ein Café?\n東京について\n", encoding="utf-8")
+    results = PromptLoader(path, "text").read_all()
+    out = tmp_path / "out.csv"
+    list(export_rows(results, out, "csv"))
+    assert out.read_bytes().startswith(b"\xef\xbb\xbfline,")  # Excel reads UTF-8 only with its byte-order mark
+    again = PromptLoader(out, "csv", "prompt")
+    assert [p.preview() for p in again.read_all().prompts] == ["Was ist ein Café?", "東京について"]
+    assert again.problems == []
 
 
 def test_a_csv_without_the_chosen_column_names_the_columns_it_has(tmp_path):
@@ -395,6 +424,35 @@ def test_an_export_stopped_halfway_leaves_no_file(tmp_path):
     assert list(export_rows(results, out, "csv"))[-1] == 5000 and len(out.read_text().splitlines()) == 5001
 
 
+def test_a_csv_without_a_prompt_like_name_offers_the_column_with_the_most_text(qtbot, tmp_path):
+    """A German "Nr;Frage;Thema" offered "Nr", its numbers, and showed no first record to tell."""
+    from workbench.batch.formats import prompt_column
+    from workbench.ui.batch_settings import OpenPromptDialog
+
+    path = tmp_path / "fragen.csv"
+    path.write_text("Nr;Thema;Frage\n1,5;Speicher;Was ist ein Block?\n2;Präfix;Warum teilen zwei Chats Blöcke?\n"
+                    "3;Planung;\"Was heißt\n„preempted“?\"\n", encoding="utf-8")
+    assert prompt_column(path) == "Frage"
+    dialog = OpenPromptDialog(str(path))
+    qtbot.addWidget(dialog)
+    assert dialog.chosen() == ("csv", "Frage") and dialog.preview.text() == "Asks: Was ist ein Block?"
+    numbers = tmp_path / "numbers.csv"
+    numbers.write_text("a,b\n1,2\n", encoding="utf-8")
+    assert prompt_column(numbers) is None
+
+
+def test_the_open_dialog_s_preview_reads_only_the_start_of_a_csv_with_a_quote_left_open(qtbot, tmp_path):
+    from workbench.ui.batch_settings import PREVIEW_LINES, OpenPromptDialog
+
+    path = tmp_path / "open-quote.csv"
+    path.write_text("prompt,note\n\"never closed,x\n" + "".join(f"row {i},y\n" for i in range(PREVIEW_LINES * 50)))
+    lines = LineReader(path, max_lines=PREVIEW_LINES)
+    assert len(list(lines)) == PREVIEW_LINES and lines.bytes_read < lines.size / 40
+    dialog = OpenPromptDialog(str(path))
+    qtbot.addWidget(dialog)
+    assert dialog.preview.text().startswith("line 2: a quote (\") opened in this row is not closed")
+
+
 def test_the_open_dialog_guesses_the_format_and_offers_the_csv_columns(qtbot, tmp_path):
     from workbench.ui.batch_settings import OpenPromptDialog
 
@@ -404,8 +462,11 @@ def test_the_open_dialog_guesses_the_format_and_offers_the_csv_columns(qtbot, tm
     qtbot.addWidget(dialog)
     assert dialog.chosen() == ("csv", "question"), "a column named like a prompt is chosen first"
     assert [dialog.column.itemText(i) for i in range(dialog.column.count())] == ["id", "question", "answer"]
+    assert dialog.preview.text() == "Asks: hi", "the chosen column's first row, as it will be asked"
     dialog.column.setCurrentText("answer")
-    assert dialog.chosen() == ("csv", "answer")
+    assert dialog.chosen() == ("csv", "answer") and dialog.preview.text() == "Asks: there"
+    dialog.column.setCurrentText("answers")
+    assert dialog.preview.text().startswith("line 1: the CSV has no column named 'answers'")
     batch = tmp_path / "batch.jsonl"
     batch.write_text(GOOD_OPENAI + "\n")
     dialog = OpenPromptDialog(str(batch))

@@ -332,7 +332,7 @@ def test_exports_keep_the_image_references_and_the_openai_output_stays_vllms(tmp
         "source": "cat.png", "turn": 0, "name": "cat.png", "mime": "image/png", "width": 48, "height": 32}
     assert image["path"] == str(tmp_path / "cat.png") and image["sha256"] == results.prompts[0].images[0].ref.sha256
     assert Path(records[1]["images"][0]["path"]).is_file()  # the data: URL's copy in the data folder
-    rows = list(csv.DictReader(open(tmp_path / "export.csv")))
+    rows = list(csv.DictReader(open(tmp_path / "export.csv", encoding="utf-8-sig")))
     assert json.loads(rows[0]["images"]) == [str(tmp_path / "cat.png")] and "image_tokens" in rows[0]
     openai = json.loads((tmp_path / "export.openai").read_text().splitlines()[0])
     assert set(openai) == {"id", "custom_id", "response", "error"} and "images" not in json.dumps(openai)

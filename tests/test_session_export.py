@@ -99,7 +99,7 @@ def pending_points_newer_than_the_disk(window, qtbot, run_key: str, monkeypatch)
 
 def newest_exported_s(folder: Path, run_key: str) -> tuple[float, float]:
     """The newest plot point and the newest memory point of ``run_key`` in an export's timeseries.csv."""
-    with open(folder / "timeseries.csv", newline="") as handle:
+    with open(folder / "timeseries.csv", newline="", encoding="utf-8-sig") as handle:
         rows = [p for p in csv.DictReader(handle) if p["run_key"] == run_key]
     return (max(float(p["t"]) for p in rows if p["kv_usage_pct"] != ""),
             max(float(p["t"]) for p in rows if p["kv_usage_pct"] == ""))
@@ -201,7 +201,9 @@ def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, t
     assert exported_run["config"]["max_num_seqs"] == window.model.config.max_num_seqs == json.loads(config_json)["max_num_seqs"]
     assert exported_run["config"]["scheduling_policy"] == "priority" and exported_run["started_s"] == started_s
 
-    with open(folder / "requests.csv", newline="") as handle:
+    for name in ("requests.csv", "timeseries.csv"):  # Excel reads UTF-8 only with its byte-order mark
+        assert (folder / name).read_bytes()[:3] == b"\xef\xbb\xbf"
+    with open(folder / "requests.csv", newline="", encoding="utf-8-sig") as handle:
         rows = list(csv.DictReader(handle))
     ours = [r for r in rows if r["run_key"] == run_key]
     (num_stored,), = db_rows(db, "SELECT (SELECT count(*) FROM messages WHERE run_key = ?) + "
@@ -222,7 +224,7 @@ def test_the_session_export_matches_the_database_and_the_engine(window, qtbot, t
             assert float(exported[name]) == pytest.approx(results.value(name, row), rel=1e-12), name
         assert exported["output"] == results.texts[row] and exported["status"] == "done"
 
-    with open(folder / "timeseries.csv", newline="") as handle:
+    with open(folder / "timeseries.csv", newline="", encoding="utf-8-sig") as handle:
         series_rows = [p for p in csv.DictReader(handle) if p["run_key"] == run_key]
     points = [p for p in series_rows if p["kv_usage_pct"] != ""]  # the plots'; the memory panel's are rows of their own
     memory_points = [p for p in series_rows if p["kv_usage_pct"] == ""]

@@ -174,7 +174,7 @@ def test_the_memory_series_is_stored_per_engine_run_apart_from_the_plots_and_exp
 
     for _ in export_session(path, session_id, tmp_path / "export"):
         pass
-    with open(tmp_path / "export" / "timeseries.csv", newline="") as handle:
+    with open(tmp_path / "export" / "timeseries.csv", newline="", encoding="utf-8-sig") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 8 + 8
     kept = [row for row in rows if row["memory_process"]]

@@ -12,6 +12,11 @@ from typing import Iterator
 
 from workbench.batch.prompt_file import LineProblem, LineReader
 
+# The CSV files the app writes (a batch's results, a session's requests and time series) start with UTF-8's
+# byte-order mark: without it Excel reads them as the system's code page and shows "Ã©" for "é". Python
+# reads them with "utf-8-sig", pandas and the batch pane with no option at all.
+WRITE_ENCODING = "utf-8-sig"
+
 UNCLOSED = ("a quote (\") opened in this row is not closed, so the lines after it would be one field; close it "
             "(a quote inside a quoted field is written \"\"). The lines after it are read as rows")
 

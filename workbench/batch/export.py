@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Iterator
 
+from workbench.batch.csv_rows import WRITE_ENCODING
 from workbench.batch.formats import CHAT_URL, BatchPrompt
 from workbench.batch.record_images import BatchImage
 from workbench.batch.results import COUNT_COLUMNS, DONE, TIME_COLUMNS, BatchResults
@@ -77,7 +78,7 @@ def export_rows(results: BatchResults, path: str | Path, fmt: str, model: str = 
     partial = path.with_name(path.name + ".part")
     done = False
     try:
-        with open(partial, "w", encoding="utf-8", newline="") as stream:
+        with open(partial, "w", encoding=WRITE_ENCODING if fmt == "csv" else "utf-8", newline="") as stream:
             if fmt == "csv":
                 yield from _write_csv(results, stream)
             else:

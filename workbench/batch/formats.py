@@ -5,7 +5,7 @@ The format says what a record holds (``records.RECORD_FORMATS``: prompt or messa
 ms-swift's query/response, a prompt field named by the user; a JSON string is a prompt of its own;
 ``openai``: the OpenAI batch input that ``vllm run-batch`` takes, for ``/v1/chat/completions`` and
 ``/v1/completions``; ``csv``: a header row and a prompt column chosen by name, its delimiter the one that
-splits the header; ``text``: one prompt per line). The container is the file's: JSON lines, one JSON array, Parquet,
+splits the header, or the one a first line ``sep=;`` names (Excel's); ``text``: one prompt per line). The container is the file's: JSON lines, one JSON array, Parquet,
 Arrow, or a ``datasets`` folder saved with ``save_to_disk`` (:func:`detect_container`), each read as a
 stream. Blank lines are skipped, as ``vllm run-batch`` skips them.
 
@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 from typing import Iterator
 
 from workbench.batch.csv_rows import csv_rows
 from workbench.batch.image_check import ImageChecker
 from workbench.batch.json_array import JsonArrayReader, Record
-from workbench.batch.prompt_file import Line, LineProblem, LineReader, first_line, text_encoding
+from workbench.batch.prompt_file import Line, LineProblem, LineReader, read_lines, text_encoding
 from workbench.batch.records import (  # noqa: F401 (BatchPrompt, LineError and parse_messages are this module's API)
     RECORD_FORMATS, BatchPrompt, LineError, guess_record_format, parse_messages, prompt_text, record_prompt,
     record_sampling, with_images,
@@ -39,6 +40,8 @@ IMAGE_COLUMN_NAMES = ("image", "images", "image_path", "image_url")  # a CSV's c
 LIKELY_PROMPT_COLUMNS = ("prompt", "question", "text", "input", "content", "instruction")  # a CSV's, in order
 DELIMITERS = (",", ";", "\t")
 DELIMITER_NAMES = {",": "a comma", ";": "a semicolon", "\t": "a tab"}
+GUESS_LINES = 20  # the lines read to guess a CSV's prompt column where no name says which
+SEP_LINE = re.compile(r"sep=(.)\1*\s*", re.IGNORECASE)  # Excel's first line that names the delimiter: sep=;
 
 
 def detect_container(path: str | Path) -> str:
@@ -104,23 +107,60 @@ def split_row_limit(path: str, max_rows: int | None = None) -> tuple[str, int | 
 
 def csv_columns(path: str | Path) -> list[str]:
     """The CSV's header names, for the dialog that asks which one holds the prompts."""
-    header = first_line(path)
-    return next(csv.reader([header], delimiter=_delimiter(path)), []) if header else []
+    header, delimiter, _ = csv_layout(path)
+    return next(csv.reader([header], delimiter=delimiter), []) if header else []
 
 
 def prompt_column(path: str | Path) -> str | None:
-    """The CSV's column that likely holds the prompts: the first named like one of LIKELY_PROMPT_COLUMNS."""
-    return next((c for c in csv_columns(path) if c.strip().lower() in LIKELY_PROMPT_COLUMNS), None)
+    """The CSV's column that likely holds the prompts: the first named like one of LIKELY_PROMPT_COLUMNS, else
+    the one whose first rows hold the most text (a "Frage" beside a "Nr"; numbers count as no text)."""
+    columns = csv_columns(path)
+    named = next((c for c in columns if c.strip().lower() in LIKELY_PROMPT_COLUMNS), None)
+    return named or _wordiest_column(path, columns)
 
 
-def _delimiter(path: str | Path) -> str:
-    """What separates the fields: the one of DELIMITERS that splits the header into the most names (Excel saves
-    "CSV" with semicolons where the decimal mark is a comma), else a tab for .tsv and a comma for the rest."""
+def _wordiest_column(path: str | Path, columns: list[str]) -> str | None:
+    _, delimiter, named = csv_layout(path)
+    lines = []
+    for item in read_lines(path):
+        if not isinstance(item, Line) or len(lines) > GUESS_LINES:
+            break
+        lines.append(item.text)
+    try:
+        rows = list(csv.reader(lines[1 + named:], delimiter=delimiter))
+    except csv.Error:
+        return None
+    text = [sum(len(row[i]) for row in rows if i < len(row) and not _is_number(row[i])) for i in range(len(columns))]
+    best = max(range(len(columns)), key=text.__getitem__, default=None)
+    return columns[best] if best is not None and text[best] else None
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell.replace(",", "."))
+    except ValueError:
+        return False
+    return True
+
+
+def csv_layout(path: str | Path) -> tuple[str, str, bool]:
+    """The header line, what separates the fields, and whether a first line ``sep=;`` named it (the header is
+    then the second line). Otherwise the delimiter is the one of DELIMITERS that splits the header into the
+    most names (Excel saves "CSV" with semicolons where the decimal mark is a comma), else a tab for .tsv and a
+    comma for the rest."""
+    lines = []
+    for item in read_lines(path):
+        if not isinstance(item, Line) or len(lines) == 2:
+            break
+        lines.append(item.text)
+    lines += ["", ""]
+    named = SEP_LINE.fullmatch(lines[0])
+    if named:
+        return lines[1], named.group(1), True
     default = "\t" if Path(path).suffix.lower() == ".tsv" else ","
-    header = first_line(path)
-    widths = {delimiter: len(next(csv.reader([header], delimiter=delimiter), [])) for delimiter in DELIMITERS}
+    widths = {delimiter: len(next(csv.reader([lines[0]], delimiter=delimiter), [])) for delimiter in DELIMITERS}
     best = max(DELIMITERS, key=widths.__getitem__)
-    return best if widths[best] > widths[default] else default
+    return lines[0], best if widths[best] > widths[default] else default, False
 
 
 def open_reader(path: str | Path, fmt: str, split: str | None = None):
@@ -250,12 +290,14 @@ class _OpenAIBatchParser:
 def _csv_prompts(lines: LineReader, column: str, checker: ImageChecker) -> Iterator[BatchPrompt | LineProblem]:
     """The CSV's rows under its header; a row's number is the line it starts on."""
     index = image_index = None
-    delimiter = _delimiter(lines.path)
+    _, delimiter, named = csv_layout(lines.path)
     for item in csv_rows(lines, delimiter):
         if isinstance(item, LineProblem):
             yield item
             continue
         line_no, row = item
+        if named and line_no == 1:
+            continue
         if index is None:
             if column not in row:
                 yield LineProblem(line_no, f"the CSV has no column named {column!r} (its columns: "
@@ -266,7 +308,7 @@ def _csv_prompts(lines: LineReader, column: str, checker: ImageChecker) -> Itera
                                None)
         elif any(cell.strip() for cell in row[width:]):  # a prompt cut at a delimiter it holds, else
             yield LineProblem(line_no, f"the row has {len(row)} fields, the header {width}: put a field that holds "
-                                       f"{DELIMITER_NAMES[delimiter]} in double quotes")
+                                       f"{DELIMITER_NAMES.get(delimiter, repr(delimiter))} in double quotes")
         elif any(cell.strip() for cell in row):
             yield _csv_prompt(row, index, column, line_no, image_index, checker)
 

@@ -101,11 +101,13 @@ def _binary_problem(stream: BinaryIO) -> LineProblem | None:
 
 class LineReader:
     """The file's lines in order, one at a time; a binary or empty file gives one fatal problem.
-    ``bytes_read`` and ``size`` say how far it has got (for a progress bar)."""
+    ``bytes_read`` and ``size`` say how far it has got (for a progress bar). ``max_lines``: stop after that many
+    (a preview's look at the start of a file of any size)."""
 
-    def __init__(self, path: str | Path, max_line_bytes: int = MAX_LINE_BYTES):
+    def __init__(self, path: str | Path, max_line_bytes: int = MAX_LINE_BYTES, max_lines: int | None = None):
         self.path = Path(path)
         self.max_line_bytes = max_line_bytes
+        self.max_lines = max_lines
         self.size = self.path.stat().st_size
         self.bytes_read = 0
 
@@ -127,7 +129,7 @@ class LineReader:
         """``stream``'s lines as UTF-8 bytes; ``file`` is where it reads them from (for progress: a UTF-16 file's
         position, where its UTF-8 bytes are not its own)."""
         limit, line_no, recoded = self.max_line_bytes, 0, stream is not file
-        while True:
+        while self.max_lines is None or line_no < self.max_lines:
             raw = stream.readline(limit + 1)
             self.bytes_read = min(self.size, file.tell()) if recoded else self.bytes_read + len(raw)
             if not raw:
@@ -148,10 +150,3 @@ class LineReader:
 def read_lines(path: str | Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Line | LineProblem]:
     """The file's lines in order (see :class:`LineReader`)."""
     return iter(LineReader(path, max_line_bytes))
-
-
-def first_line(path: str | Path) -> str:
-    """The first line of text (a CSV's header), or "" where there is none that reads as text."""
-    for item in read_lines(path):
-        return item.text if isinstance(item, Line) else ""
-    return ""

@@ -8,6 +8,7 @@ from typing import Iterator
 
 import numpy as np
 
+from workbench.batch.csv_rows import WRITE_ENCODING
 from workbench.sessions.stored import FIGURE_COLUMNS, EngineRunRecord, RequestRecord
 
 REQUEST_COLUMNS = ("kind", "source", "source_id", "item", "request_id", "engine_run", "run_key", "status",
@@ -26,7 +27,7 @@ def write_requests_csv(path: Path, requests: list[RequestRecord], runs: list[Eng
     """Writes one row per request; yields the rows written so far every :data:`CHUNK` rows and at the end.
     ``engine_run`` is the run's number in the session (1, 2, ...), ``run_key`` its stored key."""
     number = {run.run_key: index + 1 for index, run in enumerate(runs)}
-    with open(path, "w", newline="", encoding="utf-8") as handle:
+    with open(path, "w", newline="", encoding=WRITE_ENCODING) as handle:
         writer = csv.writer(handle)
         writer.writerow(REQUEST_COLUMNS)
         for index, r in enumerate(requests, 1):
@@ -47,7 +48,7 @@ def write_timeseries_csv(path: Path, series: dict[str, np.ndarray], runs: list[E
     parts = [(part, prefix) for part, prefix in ((series, ""), (memory or {}, MEMORY_PREFIX)) if part]
     names = [(prefix + name, name, part) for part, prefix in parts for name in part if name not in ("t", "run")]
     rows = 0
-    with open(path, "w", newline="", encoding="utf-8") as handle:
+    with open(path, "w", newline="", encoding=WRITE_ENCODING) as handle:
         writer = csv.writer(handle)
         writer.writerow(["t", "seconds", "engine_run", "run_key", *(name for name, _, _ in names)])
         if not parts:

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 from workbench.batch.formats import (
     CONTAINERS, FORMATS, csv_columns, detect_container, detect_format, first_record, parse_prompts, prompt_column,
 )
-from workbench.batch.prompt_file import LineProblem
+from workbench.batch.prompt_file import LineProblem, LineReader
 from workbench.batch.records import text_fields
 from workbench.batch.table_files import TableError, splits
 from workbench.batch.run import DEFAULT_MAX_IN_FLIGHT, RunSettings
@@ -28,6 +28,7 @@ from workbench.ui.batch_table import elide
 from workbench.ui.sampling_form import SamplingForm
 from workbench.ui.sampling_panel import sampling_summary
 
+PREVIEW_LINES = 200  # the lines a CSV's first record is looked for in (a quote left open reads no further)
 BATCH_SAMPLING = SamplingSettings(temperature=0.0, max_tokens=64)  # a batch's defaults: repeatable, short
 
 
@@ -91,8 +92,7 @@ class OpenPromptDialog(QDialog):
                 self._named_text = self.column.currentText()
             with QSignalBlocker(self.column):
                 self.column.setEditText(self._named_text if named else "")
-        self.preview.setText(first_record_preview(self.path, fmt, self.split(), column)
-                             if fmt not in ("csv", "text") else "")
+        self.preview.setText(first_record_preview(self.path, fmt, self.split(), column))
 
     def chosen(self) -> tuple[str, str | None]:
         fmt = self.format.currentData()
@@ -108,7 +108,8 @@ class OpenPromptDialog(QDialog):
 def first_record_preview(path: str, fmt: str, split: str | None, column: str | None = None) -> str:
     """The file's first record as the chosen format reads it: what is asked, and the reference answer."""
     try:
-        items = parse_prompts(path, fmt, column, split=split)
+        source = LineReader(path, max_lines=PREVIEW_LINES) if fmt in ("csv", "text") else path
+        items = parse_prompts(source, fmt, column, split=split)
         item = next(items, None)
         items.close()
     except (OSError, TableError) as exc:

@@ -8,7 +8,8 @@ export into a folder that does not exist: the message says why and the results s
 ``batch-excel-csv.png`` (a CSV as Excel saves it where the decimal mark is a comma: UTF-16, semicolons, a row
 whose prompt holds an unquoted semicolon named and skipped) and ``batch-open-field.png`` (GSM8K's records opened:
 the format detected as a prompt field, its text fields offered, the first record previewed with its answer as
-the reference). No engine.
+the reference) and ``batch-open-excel-sep.png`` (a CSV whose first line ``sep=;`` names its delimiter, as
+Excel reads it: the columns of its second line offered). No engine.
 """
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ def main(argv: list[str]) -> int:
     print(pane.progress_label.text())
     excel_csv(pane, folder, docs)
     open_field(folder, docs)
+    open_excel_sep(folder, docs)
     return 0
 
 
@@ -73,6 +75,20 @@ def open_field(folder: Path, docs: Path) -> None:
     dialog.show()
     process_events_until(lambda: True, TIMEOUT_S)
     save_small(dialog, str(docs / "batch-open-field.png"))
+    print(dialog.chosen(), "|", dialog.preview.text()[:80])
+
+
+def open_excel_sep(folder: Path, docs: Path) -> None:
+    """The open dialog on a CSV that names its delimiter in a first line ``sep=;``."""
+    from workbench.ui.batch_settings import OpenPromptDialog
+
+    path = folder / "fragen-sep.csv"
+    path.write_text("\r\n".join(["sep=;", "Nr;" + EXCEL_ROWS[0], *(f"{i};{row}" for i, row in enumerate(EXCEL_ROWS[1:3], 1))])
+                    + "\r\n", encoding="utf-8-sig")
+    dialog = OpenPromptDialog(str(path))
+    dialog.show()
+    process_events_until(lambda: True, TIMEOUT_S)
+    save_small(dialog, str(docs / "batch-open-excel-sep.png"))
     print(dialog.chosen(), "|", dialog.preview.text()[:80])
 
 
