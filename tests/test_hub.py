@@ -382,6 +382,8 @@ def test_offline_mode_is_honoured_and_said(cache, monkeypatch):
 
 def test_the_dialog_takes_a_model_s_page_copied_from_the_browser(qtbot, cache, monkeypatch):
     import workbench.ui.hub_dialog as dialog_module
+    from PySide6.QtWidgets import QApplication
+
     from workbench.app import demo_engine_config
     from workbench.model.app_model import AppModel
     from workbench.presets.machine import Machine
@@ -397,3 +399,15 @@ def test_the_dialog_takes_a_model_s_page_copied_from_the_browser(qtbot, cache, m
     qtbot.waitUntil(lambda: dialog.download_button.isEnabled(), timeout=30_000)
     assert dialog.remote.repo_id == DEMO
     qtbot.waitUntil(lambda: not dialog.workers, timeout=30_000)
+
+    # the model card's "Use this model > vLLM" box, pasted whole: its vllm serve line names the model
+    QApplication.clipboard().setText(f'# Install vLLM from pip:\npip install vllm\n# Load and run the model:\n'
+                                     f'vllm serve "{TINY}"\n# Call the server using curl:\ncurl -X POST '
+                                     f'"http://localhost:8000/v1/chat/completions"\n')
+    dialog.repo.clear()
+    dialog.revision.clear()
+    dialog.repo.paste()
+    dialog.size_up()
+    assert (dialog.repo.text(), dialog.revision.text()) == (TINY, "")
+    qtbot.waitUntil(lambda: not dialog.workers, timeout=30_000)
+    assert dialog.remote.repo_id == TINY

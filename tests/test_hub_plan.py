@@ -55,6 +55,30 @@ def test_a_model_s_page_copied_from_the_browser_is_its_id_and_revision(page, rev
     assert check_repo_id(page) == "Qwen/Qwen2.5-7B-Instruct"
 
 
+@pytest.mark.parametrize("pasted, repo, revision", [
+    ('vllm serve "Qwen/Qwen2.5-0.5B-Instruct"', "Qwen/Qwen2.5-0.5B-Instruct", None),  # the Hub's vLLM box
+    ("# Load and run the model:\nvllm serve \"Qwen/Qwen2.5-0.5B-Instruct\"\n# Call the server using curl:\n"
+     "curl -X POST \"http://localhost:8000/v1/chat/completions\"", "Qwen/Qwen2.5-0.5B-Instruct", None),
+    ("vllm serve Qwen/Qwen2.5-0.5B-Instruct \\\n  --revision v2 --max-model-len 4096", "Qwen/Qwen2.5-0.5B-Instruct", "v2"),
+    ("hf download Qwen/Qwen2.5-0.5B-Instruct --local-dir models/qwen", "Qwen/Qwen2.5-0.5B-Instruct", None),
+    ("huggingface-cli download Qwen/Qwen2.5-0.5B-Instruct --revision=main", "Qwen/Qwen2.5-0.5B-Instruct", "main"),
+    ("git clone https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-0.5B-Instruct", None),
+    ("git clone git@hf.co:Qwen/Qwen2.5-0.5B-Instruct.git", "Qwen/Qwen2.5-0.5B-Instruct", None),
+    ("docker run --gpus all -p 8000:8000 vllm/vllm-openai:latest --model Qwen/Qwen2.5-0.5B-Instruct",
+     "Qwen/Qwen2.5-0.5B-Instruct", None),
+    ('llm = LLM(model="Qwen/Qwen2.5-0.5B-Instruct")', "Qwen/Qwen2.5-0.5B-Instruct", None),
+    ("'Qwen/Qwen2.5-0.5B-Instruct'", "Qwen/Qwen2.5-0.5B-Instruct", None),
+    ("huggingface.co/Qwen/Qwen2.5-0.5B-Instruct/tree/v1", "Qwen/Qwen2.5-0.5B-Instruct", "v1"),  # no https://
+    ("Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-0.5B-Instruct", None),
+    ("a/b/c", "a/b/c", None),  # left as typed, for check_repo_id to say why
+])
+def test_a_snippet_that_names_the_model_is_its_id(pasted, repo, revision):
+    """A model card's "Use this model" box or a download line pasted in was "not a repo id"."""
+    from workbench.hub.repo_id import hub_address
+
+    assert hub_address(pasted) == (repo, revision)
+
+
 def _files(*names: str, size: int = 10) -> list[RepoFile]:
     return [RepoFile(name, size) for name in names]
 

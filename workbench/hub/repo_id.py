@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import re
+import shlex
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
-# a model's page on the Hub, as copied from the browser: its id, and a revision where the page is of one
-HUB_URL = re.compile(r"^https?://(?:www\.)?(?:huggingface\.co|hf\.co)/(?P<id>[\w.-]+/[\w.-]+)"
-                     r"(?:/(?:tree|blob|resolve|commit)/(?P<revision>[^/?#\s]+))?")
+# a model's page on the Hub, as copied from the browser (with or without https://), or its git address: its id,
+# and a revision where the page is of one
+HUB_URL = re.compile(r"^(?:(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/|git@hf\.co:)(?P<id>[\w.-]+/[\w.-]+?)"
+                     r"(?:\.git)?(?:/(?:tree|blob|resolve|commit)/(?P<revision>[^/?#\s]+))?(?=$|[/?#\s])")
 NOT_MODELS = {"datasets": "a dataset's page", "spaces": "a Space's page"}  # the Hub's other kinds of repo
+# the commands a model card and vLLM's docs give, whose model the dialog takes from a pasted line or snippet
+COMMANDS = {("vllm", "serve"), ("huggingface-cli", "download"), ("hf", "download"), ("git", "clone")}
+QUOTED_ID = re.compile(r"""["']([A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96})["']""")  # from_pretrained("Qwen/…")
 
 
 class HubInputError(ValueError):
@@ -15,12 +20,49 @@ class HubInputError(ValueError):
 
 
 def hub_address(text: str) -> tuple[str, str | None]:
-    """A model's page copied from the browser (``https://huggingface.co/Qwen/Qwen2.5-7B-Instruct/tree/v1``) as its
-    repo id and revision; anything else as typed (stripped), with no revision."""
-    url = HUB_URL.match(text.strip())
+    """A model's page copied from the browser (``https://huggingface.co/Qwen/Qwen2.5-7B-Instruct/tree/v1``), or a
+    snippet that names the model (``vllm serve "Qwen/…"``, ``hf download Qwen/… --revision v1``, ``git clone
+    https://huggingface.co/Qwen/…``, ``docker run … --model Qwen/…``, ``LLM(model="Qwen/…")``, the Hub's "Use this
+    model" box whole), as its repo id and revision; anything else as typed (stripped), with no revision."""
+    typed = text.strip()
+    repo, revision = _from_snippet(typed) or (typed, None)
+    url = HUB_URL.match(repo)
     if url is None or url["id"].split("/")[0] in NOT_MODELS:
-        return text.strip(), None
-    return url["id"], url["revision"]
+        return repo, revision
+    return url["id"], url["revision"] or revision
+
+
+def _from_snippet(typed: str) -> tuple[str, str | None] | None:
+    try:
+        words = shlex.split(typed.replace("\\\n", " "))
+    except ValueError:  # a quote left open
+        words = typed.split()
+    for i, word in enumerate(words[:-1]):
+        if (word.rsplit("/", 1)[-1], words[i + 1]) in COMMANDS:
+            rest = words[i + 2:]
+            model = _option(rest, "--model") or next((w for w in rest if _names_a_model(w)), None)
+            if model:
+                return model, _option(rest, "--revision")
+    model = _option(words, "--model")
+    if model:
+        return model, _option(words, "--revision")
+    if len(words) == 1 and words[0] != typed:  # "Qwen/…" in quotes
+        return words[0], None
+    quoted = QUOTED_ID.search(typed)
+    return (quoted[1], None) if quoted and len(words) > 1 else None
+
+
+def _option(words: list[str], name: str) -> str | None:
+    for i, word in enumerate(words):
+        if word == name and i + 1 < len(words):
+            return words[i + 1]
+        if word.startswith(name + "="):
+            return word.split("=", 1)[1]
+    return None
+
+
+def _names_a_model(word: str) -> bool:
+    return bool(REPO_ID.match(word) or HUB_URL.match(word))
 
 
 def check_repo_id(text: str) -> str:
