@@ -5,9 +5,10 @@ The format says what a record holds (``records.RECORD_FORMATS``: prompt or messa
 ms-swift's query/response, a prompt field named by the user; a JSON string is a prompt of its own;
 ``openai``: the OpenAI batch input that ``vllm run-batch`` takes, for ``/v1/chat/completions`` and
 ``/v1/completions``; ``csv``: a header row and a prompt column chosen by name, its delimiter the one that
-splits the header, or the one a first line ``sep=;`` names (Excel's); ``text``: one prompt per line). The container is the file's: JSON lines, one JSON array, Parquet,
-Arrow, or a ``datasets`` folder saved with ``save_to_disk`` (:func:`detect_container`), each read as a
-stream. Blank lines are skipped, as ``vllm run-batch`` skips them.
+splits the header, or the one a first line ``sep=;`` names (Excel's); ``text``: one prompt per line). The
+container is the file's: JSON lines, one JSON array, Parquet, Arrow, a ``datasets`` folder saved with
+``save_to_disk``, or an Excel workbook's sheet (:func:`detect_container`), each read as a stream. Blank lines
+are skipped, as ``vllm run-batch`` skips them.
 
 A record's images are checked as it is read (:class:`~workbench.batch.image_check.ImageChecker`), relative
 paths read from the file's folder; a CSV's image column is found by its name (``IMAGE_COLUMN_NAMES``).
@@ -26,7 +27,7 @@ from workbench.batch.json_array import JsonArrayReader, Record
 from workbench.batch.prompt_file import Line, LineProblem, LineReader, read_lines, text_encoding
 from workbench.batch.records import (  # noqa: F401 (BatchPrompt, LineError and parse_messages are this module's API)
     RECORD_FORMATS, BatchPrompt, LineError, guess_record_format, parse_messages, prompt_text, record_prompt,
-    record_sampling, with_images,
+    record_sampling, text_fields, with_images,
 )
 from workbench.batch.table_files import TableError, TableReader, table_kind
 from workbench.engine.backend import Message
@@ -34,7 +35,8 @@ from workbench.engine.backend import Message
 FORMATS = {**RECORD_FORMATS, "openai": "OpenAI batch JSONL (vllm run-batch)", "csv": "CSV: a prompt column",
            "text": "Plain text: a prompt per line"}
 CONTAINERS = {"lines": "JSON lines (JSONL)", "array": "a JSON array of records", "parquet": "Parquet",
-              "arrow": "Arrow", "dataset": "a datasets folder (save_to_disk)", "csv": "CSV", "text": "text"}
+              "arrow": "Arrow", "dataset": "a datasets folder (save_to_disk)", "xlsx": "an Excel workbook",
+              "csv": "CSV", "text": "text"}
 CHAT_URL, COMPLETIONS_URL = "/v1/chat/completions", "/v1/completions"
 IMAGE_COLUMN_NAMES = ("image", "images", "image_path", "image_url")  # a CSV's column of image paths or URLs
 LIKELY_PROMPT_COLUMNS = ("prompt", "question", "text", "input", "content", "instruction")  # a CSV's, in order
@@ -76,7 +78,10 @@ def detect_format(path: str | Path) -> str:
     if container in ("csv", "text"):
         return container
     first = first_record(path)
-    return guess_record_format(first) if first is not None else "jsonl"
+    guess = guess_record_format(first) if first is not None else "jsonl"
+    if container == "xlsx" and guess == "jsonl" and not {"prompt", "messages"} & set(first or ()):
+        return "field"  # a sheet's columns by any names: the prompt column chosen in the dialog, as a CSV's
+    return guess
 
 
 def first_record(path: str | Path, split: str | None = None):
@@ -143,6 +148,14 @@ def _is_number(cell: str) -> bool:
     return True
 
 
+def prompt_column_of(path: str | Path, fmt: str) -> str | None:
+    """The column or field the open dialog would offer first for ``fmt``: a CSV's :func:`prompt_column`, a record
+    field's likely one (by name, else the longest text of the first record); None for the other formats."""
+    if fmt == "csv":
+        return prompt_column(path)
+    return next(iter(text_fields(first_record(path))), None) if fmt == "field" else None
+
+
 def csv_layout(path: str | Path) -> tuple[str, str, bool]:
     """The header line, what separates the fields, and whether a first line ``sep=;`` named it (the header is
     then the second line). Otherwise the delimiter is the one of DELIMITERS that splits the header into the
@@ -169,7 +182,7 @@ def open_reader(path: str | Path, fmt: str, split: str | None = None):
     if fmt in ("csv", "text"):
         return LineReader(path)
     container = detect_container(path)
-    if container in ("parquet", "arrow", "dataset"):
+    if container in ("parquet", "arrow", "dataset", "xlsx"):
         return TableReader(path, split)
     return JsonArrayReader(path) if container == "array" else LineReader(path)
 

@@ -101,7 +101,8 @@ class PromptLoader:
         if self.limited:
             rows = f"First {rows}"
         split = getattr(self._reader, "split", None)
-        source = self.path.name + (f" (its {split} split)" if split else "")
+        named = f"sheet {split}" if getattr(self._reader, "kind", None) == "xlsx" else f"{split} split"
+        source = self.path.name + (f" (its {named})" if split else "")
         if not self.problems:
             return f"{rows} read from {source}."
         unit = self.problems[0].unit

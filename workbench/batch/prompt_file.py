@@ -62,7 +62,10 @@ def _decode(raw: bytes, line_no: int) -> Line | LineProblem:
 # Files a prompt file is often packed in, by their first bytes: what the user is told to do with them.
 PACKED = (
     (b"\x1f\x8b", "a gzip-compressed file, not text: unpack it first (gunzip, or 7-Zip) and open the file it gives"),
-    (b"PK\x03\x04", "a zip archive, not text: unpack it first and open the prompt file inside"),
+    (b"PK\x03\x04", "a zip archive, not text: unpack it first and open the prompt file inside (a spreadsheet saved as "
+                    ".ods is one too: save it as .xlsx or as CSV UTF-8)"),
+    (b"\xd0\xcf\x11\xe0", "an Excel 97-2003 workbook (.xls) or another older Office file, not text: save it from "
+                          "Excel as .xlsx or as CSV UTF-8 and open that"),
     (b"\xfd7zXZ\x00", "an xz-compressed file, not text: unpack it first (unxz) and open the file it gives"),
     (b"\x28\xb5\x2f\xfd", "a zstd-compressed file, not text: unpack it first (unzstd) and open the file it gives"),
 )

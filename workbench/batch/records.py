@@ -102,11 +102,12 @@ def prompt_field(record) -> str | None:
 
 
 def text_fields(record) -> list[str]:
-    """A record's fields that hold text, the likely prompt's first: what the field can be chosen from."""
+    """A record's fields that hold text, the likely prompt's first (by its name, else the longest text): what the
+    field can be chosen from."""
     if not isinstance(record, dict):
         return []
     fields = [name for name, value in record.items() if isinstance(value, str)]
-    likely = prompt_field(record)
+    likely = prompt_field(record) or max(fields, key=lambda name: len(record[name]), default=None)
     return [likely, *(name for name in fields if name != likely)] if likely else fields
 
 

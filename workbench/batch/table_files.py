@@ -1,7 +1,8 @@
 """Datasets stored as columns: Parquet, Arrow (the IPC file or stream format) and a Hugging Face ``datasets``
 folder written by ``save_to_disk`` (its ``state.json`` lists the Arrow shards; a ``DatasetDict`` folder has
 one such folder per split). Read through pyarrow a record batch at a time, never whole: each row comes out
-as a dict with its 1-based row number.
+as a dict with its 1-based row number. An Excel workbook is a table too (``workbook``): its sheets are its
+splits, its rows numbered as Excel numbers them.
 """
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from workbench.batch.prompt_file import LineProblem
 
 BATCH_ROWS = 512
 PARQUET_MAGIC, ARROW_FILE_MAGIC, ARROW_STREAM_MARK = b"PAR1", b"ARROW1", b"\xff\xff\xff\xff"
-TABLE_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".arrow": "arrow", ".feather": "arrow", ".ipc": "arrow"}
+TABLE_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".arrow": "arrow", ".feather": "arrow", ".ipc": "arrow",
+                  ".xlsx": "xlsx", ".xlsm": "xlsx"}
 DATASET_FILES = ("state.json", "dataset_dict.json", "dataset_info.json")
 
 
@@ -23,7 +25,8 @@ class TableError(ValueError):
 
 
 def table_kind(path: str | Path) -> str | None:
-    """"parquet", "arrow" or "dataset" (a save_to_disk folder, or a file inside one that names it), or None."""
+    """"parquet", "arrow", "xlsx" or "dataset" (a save_to_disk folder, or a file inside one that names it), or
+    None."""
     path = Path(path)
     if path.is_dir() or path.name in DATASET_FILES:
         return "dataset"
@@ -36,9 +39,21 @@ def table_kind(path: str | Path) -> str | None:
         return None
     if head.startswith(PARQUET_MAGIC):
         return "parquet"
+    if head.startswith(b"PK\x03\x04") and _is_workbook(path):
+        return "xlsx"  # a workbook named otherwise
     if head.startswith(ARROW_FILE_MAGIC):
         return "arrow"
     return None
+
+
+def _is_workbook(path: Path) -> bool:
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return "xl/workbook.xml" in archive.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
 
 
 def dataset_folder(path: str | Path) -> Path:
@@ -47,7 +62,11 @@ def dataset_folder(path: str | Path) -> Path:
 
 
 def splits(path: str | Path) -> list[str]:
-    """A DatasetDict folder's splits, in its own order; [] for a folder of one dataset."""
+    """A DatasetDict folder's splits, in its own order; [] for a folder of one dataset. A workbook's sheets."""
+    if table_kind(path) == "xlsx":
+        from workbench.batch.workbook import sheet_names
+
+        return sheet_names(path)
     listing = dataset_folder(path) / "dataset_dict.json"
     if not listing.is_file():
         return []
@@ -88,13 +107,22 @@ class TableReader:
 
     def __init__(self, path: str | Path, split: str | None = None):
         self.path, self.kind = Path(path), table_kind(path)
-        names = splits(path) if self.kind == "dataset" else []
-        self.split = (split if split in names else _preferred_split(names)) if names else None
+        try:
+            names = splits(path) if self.kind in ("dataset", "xlsx") else []
+        except TableError:
+            if self.kind != "xlsx":
+                raise
+            names = []  # a workbook that cannot be read says so as its first row's problem
+        first = names[0] if self.kind == "xlsx" and names else _preferred_split(names) if names else None
+        self.split = split if split in names else first
         self.files = shards(path, self.split) if self.kind == "dataset" else [self.path]
         self.size = sum(f.stat().st_size for f in self.files)
         self.bytes_read = 0
 
     def __iter__(self) -> Iterator[Record | LineProblem]:
+        if self.kind == "xlsx":
+            yield from self._sheet_records()
+            return
         number = 0
         for file in self.files:
             try:
@@ -108,6 +136,18 @@ class TableReader:
                 yield LineProblem(number + 1, f"{file.name} cannot be read as {self._label()}: {exc}", fatal=True,
                                   unit="row")
                 return
+
+    def _sheet_records(self) -> Iterator[Record | LineProblem]:
+        from workbench.batch.workbook import sheet_rows
+
+        number = 1
+        try:
+            for number, record, share in sheet_rows(self.path, self.split):
+                self.bytes_read = int(self.size * min(1.0, share))
+                yield Record(number, record)
+        except (TableError, OSError, ValueError) as exc:
+            yield LineProblem(number, f"{exc}", fatal=True, unit="row")
+        self.bytes_read = self.size
 
     def _label(self) -> str:
         return {"parquet": "Parquet", "arrow": "Arrow", "dataset": "a datasets folder's Arrow"}[self.kind or "arrow"]
@@ -148,6 +188,10 @@ def columns(path: str | Path, split: str | None = None) -> list[str]:
     import pyarrow.parquet as pq
 
     kind = table_kind(path)
+    if kind == "xlsx":
+        from workbench.batch.workbook import header
+
+        return header(path, split)
     file = shards(path, split)[0] if kind == "dataset" else Path(path)
     try:
         if kind == "parquet":

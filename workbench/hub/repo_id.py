@@ -22,8 +22,9 @@ class HubInputError(ValueError):
 def hub_address(text: str) -> tuple[str, str | None]:
     """A model's page copied from the browser (``https://huggingface.co/Qwen/Qwen2.5-7B-Instruct/tree/v1``), or a
     snippet that names the model (``vllm serve "Qwen/…"``, ``hf download Qwen/… --revision v1``, ``git clone
-    https://huggingface.co/Qwen/…``, ``docker run … --model Qwen/…``, ``LLM(model="Qwen/…")``, the Hub's "Use this
-    model" box whole), as its repo id and revision; anything else as typed (stripped), with no revision."""
+    https://huggingface.co/Qwen/…``, ``docker run … --model Qwen/…``, ``LLM(model="Qwen/…")``, the Hub's
+    "Use this model" box whole), as its repo id and revision; anything else as typed (stripped), with no
+    revision."""
     typed = text.strip()
     repo, revision = _from_snippet(typed) or (typed, None)
     url = HUB_URL.match(repo)

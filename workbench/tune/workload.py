@@ -7,7 +7,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.batch.formats import detect_format, prompt_column
+from workbench.batch.formats import detect_format, prompt_column_of
 from workbench.batch.loader import PromptLoader
 from workbench.batch.records import BatchPrompt
 from workbench.batch.table_files import TableError
@@ -86,8 +86,8 @@ def from_file(spec: WorkloadSpec, rate_per_s: float | None) -> Workload:
     if not path.exists():
         raise TuneRefused([f"The workload file {path} does not exist: choose the file again."])
     try:
-        fmt = detect_format(path)  # a CSV by the column the Batch pane's dialog would choose
-        loader = PromptLoader(path, fmt, prompt_column(path) if fmt == "csv" else None, on_problem="skip")
+        fmt = detect_format(path)  # a CSV or a sheet by the column the Batch pane's dialog would choose
+        loader = PromptLoader(path, fmt, prompt_column_of(path, fmt), on_problem="skip")
         results = loader.read_all()
     except (OSError, TableError) as exc:
         raise TuneRefused([f"The workload file {path} cannot be read: {exc}"]) from exc

@@ -36,8 +36,8 @@ from workbench.ui.chat_pane import ask_to_confirm
 from workbench.ui.scrolling import scrolling
 
 REFRESH_MS = 250
-PROMPT_FILE_FILTER = ("Prompt files and datasets (*.jsonl *.json *.csv *.tsv *.txt *.parquet *.arrow state.json "
-                      "dataset_dict.json);;All files (*)")
+PROMPT_FILE_FILTER = ("Prompt files and datasets (*.jsonl *.json *.csv *.tsv *.txt *.xlsx *.xlsm *.parquet *.arrow "
+                      "state.json dataset_dict.json);;All files (*)")
 MAX_PROBLEMS_LISTED = 1000
 SORT_PROGRESS_AFTER_MS = 200  # a sort still ranking its rows by then shows its progress bar
 # Between chunks the reading thread lets the GUI thread have the interpreter: without the pause, reading a

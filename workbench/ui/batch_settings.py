@@ -47,9 +47,10 @@ class OpenPromptDialog(QDialog):
         for key, label in FORMATS.items():
             self.format.addItem(label + (" (detected)" if key == detected else ""), key)
         self.format.setCurrentIndex(list(FORMATS).index(detected))
-        self.split_choice = QComboBox(self, objectName="batchSplit", visible=False)  # a DatasetDict's splits
+        # a DatasetDict's splits, a workbook's sheets
+        self.split_choice = QComboBox(self, objectName="batchSplit", visible=False)
         try:
-            self.split_choice.addItems(splits(path) if self.container == "dataset" else [])
+            self.split_choice.addItems(splits(path) if self.container in ("dataset", "xlsx") else [])
         except TableError:
             pass
         self.column = QComboBox(objectName="batchCsvColumn")
@@ -66,6 +67,7 @@ class OpenPromptDialog(QDialog):
         self.rows.setToolTip("Read only the first N prompts (ms-swift's dataset#N); \"all\" reads the whole file.")
         self.preview = QLabel("", objectName="batchFirstRecord", wordWrap=True)
         self.preview.setMinimumWidth(420)
+        self.split_choice.currentIndexChanged.connect(self._on_split_changed)
         for combo in (self.format, self.split_choice):
             combo.currentIndexChanged.connect(self._on_format_changed)
         buttons = QDialogButtonBox(QDialogButtonBox.Open | QDialogButtonBox.Cancel)
@@ -75,13 +77,21 @@ class OpenPromptDialog(QDialog):
         form.addRow("File", QLabel(CONTAINERS[self.container], objectName="batchContainer"))
         form.addRow("Format", self.format)
         if self.split_choice.count():
-            form.addRow("Split", self.split_choice)
+            form.addRow("Sheet" if self.container == "xlsx" else "Split", self.split_choice)
             self.split_choice.show()
         form.addRow("Prompt column or field", self.column)
         form.addRow("Rows", self.rows)
         form.addRow("First record", self.preview)
         form.addRow(buttons)
         self._on_format_changed()
+
+    def _on_split_changed(self) -> None:
+        """A workbook's sheets have columns of their own: the chosen sheet's are offered."""
+        if self.container == "xlsx":
+            with QSignalBlocker(self.column):
+                self.column.clear()
+                self.column.addItems(text_fields(first_record(self.path, self.split())) or ["question"])
+            self._named_text = self.column.currentText()
 
     def _on_format_changed(self) -> None:
         fmt, column = self.chosen()

@@ -72,7 +72,8 @@ class BatchTableModel(QAbstractTableModel):
 
     def headerData(self, section, orientation, role=Qt.DisplayRole):
         if role == Qt.DisplayRole and orientation == Qt.Horizontal:
-            return COLUMNS[section][1]
+            key, name = COLUMNS[section]
+            return "Row" if key == "line_no" and self.results.unit == "row" else name  # a table's, a sheet's rows
         return None
 
     def data(self, index, role=Qt.DisplayRole):

@@ -9,7 +9,8 @@ export into a folder that does not exist: the message says why and the results s
 whose prompt holds an unquoted semicolon named and skipped) and ``batch-open-field.png`` (GSM8K's records opened:
 the format detected as a prompt field, its text fields offered, the first record previewed with its answer as
 the reference) and ``batch-open-excel-sep.png`` (a CSV whose first line ``sep=;`` names its delimiter, as
-Excel reads it: the columns of its second line offered). No engine.
+Excel reads it: the columns of its second line offered) and ``batch-open-workbook.png`` (an Excel workbook: its
+sheets offered, the column with the questions chosen). No engine.
 """
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ def main(argv: list[str]) -> int:
     excel_csv(pane, folder, docs)
     open_field(folder, docs)
     open_excel_sep(folder, docs)
+    open_workbook(folder, docs)
     return 0
 
 
@@ -90,6 +92,27 @@ def open_excel_sep(folder: Path, docs: Path) -> None:
     process_events_until(lambda: True, TIMEOUT_S)
     save_small(dialog, str(docs / "batch-open-excel-sep.png"))
     print(dialog.chosen(), "|", dialog.preview.text()[:80])
+
+
+def open_workbook(folder: Path, docs: Path) -> None:
+    """The open dialog on an Excel workbook of two sheets, its questions beside numbers and topics."""
+    import openpyxl
+
+    from workbench.ui.batch_settings import OpenPromptDialog
+
+    book = openpyxl.Workbook()
+    book.active.title = "Fragen"
+    book.active.append(["Nr", "Thema", "Frage"])
+    for number, row in enumerate(EXCEL_ROWS[1:], 1):
+        book.active.append([number, *reversed(row.rsplit(";", 1))])
+    book.create_sheet("Antworten").append(["Nr", "Antwort"])
+    path = folder / "fragen.xlsx"
+    book.save(path)
+    dialog = OpenPromptDialog(str(path))
+    dialog.show()
+    process_events_until(lambda: True, TIMEOUT_S)
+    save_small(dialog, str(docs / "batch-open-workbook.png"))
+    print(dialog.chosen(), dialog.split(), "|", dialog.preview.text()[:80])
 
 
 EXCEL_ROWS = ("Frage;Thema", "Was ist ein Block im KV-Cache?;Speicher", "Warum teilen zwei Chats Blöcke?;Präfix",

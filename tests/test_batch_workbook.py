@@ -1,0 +1,120 @@
+"""Prompts in an Excel workbook: read a row at a time by the column chosen, each named by Excel's row number."""
+from __future__ import annotations
+
+import datetime
+
+import openpyxl
+import pytest
+
+from workbench.batch.formats import detect_container, detect_format, prompt_column_of
+from workbench.batch.loader import PromptLoader
+
+
+def _workbook(path):
+    """As a user keeps prompts in Excel: a title row left empty, a number and a date beside the question, a
+    blank row, a number typed where a question goes, and a second sheet of another shape."""
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Fragen"
+    sheet.append([])
+    sheet.append(["Nr", "Thema", "Frage", None, "Datum"])
+    sheet.append([1, "Speicher", "Was ist ein Block im KV-Cache?", None, datetime.date(2026, 12, 7)])
+    sheet.append([])
+    sheet.append([2, "Präfix", "Warum teilen zwei Chats Blöcke?", "x"])
+    sheet.append([3, "Planung", 42])
+    answers = book.create_sheet("Antworten")
+    answers.append(["question", "answer"])
+    answers.append(["How many clips?", "#### 48"])
+    book.save(path)
+    return path
+
+
+def test_a_sheet_s_rows_are_read_by_the_column_with_the_prompts_numbered_as_excel_numbers_them(tmp_path):
+    path = _workbook(tmp_path / "fragen.xlsx")
+    assert (detect_container(path), detect_format(path)) == ("xlsx", "field")
+    assert prompt_column_of(path, "field") == "Frage"
+    loader = PromptLoader(path, "field", "Frage")
+    results = loader.read_all()
+    assert [(p.line_no, p.preview()) for p in results.prompts] == [(3, "Was ist ein Block im KV-Cache?"),
+                                                                   (5, "Warum teilen zwei Chats Blöcke?")]
+    assert [str(p) for p in loader.problems] == ['row 6: "Frage" must be a string, got 42']
+    other = PromptLoader(path, "field", "question", split="Antworten")
+    assert [(p.line_no, p.preview(), p.reference) for p in other.read_all().prompts] == [
+        (2, "How many clips?", "#### 48")]
+
+
+def test_the_open_dialog_offers_the_sheets_and_each_sheet_s_columns(qtbot, tmp_path):
+    from workbench.ui.batch_settings import OpenPromptDialog
+
+    path = _workbook(tmp_path / "fragen.xlsx")
+    dialog = OpenPromptDialog(str(path))
+    qtbot.addWidget(dialog)
+    assert dialog.layout().labelForField(dialog.split_choice).text() == "Sheet"
+    assert [dialog.split_choice.itemText(i) for i in range(dialog.split_choice.count())] == ["Fragen", "Antworten"]
+    assert dialog.chosen() == ("field", "Frage") and dialog.preview.text() == "Asks: Was ist ein Block im KV-Cache?"
+    dialog.split_choice.setCurrentText("Antworten")
+    assert dialog.chosen() == ("field", "question") and dialog.split() == "Antworten"
+    assert dialog.preview.text() == "Asks: How many clips?\nReference: #### 48"
+
+
+def test_a_workbook_named_otherwise_is_still_read_as_one(tmp_path):
+    path = _workbook(tmp_path / "fragen.xlsx").rename(tmp_path / "fragen.dat")
+    assert detect_container(path) == "xlsx"
+    assert len(PromptLoader(path, "field", "Frage").read_all().prompts) == 2
+
+
+@pytest.mark.parametrize("content, words", [
+    (b"PK\x03\x04" + bytes(60), "cannot be read as an Excel workbook"),  # damaged
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(60), "if it has a password, save a copy without one"),  # encrypted
+])
+def test_a_workbook_that_cannot_be_read_says_why_and_what_to_do(tmp_path, content, words):
+    path = tmp_path / "fragen.xlsx"
+    path.write_bytes(content)
+    loader = PromptLoader(path, "field", "Frage")
+    assert loader.read_all().num_rows == 0
+    assert len(loader.problems) == 1 and loader.problems[0].fatal and words in loader.problems[0].reason
+
+
+def test_an_old_xls_workbook_is_named_with_the_fix(tmp_path):
+    path = tmp_path / "fragen.xls"
+    path.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600))
+    loader = PromptLoader(path, detect_format(path))
+    loader.read_all()
+    assert [str(p) for p in loader.problems] == [
+        "line 1: this is an Excel 97-2003 workbook (.xls) or another older Office file, not text: save it from Excel "
+        "as .xlsx or as CSV UTF-8 and open that"]
+
+
+def test_a_tune_workload_from_a_workbook_reads_the_column_the_dialog_would_choose(tmp_path):
+    from workbench.tune.values import WorkloadSpec
+    from workbench.tune.workload import from_file
+
+    book = openpyxl.Workbook()
+    book.active.append(["Nr", "Frage"])
+    book.active.append([1, "Was ist ein Block?"])
+    book.active.append([2, "Warum?"])
+    book.save(tmp_path / "w.xlsx")
+    workload = from_file(WorkloadSpec(kind="file", path=str(tmp_path / "w.xlsx")), None)
+    assert [item.prompt for item in workload.items] == ["Was ist ein Block?", "Warum?"]
+
+
+def test_the_batch_pane_shows_a_sheet_s_prompts_by_excel_s_row_numbers(qtbot, tmp_path):
+    from PySide6.QtCore import Qt
+
+    from workbench.app import demo_engine_config
+    from workbench.model.app_model import AppModel
+    from workbench.model.engine_commands import EngineCommands
+    from workbench.ui.batch_pane import BatchPane
+
+    model = AppModel(demo_engine_config())
+    EngineCommands(model, lambda command: None)  # no engine: nothing runs
+    pane = BatchPane(model)
+    qtbot.addWidget(pane)
+    pane.open_file(str(_workbook(tmp_path / "fragen.xlsx")), "field", "Frage", split="Fragen")
+    qtbot.waitUntil(lambda: pane.problem_box is not None, timeout=30_000)
+    next(b for b in pane.problem_box.buttons() if b.text().startswith("Skip")).click()
+    qtbot.waitUntil(lambda: pane.loading is None and pane.loader.done, timeout=30_000)
+    table = pane.table.model()
+    assert table.headerData(0, Qt.Horizontal) == "Row"
+    assert [table.data(table.index(r, 0)) for r in range(2)] == ["3", "5"]
+    assert pane.loader.summary().startswith("2 prompts read from fragen.xlsx (its sheet Fragen)")

@@ -1,0 +1,80 @@
+"""An Excel workbook (.xlsx, .xlsm) as a table of prompts: a sheet's first non-empty row names the columns, and
+each row below it is a record of its cells by those names, numbered as Excel numbers its rows. Read through
+openpyxl's read-only mode, a row at a time (a sheet is never loaded whole); a formula gives the value Excel last
+saved.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from workbench.batch.table_files import TableError
+
+WORKBOOK_SUFFIXES = (".xlsx", ".xlsm")
+
+
+def sheet_names(path: str | Path) -> list[str]:
+    with _book(path) as book:
+        return list(book.sheetnames)
+
+
+def sheet_rows(path: str | Path, sheet: str | None = None) -> Iterator[tuple[int, dict, float]]:
+    """The sheet's records: (Excel's row number, {column name: value}, the share of the sheet read so far). The
+    first sheet where ``sheet`` is not one; rows with no value are skipped, and so are a row's empty cells."""
+    with _book(path) as book:
+        found = _sheet(book, sheet)
+        total, names = max(1, found.max_row or 1), None
+        for number, values in enumerate(found.iter_rows(values_only=True), 1):
+            if not any(value not in (None, "") for value in values):
+                continue
+            if names is None:
+                names = _names(values)
+                continue
+            record = {name: _value(value) for name, value in zip(names, values) if value is not None}
+            yield number, record, number / total
+
+
+def header(path: str | Path, sheet: str | None = None) -> list[str]:
+    """The sheet's column names: its first non-empty row."""
+    with _book(path) as book:
+        for values in _sheet(book, sheet).iter_rows(values_only=True):
+            if any(value not in (None, "") for value in values):
+                return _names(values)
+        return []
+
+
+@contextmanager
+def _book(path: str | Path):
+    """The workbook, read-only; opened from a stream, so that a workbook named otherwise reads too."""
+    import openpyxl
+
+    with open(path, "rb") as stream:
+        try:
+            book = openpyxl.load_workbook(stream, read_only=True, data_only=True)
+        except Exception as exc:  # noqa: BLE001 (openpyxl raises zipfile's, the XML parser's and its own errors)
+            raise TableError(f"{Path(path).name} cannot be read as an Excel workbook ({type(exc).__name__}: {exc}); "
+                             "if it has a password, save a copy without one; or save it from Excel as CSV UTF-8") \
+                from None
+        try:
+            yield book
+        finally:
+            book.close()
+
+
+def _sheet(book, sheet: str | None):
+    return book[sheet] if sheet in book.sheetnames else book[book.sheetnames[0]]
+
+
+def _names(values: tuple) -> list[str]:
+    """A header row's names; a cell left empty names its column by its letter ("column C")."""
+    from openpyxl.utils import get_column_letter
+
+    return [str(value).strip() if value not in (None, "") else f"column {get_column_letter(i)}"
+            for i, value in enumerate(values, 1)]
+
+
+def _value(value):
+    """A cell's value as a record holds it: text and numbers as they are, a date or time as its ISO text."""
+    return value if isinstance(value, (str, int, float)) else value.isoformat() if hasattr(value, "isoformat") \
+        else str(value)
