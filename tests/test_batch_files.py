@@ -207,6 +207,41 @@ def test_an_exported_csv_opens_in_excel_as_utf8_and_opens_again_as_prompts(tmp_p
     assert again.problems == []
 
 
+@pytest.mark.parametrize("document", [
+    {"prompts": ["What is a block?", "Why do chats share blocks?"]},
+    {"version": "v2", "meta": {"source": "x", "tags": ["a"]}, "data": [{"prompt": "What is a block?"},
+                                                                     {"prompt": "Why do chats share blocks?"}]},
+])
+@pytest.mark.parametrize("indent", [2, None])
+def test_a_json_object_that_holds_the_records_is_read_by_its_array(tmp_path, document, indent):
+    """json.dump(data, f, indent=2) of a dict was "broken JSON" on every line but one, whose text became a prompt."""
+    from workbench.batch.formats import detect_container
+
+    path = tmp_path / "prompts.json"
+    path.write_text(json.dumps(document, indent=indent) + "\n")
+    assert detect_container(path) == "object"
+    loader = PromptLoader(path, detect_format(path))
+    results = loader.read_all()
+    assert loader.problems == [] and [p.preview() for p in results.prompts] == ["What is a block?",
+                                                                                "Why do chats share blocks?"]
+
+
+def test_a_json_object_without_an_array_names_its_keys_and_jsonl_stays_lines(tmp_path):
+    from workbench.batch.formats import detect_container
+
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"model": "x", "temperature": 0.2}, indent=2))
+    loader = PromptLoader(path, detect_format(path))
+    loader.read_all()
+    assert [str(p) for p in loader.problems] == [
+        "line 4: a JSON object with no array of records in it (its keys: model, temperature): put the records in an "
+        "array [{...}, ...], or one a line (JSONL)"]
+    lines = tmp_path / "mt-bench.jsonl"  # records that hold a list, one a line
+    lines.write_text("".join(json.dumps({"question_id": i, "turns": ["Write a poem.", "Shorter."]}) + "\n"
+                             for i in range(3)))
+    assert detect_container(lines) == "lines"
+
+
 def test_a_csv_without_the_chosen_column_names_the_columns_it_has(tmp_path):
     path = tmp_path / "p.csv"
     path.write_text("id,question\n1,hi\n")

@@ -36,6 +36,7 @@ FORMATS = {**RECORD_FORMATS, "openai": "OpenAI batch JSONL (vllm run-batch)", "c
            "text": "Plain text: a prompt per line"}
 CONTAINERS = {"lines": "JSON lines (JSONL)", "array": "a JSON array of records", "parquet": "Parquet",
               "arrow": "Arrow", "dataset": "a datasets folder (save_to_disk)", "xlsx": "an Excel workbook",
+              "object": "a JSON object holding an array of records",
               "csv": "CSV", "text": "text"}
 CHAT_URL, COMPLETIONS_URL = "/v1/chat/completions", "/v1/completions"
 IMAGE_COLUMN_NAMES = ("image", "images", "image_path", "image_url")  # a CSV's column of image paths or URLs
@@ -57,9 +58,29 @@ def detect_container(path: str | Path) -> str:
     head = _first_text(path)
     if head.startswith("["):
         return "array"
+    if head.startswith("{") and _wraps_records(path):
+        return "object"
     if head.startswith("{") or suffix in (".jsonl", ".json"):
         return "lines"
     return "text"
+
+
+def _wraps_records(path: str | Path) -> bool:
+    """One JSON object that holds the records: written over many lines (its first line a lone "{"), or on one
+    line where a value is a list of records or prompts and none of its keys is a record format's."""
+    lines = [item.text.strip() for item in LineReader(path, max_lines=3)
+             if isinstance(item, Line) and item.text.strip()]
+    if lines[:1] == ["{"]:
+        return True
+    if len(lines) != 1:
+        return False
+    try:
+        record = json.loads(lines[0])
+    except ValueError:
+        return False
+    return (isinstance(record, dict) and guess_record_format(record) == "jsonl"
+            and not {"prompt", "messages"} & record.keys()
+            and any(isinstance(v, list) and v and isinstance(v[0], (dict, str)) for v in record.values()))
 
 
 def _first_text(path: str | Path) -> str:
@@ -184,7 +205,7 @@ def open_reader(path: str | Path, fmt: str, split: str | None = None):
     container = detect_container(path)
     if container in ("parquet", "arrow", "dataset", "xlsx"):
         return TableReader(path, split)
-    return JsonArrayReader(path) if container == "array" else LineReader(path)
+    return JsonArrayReader(path) if container in ("array", "object") else LineReader(path)
 
 
 def parse_prompts(source, fmt: str, column: str | None = None,

@@ -1,5 +1,7 @@
 """A JSON file that holds one array of records (``[{...}, {...}]``, as alpaca's and LLaMA-Factory's datasets
-are written), read as a stream: a chunk at a time, one record decoded at a time, never the whole text.
+are written), read as a stream: a chunk at a time, one record decoded at a time, never the whole text. An
+object that holds the array (``{"version": 2, "data": [...]}``, as ``json.dump(..., indent=2)`` of a dict
+writes it) is read by the array of its first key that holds one.
 
 Each record comes out with the line it starts on, or a :class:`LineProblem` where the text is not a JSON
 array or a record is broken (the reading ends there: after broken JSON there is no telling where the next
@@ -79,7 +81,10 @@ class _Scanner:
             self._more()
             if self.buffer.startswith("\ufeff"):
                 self.at = 1
-            if self._skip_space() != "[":
+            first = self._skip_space()
+            if first == "{":
+                self._enter_object()
+            elif first != "[":
                 raise _Stop("not a JSON array: the file should start with [ (or hold one record a line, JSONL)")
             self.at += 1
             if self._skip_space() == "]":
@@ -98,6 +103,28 @@ class _Scanner:
         except _Stop as stop:
             self.progress.bytes_read = self.progress.size
             yield LineProblem(self.line, str(stop), fatal=True)
+
+    def _enter_object(self) -> None:
+        """Moves to the array of the object's first key that holds one; the values before it are skipped."""
+        self.at += 1
+        keys: list[str] = []
+        while True:
+            found = self._skip_space()
+            if found == ",":
+                self.at += 1
+                continue
+            if found in ("}", ""):
+                listed = f" (its keys: {', '.join(keys[:8])})" if keys else ""
+                raise _Stop(f"a JSON object with no array of records in it{listed}: put the records in an array "
+                            "[{...}, ...], or one a line (JSONL)")
+            key = self._record().value
+            if not isinstance(key, str) or self._skip_space() != ":":
+                raise _Stop("broken JSON: a key in double quotes and a colon expected in the object")
+            keys.append(key)
+            self.at += 1
+            if self._skip_space() == "[":
+                return
+            self._record()  # a value that is not the records: skipped
 
     def _record(self) -> Record:
         start_line, chunk = self.line, CHUNK_CHARS
