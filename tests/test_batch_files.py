@@ -242,6 +242,24 @@ def test_a_json_object_without_an_array_names_its_keys_and_jsonl_stays_lines(tmp
     assert detect_container(lines) == "lines"
 
 
+def test_alpaca_s_columns_in_a_csv_are_read_as_alpaca_s_records_input_and_all(qtbot, tmp_path):
+    """A CSV of instruction, input and output (as a dataset viewer exports alpaca) was read by its instruction
+    column alone: every prompt lost its input."""
+    from workbench.ui.batch_settings import OpenPromptDialog
+
+    path = tmp_path / "alpaca.csv"
+    path.write_text('instruction,input,output\nTranslate to German,the cat,die Katze\n"Summarize, briefly",,ok\n',
+                    encoding="utf-8")
+    assert detect_format(path) == "alpaca"
+    loader = PromptLoader(path, "alpaca")
+    assert [(p.line_no, p.preview(), p.reference) for p in loader.read_all().prompts] == [
+        (2, "Translate to German\nthe cat", "die Katze"), (3, "Summarize, briefly", "ok")]
+    dialog = OpenPromptDialog(str(path))
+    qtbot.addWidget(dialog)
+    assert dialog.chosen() == ("alpaca", None)
+    assert dialog.preview.text() == "Asks: Translate to German ⏎ the cat\nReference: die Katze"
+
+
 def test_a_csv_without_the_chosen_column_names_the_columns_it_has(tmp_path):
     path = tmp_path / "p.csv"
     path.write_text("id,question\n1,hi\n")

@@ -96,7 +96,10 @@ def _first_text(path: str | Path) -> str:
 def detect_format(path: str | Path) -> str:
     """The format the file's container and first record suggest (a key of FORMATS)."""
     container = detect_container(path)
-    if container in ("csv", "text"):
+    if container == "csv":  # alpaca's columns as a CSV (instruction, input, output): read as alpaca's records
+        names = csv_columns(path)
+        return "alpaca" if "instruction" in names and {"input", "output", "context", "response"} & set(names) else "csv"
+    if container == "text":
         return container
     first = first_record(path)
     guess = guess_record_format(first) if first is not None else "jsonl"
@@ -225,7 +228,9 @@ def parse_prompts(source, fmt: str, column: str | None = None,
         return
     build = (_OpenAIBatchParser(checker).prompt if fmt == "openai"
              else (lambda n, r: record_prompt(fmt, n, r, checker, column)))
-    for item in _json_lines(reader) if isinstance(reader, LineReader) else reader:
+    records = reader if not isinstance(reader, LineReader) else (
+        _csv_records(reader) if detect_container(reader.path) == "csv" else _json_lines(reader))
+    for item in records:
         if isinstance(item, LineProblem):
             yield item
             continue
@@ -322,8 +327,35 @@ class _OpenAIBatchParser:
 
 # ------------------------------------------------------------------ CSV
 def _csv_prompts(lines: LineReader, column: str, checker: ImageChecker) -> Iterator[BatchPrompt | LineProblem]:
-    """The CSV's rows under its header; a row's number is the line it starts on."""
-    index = image_index = None
+    """The CSV's rows under its header, each a prompt from ``column``; a row's number is the line it starts on."""
+    found: dict[str, int | None] = {}
+
+    def on_header(line_no: int, names: list[str]) -> LineProblem | None:
+        if column not in names:
+            return LineProblem(line_no, f"the CSV has no column named {column!r} (its columns: "
+                                        f"{', '.join(map(repr, names)) or 'none'})", fatal=True)
+        found["index"] = names.index(column)
+        found["image"] = next((names.index(n) for n in IMAGE_COLUMN_NAMES if n in names and n != column), None)
+        return None
+
+    for item in _csv_body(lines, on_header):
+        yield item if isinstance(item, LineProblem) else _csv_prompt(item[1], found["index"], column, item[0],
+                                                                      found["image"], checker)
+
+
+def _csv_records(lines: LineReader) -> Iterator[Record | LineProblem]:
+    """The CSV's rows as records of their header's names (alpaca's columns, a prompt with its completion), the
+    empty cells left out."""
+    names: list[str] = []
+    for item in _csv_body(lines, lambda _, header: names.extend(header)):
+        yield item if isinstance(item, LineProblem) else Record(item[0], {
+            name: cell for name, cell in zip(names, item[1]) if cell.strip()})
+
+
+def _csv_body(lines: LineReader, on_header) -> Iterator[tuple[int, list[str]] | LineProblem]:
+    """The rows under the header, each with the line it starts on; ``on_header(line_no, names)`` sees the header
+    first, and a problem it returns ends the reading. A row with more fields than the header is a problem."""
+    width = None
     _, delimiter, named = csv_layout(lines.path)
     for item in csv_rows(lines, delimiter):
         if isinstance(item, LineProblem):
@@ -332,19 +364,17 @@ def _csv_prompts(lines: LineReader, column: str, checker: ImageChecker) -> Itera
         line_no, row = item
         if named and line_no == 1:
             continue
-        if index is None:
-            if column not in row:
-                yield LineProblem(line_no, f"the CSV has no column named {column!r} (its columns: "
-                                           f"{', '.join(map(repr, row)) or 'none'})", fatal=True)
+        if width is None:
+            problem = on_header(line_no, row)
+            if problem is not None:
+                yield problem
                 return
-            index, width = row.index(column), len(row)
-            image_index = next((row.index(name) for name in IMAGE_COLUMN_NAMES if name in row and name != column),
-                               None)
+            width = len(row)
         elif any(cell.strip() for cell in row[width:]):  # a prompt cut at a delimiter it holds, else
             yield LineProblem(line_no, f"the row has {len(row)} fields, the header {width}: put a field that holds "
                                        f"{DELIMITER_NAMES.get(delimiter, repr(delimiter))} in double quotes")
         elif any(cell.strip() for cell in row):
-            yield _csv_prompt(row, index, column, line_no, image_index, checker)
+            yield line_no, row
 
 
 def _csv_prompt(row: list[str], index: int, column: str, line_no: int, image_index: int | None,
