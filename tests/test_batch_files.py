@@ -549,6 +549,14 @@ DATASET_RECORDS = [  # (name, records, the format detected, (prompt, reference) 
                         "conversation": [{"content": "Hi there", "role": "user"},
                                          {"content": "Hello!", "role": "assistant"}]}],
      "sharegpt", [("Hi there", "Hello!")]),
+    ("MT-Bench", [{"question_id": 81, "category": "writing", "turns": ["Compose a travel blog post about Hawaii.",
+                                                                        "Rewrite it: start every sentence with A."]},
+                  {"question_id": 111, "category": "math", "turns": ["The vertices of a triangle are at (0, 0), "
+                                                                      "(-1, 1) and (3, 3). What is its area?",
+                                                                      "What is the area of its circumcircle?"],
+                   "reference": ["Area is 3", "5pi"]}],
+     "turns", [("Compose a travel blog post about Hawaii.", None),
+               ("The vertices of a triangle are at (0, 0), (-1, 1) and (3, 3). What is its area?", "Area is 3")]),
 ]
 
 
@@ -558,7 +566,7 @@ def test_records_of_published_datasets_read_with_their_prompt_field_and_answer(t
                                                                               expected, container):
     """GSM8K's question/answer, MMLU's, a corpus's text and a plain list of prompts were each refused ("missing
     field: "prompt" or "messages""), UltraChat's prompt beside its messages too, LMSYS-Chat-1M's conversation of
-    role/content turns taken for ms-swift's pairs; Dolly's context was dropped."""
+    role/content turns taken for ms-swift's pairs; Dolly's context was dropped; MT-Bench's turns refused."""
     path = tmp_path / ("data.jsonl" if container == "lines" else "data.json")
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n" if container == "lines" else json.dumps(records))
     assert detect_format(path) == fmt

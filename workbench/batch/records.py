@@ -38,6 +38,7 @@ RECORD_FORMATS = {
     "alpaca": "Alpaca: instruction, input, output (Dolly's context, response)",
     "sharegpt": "ShareGPT: conversations (from / value)",
     "swift": "ms-swift query / response / history",
+    "turns": "MT-Bench: turns (the first is asked)",
     "field": "Records: a prompt field you name (question, text, …)",
 }
 # a "field" record's prompt where none is named, in this order; its reference, the first of REFERENCE_FIELDS
@@ -90,6 +91,8 @@ def guess_record_format(record) -> str:
         return "alpaca"
     if "query" in keys:
         return "swift"
+    if "turns" in keys:
+        return "turns"
     return "field" if prompt_field(record) is not None else "jsonl"
 
 
@@ -187,6 +190,18 @@ def _query_response(record: dict, _parts: list):
     return (*_system(record), *_history(record), Message("user", query)), _text(record, "response")
 
 
+def _turns(record: dict, _parts: list):
+    """MT-Bench's ``turns``: the first is asked (each later turn answers the model's own reply, so a batch of
+    single requests asks the first, as vLLM's benchmarks do); its ``reference`` answer kept, where it has one."""
+    turns = record.get("turns")
+    if not isinstance(turns, list) or not turns or not isinstance(turns[0], str) or not turns[0].strip():
+        raise LineError("\"turns\" must be a list of the user's turns as text" + _other_format(record, "turns"))
+    reference = record.get("reference")
+    if isinstance(reference, list):
+        reference = reference[0] if reference and isinstance(reference[0], str) else None
+    return turns[0], reference if isinstance(reference, str) else None
+
+
 def _first_question(messages) -> str | None:
     """The content of the first user message of a record's ``messages``, where it is text."""
     if not isinstance(messages, list):
@@ -256,7 +271,8 @@ def _named_field(record: dict, field: str | None) -> tuple[str | tuple[Message, 
     return ((Message("system", system), Message("user", value)) if system else value), reference
 
 
-_READERS = {"jsonl": _prompt_or_messages, "alpaca": _alpaca, "sharegpt": _sharegpt, "swift": _query_response}
+_READERS = {"jsonl": _prompt_or_messages, "alpaca": _alpaca, "sharegpt": _sharegpt, "swift": _query_response,
+            "turns": _turns}
 
 
 # ------------------------------------------------------------------ the parts formats share
