@@ -226,16 +226,24 @@ def test_a_json_object_that_holds_the_records_is_read_by_its_array(tmp_path, doc
                                                                                 "Why do chats share blocks?"]
 
 
-def test_a_json_object_without_an_array_names_its_keys_and_jsonl_stays_lines(tmp_path):
+def test_records_printed_one_after_another_are_read_and_jsonl_stays_lines(tmp_path):
+    """Records as `jq .` prints them, each over many lines, were "broken JSON" on every line."""
     from workbench.batch.formats import detect_container
 
-    path = tmp_path / "settings.json"
-    path.write_text(json.dumps({"model": "x", "temperature": 0.2}, indent=2))
+    path = tmp_path / "jq.json"
+    path.write_text(json.dumps({"prompt": "What is a block?"}, indent=2) + "\n"
+                    + json.dumps({"prompt": "Why share?", "max_tokens": 8}, indent=2) + "\n")
+    assert detect_container(path) == "object"
     loader = PromptLoader(path, detect_format(path))
+    results = loader.read_all()
+    assert [(p.line_no, p.preview()) for p in results.prompts] == [(1, "What is a block?"), (4, "Why share?")]
+    assert loader.problems == [] and dict(results.prompts[1].sampling) == {"max_tokens": 8}
+    settings = tmp_path / "settings.json"  # one object that is no record: said as such
+    settings.write_text(json.dumps({"model": "x", "temperature": 0.2}, indent=2))
+    loader = PromptLoader(settings, detect_format(settings))
     loader.read_all()
     assert [str(p) for p in loader.problems] == [
-        "line 4: a JSON object with no array of records in it (its keys: model, temperature): put the records in an "
-        "array [{...}, ...], or one a line (JSONL)"]
+        'line 1: missing field: "prompt" or "messages" (the record has: model, temperature)']
     lines = tmp_path / "mt-bench.jsonl"  # records that hold a list, one a line
     lines.write_text("".join(json.dumps({"question_id": i, "turns": ["Write a poem.", "Shorter."]}) + "\n"
                              for i in range(3)))

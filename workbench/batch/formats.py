@@ -36,7 +36,7 @@ FORMATS = {**RECORD_FORMATS, "openai": "OpenAI batch JSONL (vllm run-batch)", "c
            "text": "Plain text: a prompt per line"}
 CONTAINERS = {"lines": "JSON lines (JSONL)", "array": "a JSON array of records", "parquet": "Parquet",
               "arrow": "Arrow", "dataset": "a datasets folder (save_to_disk)", "xlsx": "an Excel workbook",
-              "object": "a JSON object holding an array of records",
+              "object": "JSON over many lines (an object holding the records, or records one after another)",
               "csv": "CSV", "text": "text"}
 CHAT_URL, COMPLETIONS_URL = "/v1/chat/completions", "/v1/completions"
 IMAGE_COLUMN_NAMES = ("image", "images", "image_path", "image_url")  # a CSV's column of image paths or URLs
@@ -66,8 +66,9 @@ def detect_container(path: str | Path) -> str:
 
 
 def _wraps_records(path: str | Path) -> bool:
-    """One JSON object that holds the records: written over many lines (its first line a lone "{"), or on one
-    line where a value is a list of records or prompts and none of its keys is a record format's."""
+    """JSON objects written over many lines (the first line a lone "{"): one that holds the records, or records
+    one after another; or one object on one line where a value is a list of records or prompts and none of its
+    keys is a record format's."""
     lines = [item.text.strip() for item in LineReader(path, max_lines=3)
              if isinstance(item, Line) and item.text.strip()]
     if lines[:1] == ["{"]:

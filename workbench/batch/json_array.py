@@ -1,7 +1,8 @@
 """A JSON file that holds one array of records (``[{...}, {...}]``, as alpaca's and LLaMA-Factory's datasets
 are written), read as a stream: a chunk at a time, one record decoded at a time, never the whole text. An
 object that holds the array (``{"version": 2, "data": [...]}``, as ``json.dump(..., indent=2)`` of a dict
-writes it) is read by the array of its first key that holds one.
+writes it) is read by the array of its first key that holds one; objects that hold none are records, one after
+another (as ``jq .`` prints them).
 
 Each record comes out with the line it starts on, or a :class:`LineProblem` where the text is not a JSON
 array or a record is broken (the reading ends there: after broken JSON there is no telling where the next
@@ -82,9 +83,10 @@ class _Scanner:
             if self.buffer.startswith("\ufeff"):
                 self.at = 1
             first = self._skip_space()
-            if first == "{":
-                self._enter_object()
-            elif first != "[":
+            if first == "{" and not self._enter_object():
+                yield from self._one_after_another()
+                return
+            if first not in "{[":
                 raise _Stop("not a JSON array: the file should start with [ (or hold one record a line, JSONL)")
             self.at += 1
             if self._skip_space() == "]":
@@ -104,27 +106,38 @@ class _Scanner:
             self.progress.bytes_read = self.progress.size
             yield LineProblem(self.line, str(stop), fatal=True)
 
-    def _enter_object(self) -> None:
-        """Moves to the array of the object's first key that holds one; the values before it are skipped."""
+    def _enter_object(self) -> bool:
+        """Moves to the array of the object's first key that holds one (the values before it skipped); False,
+        with the scan back at the file's start, where the object holds none: it is a record itself."""
         self.at += 1
-        keys: list[str] = []
         while True:
             found = self._skip_space()
             if found == ",":
                 self.at += 1
                 continue
             if found in ("}", ""):
-                listed = f" (its keys: {', '.join(keys[:8])})" if keys else ""
-                raise _Stop(f"a JSON object with no array of records in it{listed}: put the records in an array "
-                            "[{...}, ...], or one a line (JSONL)")
+                self._restart()
+                return False
             key = self._record().value
             if not isinstance(key, str) or self._skip_space() != ":":
                 raise _Stop("broken JSON: a key in double quotes and a colon expected in the object")
-            keys.append(key)
             self.at += 1
             if self._skip_space() == "[":
-                return
+                return True
             self._record()  # a value that is not the records: skipped
+
+    def _one_after_another(self) -> Iterator[Record]:
+        """Records written one after another, each over many lines (as ``jq .`` prints them)."""
+        while self._skip_space():
+            yield self._record()
+
+    def _restart(self) -> None:
+        self.stream.seek(0)
+        self.progress.bytes_read = 0
+        self.decode = codecs.getincrementaldecoder(self.encoding)()
+        self.buffer, self.at, self.line = "", 0, 1
+        self._more()
+        self.at = 1 if self.buffer.startswith("\ufeff") else 0
 
     def _record(self) -> Record:
         start_line, chunk = self.line, CHUNK_CHARS
