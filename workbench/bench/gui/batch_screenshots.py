@@ -10,7 +10,9 @@ whose prompt holds an unquoted semicolon named and skipped) and ``batch-open-fie
 the format detected as a prompt field, its text fields offered, the first record previewed with its answer as
 the reference) and ``batch-open-excel-sep.png`` (a CSV whose first line ``sep=;`` names its delimiter, as
 Excel reads it: the columns of its second line offered) and ``batch-open-workbook.png`` (an Excel workbook: its
-sheets offered, the column with the questions chosen). No engine.
+sheets offered, the column with the questions chosen), ``batch-workbook-rows.png`` (its sheet read: the prompts
+numbered by Excel's rows, the number typed where a question goes named) and ``batch-open-jq.png`` (records printed
+one after another over many lines, as ``jq .`` prints them). No engine.
 """
 from __future__ import annotations
 
@@ -58,7 +60,9 @@ def main(argv: list[str]) -> int:
     excel_csv(pane, folder, docs)
     open_field(folder, docs)
     open_excel_sep(folder, docs)
-    open_workbook(folder, docs)
+    book = open_workbook(folder, docs)
+    workbook_rows(pane, book, docs)
+    open_jq(folder, docs)
     return 0
 
 
@@ -105,6 +109,7 @@ def open_workbook(folder: Path, docs: Path) -> None:
     book.active.append(["Nr", "Thema", "Frage"])
     for number, row in enumerate(EXCEL_ROWS[1:], 1):
         book.active.append([number, *reversed(row.rsplit(";", 1))])
+    book.active.append([len(EXCEL_ROWS), "Zahlen", 42])  # a number typed where a question goes
     book.create_sheet("Antworten").append(["Nr", "Antwort"])
     path = folder / "fragen.xlsx"
     book.save(path)
@@ -113,6 +118,33 @@ def open_workbook(folder: Path, docs: Path) -> None:
     process_events_until(lambda: True, TIMEOUT_S)
     save_small(dialog, str(docs / "batch-open-workbook.png"))
     print(dialog.chosen(), dialog.split(), "|", dialog.preview.text()[:80])
+    return path
+
+
+def workbook_rows(pane, path: Path, docs: Path) -> None:
+    """The workbook's first sheet read in the pane, by its Frage column."""
+    pane.open_file(str(path), "field", "Frage", split="Fragen")
+    process_events_until(lambda: pane.problem_box is not None or (pane.loading is None and pane.loader.done),
+                         TIMEOUT_S)
+    if pane.problem_box is not None:
+        next(b for b in pane.problem_box.buttons() if b.text().startswith("Skip")).click()
+        process_events_until(lambda: pane.loading is None and pane.loader.done, TIMEOUT_S)
+    save_small(pane, str(docs / "batch-workbook-rows.png"))
+    print(pane.loader.summary())
+
+
+def open_jq(folder: Path, docs: Path) -> None:
+    """The open dialog on records as jq prints them, each over many lines."""
+    from workbench.ui.batch_settings import OpenPromptDialog
+
+    path = folder / "questions.json"
+    path.write_text("".join(json.dumps({"prompt": row.split(";")[0], "max_tokens": 64}, indent=2, ensure_ascii=False)
+                            + "\n" for row in EXCEL_ROWS[1:]), encoding="utf-8")
+    dialog = OpenPromptDialog(str(path))
+    dialog.show()
+    process_events_until(lambda: True, TIMEOUT_S)
+    save_small(dialog, str(docs / "batch-open-jq.png"))
+    print(dialog.chosen(), "|", dialog.preview.text()[:80])
 
 
 EXCEL_ROWS = ("Frage;Thema", "Was ist ein Block im KV-Cache?;Speicher", "Warum teilen zwei Chats Blöcke?;Präfix",
