@@ -71,6 +71,7 @@ def test_a_model_s_page_copied_from_the_browser_is_its_id_and_revision(page, rev
     ("huggingface.co/Qwen/Qwen2.5-0.5B-Instruct/tree/v1", "Qwen/Qwen2.5-0.5B-Instruct", "v1"),  # no https://
     ("Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-0.5B-Instruct", None),
     ("a/b/c", "a/b/c", None),  # left as typed, for check_repo_id to say why
+    ("C:\\models\\qwen", "C:\\models\\qwen", None),  # a Windows folder, its backslashes kept for the message
 ])
 def test_a_snippet_that_names_the_model_is_its_id(pasted, repo, revision):
     """A model card's "Use this model" box or a download line pasted in was "not a repo id"."""

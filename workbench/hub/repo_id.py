@@ -47,7 +47,7 @@ def _from_snippet(typed: str) -> tuple[str, str | None] | None:
     model = _option(words, "--model")
     if model:
         return model, _option(words, "--revision")
-    if len(words) == 1 and words[0] != typed:  # "Qwen/…" in quotes
+    if len(words) == 1 and len(typed) > 2 and typed[0] in "\"'" and typed[-1] == typed[0]:  # "Qwen/…" in quotes
         return words[0], None
     quoted = QUOTED_ID.search(typed)
     return (quoted[1], None) if quoted and len(words) > 1 else None
