@@ -57,21 +57,35 @@ def main(sizes: list[int]) -> None:
             path = folder / f"{rows}-{how}.xlsx"
             write(path, rows, how)
             opens = []
-            for _ in range(5):
+            for _ in range(5):  # the first opens the file just written; the next find it held (the same file)
                 start = time.perf_counter()
                 dialog = OpenPromptDialog(str(path))
                 opens.append(time.perf_counter() - start)
                 chosen = dialog.chosen()
                 dialog.deleteLater()
                 app.processEvents()
-            start = time.perf_counter()
-            loader = PromptLoader(path, *chosen)
-            read = loader.read_all().num_rows
-            took = time.perf_counter() - start
-            print(f"{rows:>7,} rows, {LABELS[how]}: "
-                  f"{path.stat().st_size / 1e6:5.1f} MB; dialog open median {statistics.median(opens) * 1e3:7.1f} ms "
-                  f"(max {max(opens) * 1e3:7.1f}); the whole sheet read: {read:,} prompts in {took:5.2f} s "
-                  f"({read / took:,.0f}/s); {chosen}")
+            took, read = _read_on_a_worker(PromptLoader, path, chosen)
+            print(f"{rows:>7,} rows, {LABELS[how]}: {path.stat().st_size / 1e6:5.1f} MB; dialog opened "
+                  f"{opens[0] * 1e3:7.1f} ms, again {statistics.median(opens[1:]) * 1e3:6.1f} ms (median of 4); "
+                  f"the whole sheet read on a worker: {read:,} prompts in {took:5.2f} s ({read / took:,.0f}/s); "
+                  f"{chosen}")
+
+
+def _read_on_a_worker(loader_class, path: Path, chosen) -> tuple[float, int]:
+    """As the pane reads it: on a thread of its own (which opens the workbook for itself)."""
+    import threading
+
+    found = {}
+
+    def read() -> None:
+        start = time.perf_counter()
+        found["rows"] = loader_class(path, *chosen).read_all().num_rows
+        found["took"] = time.perf_counter() - start
+
+    worker = threading.Thread(target=read)
+    worker.start()
+    worker.join()
+    return found["took"], found["rows"]
 
 
 LABELS = {"excel": "shared strings (as Excel)    ", "openpyxl": "inline text (openpyxl)       ",
