@@ -188,10 +188,6 @@ def columns(path: str | Path, split: str | None = None) -> list[str]:
     import pyarrow.parquet as pq
 
     kind = table_kind(path)
-    if kind == "xlsx":
-        from workbench.batch.workbook import header
-
-        return header(path, split)
     file = shards(path, split)[0] if kind == "dataset" else Path(path)
     try:
         if kind == "parquet":

@@ -12,7 +12,6 @@ from typing import Iterator
 
 from workbench.batch.table_files import TableError
 
-WORKBOOK_SUFFIXES = (".xlsx", ".xlsm")
 _held = threading.local()  # each thread's last workbook: (path, its mtime and size), the workbook, its file
 
 
@@ -33,14 +32,6 @@ def sheet_rows(path: str | Path, sheet: str | None = None) -> Iterator[tuple[int
             continue
         record = {name: _value(value) for name, value in zip(names, values) if value is not None}
         yield number, record, number / total
-
-
-def header(path: str | Path, sheet: str | None = None) -> list[str]:
-    """The sheet's column names: its first non-empty row."""
-    for values in _sheet(_book(path), sheet).iter_rows(values_only=True):
-        if any(value not in (None, "") for value in values):
-            return _names(values)
-    return []
 
 
 def _book(path: str | Path):

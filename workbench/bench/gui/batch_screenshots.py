@@ -68,8 +68,6 @@ def main(argv: list[str]) -> int:
 
 def open_field(folder: Path, docs: Path) -> None:
     """The open dialog on GSM8K's test split as published (question, answer)."""
-    from workbench.ui.batch_settings import OpenPromptDialog
-
     path = folder / "gsm8k-test.jsonl"
     path.write_text(json.dumps({
         "question": "Janet's ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins "
@@ -77,32 +75,20 @@ def open_field(folder: Path, docs: Path) -> None:
                     "$2 per fresh duck egg. How much in dollars does she make every day at the farmers' market?",
         "answer": "Janet sells 16 - 3 - 4 = <<16-3-4=9>>9 duck eggs a day.\nShe makes 9 * 2 = $<<9*2=18>>18 every "
                   "day at the farmer's market.\n#### 18"}) + "\n")
-    dialog = OpenPromptDialog(str(path))
-    dialog.show()
-    process_events_until(lambda: True, TIMEOUT_S)
-    save_small(dialog, str(docs / "batch-open-field.png"))
-    print(dialog.chosen(), "|", dialog.preview.text()[:80])
+    _dialog_picture(path, docs / "batch-open-field.png")
 
 
 def open_excel_sep(folder: Path, docs: Path) -> None:
     """The open dialog on a CSV that names its delimiter in a first line ``sep=;``."""
-    from workbench.ui.batch_settings import OpenPromptDialog
-
     path = folder / "fragen-sep.csv"
     path.write_text("\r\n".join(["sep=;", "Nr;" + EXCEL_ROWS[0], *(f"{i};{row}" for i, row in enumerate(EXCEL_ROWS[1:3], 1))])
                     + "\r\n", encoding="utf-8-sig")
-    dialog = OpenPromptDialog(str(path))
-    dialog.show()
-    process_events_until(lambda: True, TIMEOUT_S)
-    save_small(dialog, str(docs / "batch-open-excel-sep.png"))
-    print(dialog.chosen(), "|", dialog.preview.text()[:80])
+    _dialog_picture(path, docs / "batch-open-excel-sep.png")
 
 
-def open_workbook(folder: Path, docs: Path) -> None:
+def open_workbook(folder: Path, docs: Path) -> Path:
     """The open dialog on an Excel workbook of two sheets, its questions beside numbers and topics."""
     import openpyxl
-
-    from workbench.ui.batch_settings import OpenPromptDialog
 
     book = openpyxl.Workbook()
     book.active.title = "Fragen"
@@ -113,38 +99,44 @@ def open_workbook(folder: Path, docs: Path) -> None:
     book.create_sheet("Antworten").append(["Nr", "Antwort"])
     path = folder / "fragen.xlsx"
     book.save(path)
-    dialog = OpenPromptDialog(str(path))
-    dialog.show()
-    process_events_until(lambda: True, TIMEOUT_S)
-    save_small(dialog, str(docs / "batch-open-workbook.png"))
-    print(dialog.chosen(), dialog.split(), "|", dialog.preview.text()[:80])
+    _dialog_picture(path, docs / "batch-open-workbook.png")
     return path
 
 
 def workbook_rows(pane, path: Path, docs: Path) -> None:
     """The workbook's first sheet read in the pane, by its Frage column."""
     pane.open_file(str(path), "field", "Frage", split="Fragen")
-    process_events_until(lambda: pane.problem_box is not None or (pane.loading is None and pane.loader.done),
-                         TIMEOUT_S)
-    if pane.problem_box is not None:
-        next(b for b in pane.problem_box.buttons() if b.text().startswith("Skip")).click()
-        process_events_until(lambda: pane.loading is None and pane.loader.done, TIMEOUT_S)
+    _read_skipping_problems(pane)
     save_small(pane, str(docs / "batch-workbook-rows.png"))
     print(pane.loader.summary())
 
 
 def open_jq(folder: Path, docs: Path) -> None:
     """The open dialog on records as jq prints them, each over many lines."""
-    from workbench.ui.batch_settings import OpenPromptDialog
-
     path = folder / "questions.json"
     path.write_text("".join(json.dumps({"prompt": row.split(";")[0], "max_tokens": 64}, indent=2, ensure_ascii=False)
                             + "\n" for row in EXCEL_ROWS[1:]), encoding="utf-8")
+    _dialog_picture(path, docs / "batch-open-jq.png")
+
+
+def _dialog_picture(path: Path, picture: Path) -> None:
+    """The open dialog on ``path``, as it first shows, saved as ``picture``."""
+    from workbench.ui.batch_settings import OpenPromptDialog
+
     dialog = OpenPromptDialog(str(path))
     dialog.show()
     process_events_until(lambda: True, TIMEOUT_S)
-    save_small(dialog, str(docs / "batch-open-jq.png"))
-    print(dialog.chosen(), "|", dialog.preview.text()[:80])
+    save_small(dialog, str(picture))
+    print(dialog.chosen(), dialog.split(), "|", dialog.preview.text()[:80])
+
+
+def _read_skipping_problems(pane) -> None:
+    """Waits for the pane's file to be read, answering "Skip" where it asks about a problem."""
+    process_events_until(lambda: pane.problem_box is not None or (pane.loading is None and pane.loader.done),
+                         TIMEOUT_S)
+    if pane.problem_box is not None:
+        next(b for b in pane.problem_box.buttons() if b.text().startswith("Skip")).click()
+        process_events_until(lambda: pane.loading is None and pane.loader.done, TIMEOUT_S)
 
 
 EXCEL_ROWS = ("Frage;Thema", "Was ist ein Block im KV-Cache?;Speicher", "Warum teilen zwei Chats Blöcke?;Präfix",
@@ -157,11 +149,7 @@ def excel_csv(pane, folder: Path, docs: Path) -> None:
     path = folder / "fragen.csv"
     path.write_bytes("\r\n".join(EXCEL_ROWS).encode("utf-16") + "\r\n".encode("utf-16-le"))
     pane.open_file(str(path), "csv", "Frage")
-    process_events_until(lambda: pane.problem_box is not None or (pane.loading is None and pane.loader.done),
-                         TIMEOUT_S)
-    if pane.problem_box is not None:
-        next(b for b in pane.problem_box.buttons() if b.text().startswith("Skip")).click()
-        process_events_until(lambda: pane.loading is None and pane.loader.done, TIMEOUT_S)
+    _read_skipping_problems(pane)
     save_small(pane, str(docs / "batch-excel-csv.png"))
     print(pane.progress_label.text(), "|", [pane.problems.item(i).text() for i in range(pane.problems.count())])
 
