@@ -31,3 +31,18 @@ def write_each_format(folder: Path) -> dict[str, tuple[Path, str | None]]:
     text = folder / "prompts.txt"
     text.write_text("\n".join(QUESTIONS) + "\n")
     return {"jsonl": (jsonl, None), "openai": (openai, None), "csv": (table, "question"), "text": (text, None)}
+
+
+def open_dialog(qtbot, path, **kwargs):
+    """The open dialog on ``path``, once its first look at the file is shown."""
+    from workbench.ui.open_prompt_dialog import OpenPromptDialog
+
+    dialog = OpenPromptDialog(str(path), **kwargs)
+    qtbot.addWidget(dialog)
+    looked(qtbot, dialog)
+    return dialog
+
+
+def looked(qtbot, dialog) -> None:
+    """Waits until the dialog shows what it last asked of the file (its looks run on a thread of their own)."""
+    qtbot.waitUntil(lambda: not dialog.looking(), timeout=60_000)

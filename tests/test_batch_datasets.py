@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from batch_files import looked, open_dialog
 from workbench.batch.export import export_rows
 from workbench.batch.formats import detect_container, detect_format, parse_prompts, split_row_limit
 from workbench.batch.loader import PromptLoader
@@ -264,18 +265,15 @@ def test_references_go_to_the_jsonl_and_csv_exports_not_to_vllm_s_output(tmp_pat
 
 
 def test_the_open_dialog_shows_the_file_the_detected_format_and_the_first_record(qtbot, alpaca_tables):
-    from workbench.ui.batch_settings import OpenPromptDialog
-
-    dialog = OpenPromptDialog(str(ALPACA))
-    qtbot.addWidget(dialog)
+    dialog = open_dialog(qtbot, str(ALPACA))
     assert dialog.findChild(object, "batchContainer").text() == "a JSON array of records"
     assert dialog.chosen() == ("alpaca", None) and "(detected)" in dialog.format.currentText()
     assert dialog.preview.text().startswith("Asks: Describe a process of making crepes.")
     assert "Reference: Making crepes is an easy" in dialog.preview.text()
     dialog.format.setCurrentIndex(dialog.format.findData("sharegpt"))
+    looked(qtbot, dialog)
     assert "choose that format" in dialog.preview.text()
-    folder = OpenPromptDialog(str(alpaca_tables / "dict"), max_rows=2000)
-    qtbot.addWidget(folder)
+    folder = open_dialog(qtbot, str(alpaca_tables / "dict"), max_rows=2000)
     assert [folder.split_choice.itemText(i) for i in range(folder.split_choice.count())] == ["train", "test"]
     assert folder.max_rows() == 2000 and folder.chosen()[0] == "alpaca"
 

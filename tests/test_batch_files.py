@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from batch_files import openai_line
+from batch_files import looked, open_dialog, openai_line
 from workbench.batch.export import export_rows
 from workbench.batch.formats import detect_format, parse_prompts
 from workbench.batch.records import BatchPrompt
@@ -253,8 +253,6 @@ def test_records_printed_one_after_another_are_read_and_jsonl_stays_lines(tmp_pa
 def test_alpaca_s_columns_in_a_csv_are_read_as_alpaca_s_records_input_and_all(qtbot, tmp_path):
     """A CSV of instruction, input and output (as a dataset viewer exports alpaca) was read by its instruction
     column alone: every prompt lost its input."""
-    from workbench.ui.batch_settings import OpenPromptDialog
-
     path = tmp_path / "alpaca.csv"
     path.write_text('instruction,input,output\nTranslate to German,the cat,die Katze\n"Summarize, briefly",,ok\n',
                     encoding="utf-8")
@@ -262,8 +260,7 @@ def test_alpaca_s_columns_in_a_csv_are_read_as_alpaca_s_records_input_and_all(qt
     loader = PromptLoader(path, "alpaca")
     assert [(p.line_no, p.preview(), p.reference) for p in loader.read_all().prompts] == [
         (2, "Translate to German\nthe cat", "die Katze"), (3, "Summarize, briefly", "ok")]
-    dialog = OpenPromptDialog(str(path))
-    qtbot.addWidget(dialog)
+    dialog = open_dialog(qtbot, str(path))
     assert dialog.chosen() == ("alpaca", None)
     assert dialog.preview.text() == "Asks: Translate to German ⏎ the cat\nReference: die Katze"
 
@@ -488,14 +485,12 @@ def test_an_export_stopped_halfway_leaves_no_file(tmp_path):
 def test_a_csv_without_a_prompt_like_name_offers_the_column_with_the_most_text(qtbot, tmp_path):
     """A German "Nr;Frage;Thema" offered "Nr", its numbers, and showed no first record to tell."""
     from workbench.batch.formats import prompt_column
-    from workbench.ui.batch_settings import OpenPromptDialog
 
     path = tmp_path / "fragen.csv"
     path.write_text("Nr;Thema;Frage\n1,5;Speicher;Was ist ein Block?\n2;Präfix;Warum teilen zwei Chats Blöcke?\n"
                     "3;Planung;\"Was heißt\n„preempted“?\"\n", encoding="utf-8")
     assert prompt_column(path) == "Frage"
-    dialog = OpenPromptDialog(str(path))
-    qtbot.addWidget(dialog)
+    dialog = open_dialog(qtbot, str(path))
     assert dialog.chosen() == ("csv", "Frage") and dialog.preview.text() == "Asks: Was ist ein Block?"
     numbers = tmp_path / "numbers.csv"
     numbers.write_text("a,b\n1,2\n", encoding="utf-8")
@@ -503,35 +498,32 @@ def test_a_csv_without_a_prompt_like_name_offers_the_column_with_the_most_text(q
 
 
 def test_the_open_dialog_s_preview_reads_only_the_start_of_a_csv_with_a_quote_left_open(qtbot, tmp_path):
-    from workbench.ui.batch_settings import PREVIEW_LINES, OpenPromptDialog
+    from workbench.batch.file_look import PREVIEW_LINES
 
     path = tmp_path / "open-quote.csv"
     path.write_text("prompt,note\n\"never closed,x\n" + "".join(f"row {i},y\n" for i in range(PREVIEW_LINES * 50)))
     lines = LineReader(path, max_lines=PREVIEW_LINES)
     assert len(list(lines)) == PREVIEW_LINES and lines.bytes_read < lines.size / 40
-    dialog = OpenPromptDialog(str(path))
-    qtbot.addWidget(dialog)
+    dialog = open_dialog(qtbot, str(path))
     assert dialog.preview.text().startswith("line 2: a quote (\") opened in this row is not closed")
 
 
 def test_the_open_dialog_guesses_the_format_and_offers_the_csv_columns(qtbot, tmp_path):
-    from workbench.ui.batch_settings import OpenPromptDialog
-
     table = tmp_path / "questions.csv"
     table.write_text("id,question,answer\n1,hi,there\n")
-    dialog = OpenPromptDialog(str(table))
-    qtbot.addWidget(dialog)
+    dialog = open_dialog(qtbot, str(table))
     assert dialog.chosen() == ("csv", "question"), "a column named like a prompt is chosen first"
     assert [dialog.column.itemText(i) for i in range(dialog.column.count())] == ["id", "question", "answer"]
     assert dialog.preview.text() == "Asks: hi", "the chosen column's first row, as it will be asked"
     dialog.column.setCurrentText("answer")
+    looked(qtbot, dialog)
     assert dialog.chosen() == ("csv", "answer") and dialog.preview.text() == "Asks: there"
     dialog.column.setCurrentText("answers")
+    looked(qtbot, dialog)
     assert dialog.preview.text().startswith("line 1: the CSV has no column named 'answers'")
     batch = tmp_path / "batch.jsonl"
     batch.write_text(GOOD_OPENAI + "\n")
-    dialog = OpenPromptDialog(str(batch))
-    qtbot.addWidget(dialog)
+    dialog = open_dialog(qtbot, str(batch))
     assert dialog.chosen() == ("openai", None) and not dialog.column.isEnabled()
     assert dialog.column.currentText() == "", "blank where the format reads no column or field"
 
@@ -602,18 +594,18 @@ def test_a_named_prompt_field_is_read_and_a_missing_one_names_the_fields_there_a
 
 
 def test_the_open_dialog_offers_a_record_s_text_fields_and_previews_the_one_chosen(qtbot, tmp_path):
-    from workbench.ui.batch_settings import OpenPromptDialog
-
     path = tmp_path / "gsm8k.jsonl"
     path.write_text(json.dumps({"id": 7, "answer": "#### 48", "question": "How many clips?"}) + "\n")
-    dialog = OpenPromptDialog(str(path))
-    qtbot.addWidget(dialog)
+    dialog = open_dialog(qtbot, str(path))
     assert dialog.chosen() == ("field", "question") and dialog.column.isEnabled()
     assert [dialog.column.itemText(i) for i in range(dialog.column.count())] == ["question", "answer"]
     assert dialog.preview.text() == "Asks: How many clips?\nReference: #### 48"
     dialog.column.setCurrentText("answer")
+    looked(qtbot, dialog)
     assert dialog.chosen() == ("field", "answer") and dialog.preview.text().startswith("Asks: #### 48")
     dialog.format.setCurrentIndex(dialog.format.findData("jsonl"))
+    looked(qtbot, dialog)
     assert not dialog.column.isEnabled() and dialog.column.currentText() == ""
     dialog.format.setCurrentIndex(dialog.format.findData("field"))
+    looked(qtbot, dialog)
     assert dialog.chosen() == ("field", "answer"), "the field chosen comes back with its format"

@@ -76,6 +76,12 @@ class BatchPrompt:
         return self.messages[-1].content if self.messages else ""
 
 
+def elide(text: str, limit: int) -> str:
+    """``text`` on one line (a line break shown as ⏎), cut to ``limit`` characters with an ellipsis."""
+    flat = text[: limit + 1].replace("\n", " ⏎ ")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 def guess_record_format(record) -> str:
     """The format a record's keys say: ``openai`` for a run-batch line, else a key of RECORD_FORMATS."""
     if not isinstance(record, dict):

@@ -28,7 +28,8 @@ from workbench.batch.results import BatchResults
 from workbench.batch.run import BatchRun, default_max_in_flight
 from workbench.model.app_model import AppModel
 from workbench.ui.batch_runs import PENDING, RunsPicker, file_name, leave_question, progress_text, run_title
-from workbench.ui.batch_settings import OpenPromptDialog, RunSettingsForm
+from workbench.ui.batch_settings import RunSettingsForm
+from workbench.ui.open_prompt_dialog import OpenPromptDialog
 from workbench.ui.batch_table import (
     IMAGE_COLUMNS, REFERENCE_COLUMN, BatchTableModel, detail_text, results_view, status_choices,
 )

@@ -15,10 +15,11 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 from superqt.utils import GeneratorWorker, create_worker
 
 from workbench.batch.record_images import BatchImage
+from workbench.batch.records import elide
 from workbench.batch.results import COUNT_COLUMNS, DONE, STATUS_NAMES, BatchResults
 from workbench.batch.text_order import TextOrder, python_ranks
 
-ELIDE_CHARS = 120
+ELIDE_CHARS = 120  # a cell's text, shortened
 # (key, header): keys are the results' columns, or "line", "prompt", "text"
 COLUMNS = (("line_no", "Line"), ("status", "Status"), ("prompt", "Prompt"), ("images", "Images"),
            ("prompt_tokens", "Prompt tok"), ("image_tokens", "Image tok"), ("output_tokens", "Output tok"),
@@ -29,11 +30,6 @@ REFERENCE_COLUMN = len(COLUMNS) - 1  # shown only where the file's records hold 
 IMAGE_COLUMNS = (3, 5)  # "Images" and "Image tok": shown only where the file has rows with images
 MS_COLUMNS = ("queue_s", "ttft_s", "itl_s")
 PROMPT_KEYS = ("prompt", "reference", "images")  # sorted by what each row's prompt holds
-
-
-def elide(text: str, limit: int = ELIDE_CHARS) -> str:
-    flat = text[: limit + 1].replace("\n", " ⏎ ")
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 class BatchTableModel(QAbstractTableModel):
@@ -101,7 +97,7 @@ class BatchTableModel(QAbstractTableModel):
         if key == "images":
             return images_cell(results.prompts[row].images)
         if key in TEXT_COLUMNS:
-            return elide(self.full_text(row, key))
+            return elide(self.full_text(row, key), ELIDE_CHARS)
         value = results.value(key, row)
         if value is None:  # a finished row without the figure: the backend does not give it (a server)
             return "n/a" if results.status(row) == DONE else ""

@@ -12,7 +12,8 @@ the reference) and ``batch-open-excel-sep.png`` (a CSV whose first line ``sep=;`
 Excel reads it: the columns of its second line offered) and ``batch-open-workbook.png`` (an Excel workbook: its
 sheets offered, the column with the questions chosen), ``batch-workbook-rows.png`` (its sheet read: the prompts
 numbered by Excel's rows, the number typed where a question goes named) and ``batch-open-jq.png`` (records printed
-one after another over many lines, as ``jq .`` prints them). No engine.
+one after another over many lines, as ``jq .`` prints them) and ``batch-open-looking.png`` (the dialog on a workbook
+of 100,000 rows as it first shows, the file still being looked at). No engine.
 """
 from __future__ import annotations
 
@@ -63,6 +64,7 @@ def main(argv: list[str]) -> int:
     book = open_workbook(folder, docs)
     workbook_rows(pane, book, docs)
     open_jq(folder, docs)
+    open_large_workbook(folder, docs)
     return 0
 
 
@@ -119,13 +121,37 @@ def open_jq(folder: Path, docs: Path) -> None:
     _dialog_picture(path, docs / "batch-open-jq.png")
 
 
+def open_large_workbook(folder: Path, docs: Path) -> None:
+    """The open dialog on a workbook of 100,000 rows saved without its size (openpyxl's write-only mode), taken
+    a tenth of a second after it shows: the file is still being looked at."""
+    import openpyxl
+
+    from workbench.ui.open_prompt_dialog import OpenPromptDialog
+
+    book = openpyxl.Workbook(write_only=True)
+    sheet = book.create_sheet("Fragen")
+    sheet.append(["Nr", "Thema", "Frage"])
+    for number in range(1, 100_001):
+        sheet.append([number, "Speicher", f"Frage {number}: was hält ein Block im KV-Cache?"])
+    path = folder / "fragen-100000.xlsx"
+    book.save(path)
+    dialog = OpenPromptDialog(str(path))
+    dialog.show()
+    process_events_until(lambda: False, 0.1)
+    looking = dialog.looking()
+    save_small(dialog, str(docs / "batch-open-looking.png"))
+    process_events_until(lambda: not dialog.looking(), TIMEOUT_S)
+    print("taken while looking:", looking, "| then", dialog.chosen(), dialog.preview.text()[:60])
+    dialog.close()
+
+
 def _dialog_picture(path: Path, picture: Path) -> None:
     """The open dialog on ``path``, as it first shows, saved as ``picture``."""
-    from workbench.ui.batch_settings import OpenPromptDialog
+    from workbench.ui.open_prompt_dialog import OpenPromptDialog
 
     dialog = OpenPromptDialog(str(path))
     dialog.show()
-    process_events_until(lambda: True, TIMEOUT_S)
+    process_events_until(lambda: not dialog.looking(), TIMEOUT_S)
     save_small(dialog, str(picture))
     print(dialog.chosen(), dialog.split(), "|", dialog.preview.text()[:80])
 

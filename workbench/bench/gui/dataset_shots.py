@@ -21,13 +21,14 @@ def main(folder: str) -> int:
     from workbench.app import demo_engine_config
     from workbench.bench.gui.gui_stall import started_window
     from workbench.bench.gui.screenshot import process_events_until, save_small
-    from workbench.ui.batch_settings import OpenPromptDialog
+    from workbench.ui.open_prompt_dialog import OpenPromptDialog
 
     docs = Path(folder)
     window, _ = started_window(demo_engine_config(), keep=False)
     window.resize(1500, 900)
     dialog = OpenPromptDialog(str(SAMPLE), window)
     dialog.show()
+    process_events_until(lambda: not dialog.looking(), TIMEOUT_S)
     process_events_until(lambda: False, 0.3)
     save_small(dialog, str(docs / "batch-alpaca-open.png"))
     print("saved batch-alpaca-open.png |", dialog.preview.text().splitlines()[0])
