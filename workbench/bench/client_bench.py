@@ -151,3 +151,82 @@ def in_client_paths(supplied: dict, client: str | None) -> dict:
     supplied.update({key: InClientPath(key) for key in ("a", "b")})
     print("(d) runs the engine-client process; (a) and (b) step the same engine in it", flush=True)
     return {"open_session": supplied["d"].open_session}
+
+
+def full_collections(loop, count: int = 5) -> dict:
+    """Full collections of Python's cycle collector timed in the client between steps (ms each): as it runs, the
+    objects made before its engine was ready left out, and with them let back in (then left out again)."""
+    import gc
+    import time
+
+    def timed() -> list[float]:
+        took = []
+        for _ in range(count):
+            start = time.perf_counter()
+            gc.collect()
+            took.append((time.perf_counter() - start) * 1e3)
+        return took
+
+    left_out, tracked = gc.get_freeze_count(), len(gc.get_objects())
+    as_it_runs = timed()
+    gc.unfreeze()
+    all_in = timed()
+    everything = len(gc.get_objects())
+    gc.freeze()
+    return {"left_out": left_out, "tracked": tracked, "as_it_runs_ms": as_it_runs, "all_tracked": everything,
+            "all_in_ms": all_in}
+
+
+_watched: dict = {}  # the engine a test watches, by a weak reference
+
+
+def watch_engine(loop) -> int:
+    """Watches the client's engine (vLLM's ``LLMEngine``) for its end; the objects now left out of collections."""
+    import gc
+    import weakref
+
+    _watched["engine"] = weakref.ref(loop.backend.engine)
+    return gc.get_freeze_count()
+
+
+def watched_engine_alive(loop) -> bool:
+    return _watched["engine"]() is not None
+
+
+def left_out_of_collections(loop) -> int:
+    import gc
+
+    return gc.get_freeze_count()
+
+
+def watch_collections(loop, all_tracked: bool) -> None:
+    """Records each collection of Python's cycle collector in the client from now on (its generation, how long).
+    ``all_tracked``: the objects left out once the engine was ready are let back in first, as before they were
+    left out."""
+    import gc
+    import time
+
+    if all_tracked:
+        gc.unfreeze()
+    seen, started = [], {}
+
+    def record(phase: str, info: dict) -> None:
+        if phase == "start":
+            started["at"] = time.perf_counter()
+        else:
+            seen.append((info["generation"], (time.perf_counter() - started["at"]) * 1e3))
+
+    _watched["collections"] = (record, seen)
+    gc.callbacks.append(record)
+
+
+def collections_seen(loop) -> list[tuple[int, float]]:
+    """The collections recorded since :func:`watch_collections` (the recording ends); the client's objects are
+    left out of collections again."""
+    import gc
+
+    record, seen = _watched.pop("collections")
+    gc.callbacks.remove(record)
+    gc.collect()
+    gc.freeze()
+    return seen

@@ -13,9 +13,14 @@ window's process is already gone it exits), its engine-core processes die with i
 processes get ``PDEATHSIG`` from the plugin), and it keeps the window process's owner tag, so that
 :func:`~workbench.engine.process_guard.reap_orphans` at the next start removes any leftover of either.
 A closed pipe (the window's process gone) is a Shutdown. No Qt.
+
+Once an engine is ready, what this process holds (vLLM's modules, the engine's client, the tokenizer) is left out
+of Python's later cycle collections, as ``vllm serve`` leaves its own once it has started (vLLM's
+``freeze_gc_heap``): a full collection went over them all between steps. They are let back in as the engine stops.
 """
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -153,6 +158,16 @@ class ClientLoop(EngineLoop):
     @singledispatchmethod
     def _dispatch(self, command) -> None:
         super()._dispatch(command)  # the app's commands
+
+    def _start_engine(self, config, start_id: int) -> None:
+        super()._start_engine(config, start_id)
+        if self.backend is not None:  # ready: what starting made stays as long as the engine
+            gc.collect()
+            gc.freeze()
+
+    def _stop_engine(self) -> None:
+        gc.unfreeze()  # the engine's objects are collected once it stops (vLLM's engine core undoes its own too)
+        super()._stop_engine()
 
     @_dispatch.register
     def _(self, command: CallInClient) -> None:
