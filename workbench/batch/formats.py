@@ -201,14 +201,15 @@ def csv_layout(path: str | Path) -> tuple[str, str, bool]:
     return lines[0], best if widths[best] > widths[default] else default, False
 
 
-def open_reader(path: str | Path, fmt: str, split: str | None = None):
+def open_reader(path: str | Path, fmt: str, split: str | None = None, whole: bool = False):
     """What reads the file's records in its container: a LineReader (text, CSV, JSON lines), a
-    JsonArrayReader or a TableReader; each has ``bytes_read`` and ``size`` for a progress bar."""
+    JsonArrayReader or a TableReader; each has ``bytes_read`` and ``size`` for a progress bar. ``whole``: the file
+    is read to its end (a workbook's sheet then in a process of its own)."""
     if fmt in ("csv", "text"):
         return LineReader(path)
     container = detect_container(path)
     if container in ("parquet", "arrow", "dataset", "xlsx"):
-        return TableReader(path, split)
+        return TableReader(path, split, apart=whole)
     return JsonArrayReader(path) if container in ("array", "object") else LineReader(path)
 
 

@@ -33,7 +33,7 @@ class PromptLoader:
         self.stopped_at: LineProblem | None = None  # the problem the reading stopped at, if any
         self.done = False
         self.limited = False  # stopped at max_rows
-        self._reader = open_reader(self.path, fmt, split)
+        self._reader = open_reader(self.path, fmt, split, whole=True)
         self.results.unit = "row" if isinstance(self._reader, TableReader) else "line"
         self._items = parse_prompts(self._reader, fmt, column)
 

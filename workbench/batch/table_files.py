@@ -105,8 +105,9 @@ class TableReader:
     """A table file's (or save_to_disk folder's) rows in order, as :class:`Record` objects numbered from 1;
     a file pyarrow cannot read gives one fatal problem. ``bytes_read`` and ``size`` say how far it has got."""
 
-    def __init__(self, path: str | Path, split: str | None = None):
-        self.path, self.kind = Path(path), table_kind(path)
+    def __init__(self, path: str | Path, split: str | None = None, apart: bool = False):
+        """``apart``: a workbook's sheet is read in a process of its own (a whole sheet, as the pane reads it)."""
+        self.path, self.kind, self.apart = Path(path), table_kind(path), apart
         try:
             names = splits(path) if self.kind in ("dataset", "xlsx") else []
         except TableError:
@@ -138,11 +139,11 @@ class TableReader:
                 return
 
     def _sheet_records(self) -> Iterator[Record | LineProblem]:
-        from workbench.batch.workbook import sheet_rows
+        from workbench.batch.workbook import sheet_rows, sheet_rows_apart
 
         number = 1
         try:
-            for number, record, share in sheet_rows(self.path, self.split):
+            for number, record, share in (sheet_rows_apart if self.apart else sheet_rows)(self.path, self.split):
                 self.bytes_read = int(self.size * min(1.0, share))
                 yield Record(number, record)
         except (TableError, OSError, ValueError) as exc:
