@@ -113,7 +113,7 @@ def test_requests_posted_together_reach_the_engine_as_one_command(client_window,
 
 def test_a_new_engine_in_the_same_client(client_window, qtbot):
     """A new engine in the same client, the one before gone from its memory. Once an engine is ready, what the
-    client holds is left out of Python's collections: a full one went over 630,000 objects, 327 ms between two
+    client holds is left out of Python's collections: a full one went over 630,000 objects, 321 ms between two
     steps."""
     from workbench.bench.client_bench import left_out_of_collections, watch_engine, watched_engine_alive
 

@@ -136,7 +136,7 @@ def collect_garbage_on_gui_thread():
 def leave_startup_objects_uncollected() -> None:
     """Leaves what starting made (modules, classes, the window's widgets and plots: some 130,000 objects) out of
     Python's later cycle collections (``gc.freeze``): the collector's timer went over them all at each full
-    collection, holding the GUI thread 57-112 ms each time. Objects made later are collected as before. What is
+    collection, holding the GUI thread 55-70 ms each time. Objects made later are collected as before. What is
     garbage already is collected first (as vLLM's ``freeze_gc_heap`` does for ``vllm serve``)."""
     import gc
 
