@@ -9,6 +9,7 @@ import pytest
 from batch_files import looked, open_dialog
 from workbench.batch.formats import detect_container, detect_format, prompt_column_of
 from workbench.batch.loader import PromptLoader
+from workbench.batch.table_files import TableError
 
 
 def _workbook(path):
@@ -243,3 +244,22 @@ def test_a_file_named_as_a_workbook_that_is_none_still_says_why_it_cannot_be_rea
     loader = PromptLoader(path, "field", "Frage")
     assert loader.read_all().num_rows == 0
     assert "cannot be read as an Excel workbook" in str(loader.stopped_at or loader.problems[0])
+
+
+def test_a_reading_process_that_dies_is_a_problem_that_names_the_sheet_s_file(tmp_path):
+    import psutil
+
+    from workbench.batch.workbook import sheet_rows_apart
+
+    book = openpyxl.Workbook()
+    book.active.append(["prompt"])
+    for number in range(20000):
+        book.active.append([f"Frage {number}"])
+    book.save(tmp_path / "lang.xlsx")
+    rows = sheet_rows_apart(tmp_path / "lang.xlsx")
+    assert next(rows)[:2] == (2, {"prompt": "Frage 0"})
+    reader, = [p for p in psutil.Process().children() if "workbench.batch.workbook" in " ".join(p.cmdline())]
+    reader.kill()
+    with pytest.raises(TableError, match=r"lang.xlsx could not be read to its end \(its reading process ended with -9\)"):
+        for _ in rows:
+            pass

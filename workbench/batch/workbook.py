@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import threading
 import zipfile
 from pathlib import Path
@@ -54,8 +55,9 @@ def sheet_rows(path: str | Path, sheet: str | None = None) -> Iterator[tuple[int
 def sheet_rows_apart(path: str | Path, sheet: str | None = None) -> Iterator[tuple[int, dict, float]]:
     """:func:`sheet_rows`, read in a process of its own; the process ends with the generator (read to its end or
     closed). TableError where the workbook cannot be read, with the reason the process gave."""
+    said = tempfile.TemporaryFile()  # its warnings and a crash's trace: a pipe left unread could fill and stop it
     process = subprocess.Popen([sys.executable, "-m", "workbench.batch.workbook", str(path), sheet or ""],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+                               stdout=subprocess.PIPE, stderr=said, stdin=subprocess.DEVNULL)
     try:
         for line in process.stdout:
             item = json.loads(line)
@@ -63,15 +65,16 @@ def sheet_rows_apart(path: str | Path, sheet: str | None = None) -> Iterator[tup
                 raise TableError(item["error"])
             yield item[0], item[1], item[2]
         if process.wait() != 0:
-            reason = process.stderr.read().decode("utf-8", "replace").strip().splitlines()[-1:]
-            said = "; ".join(reason) or f"its reading process ended with {process.returncode}"
-            raise TableError(f"{Path(path).name} could not be read to its end ({said})")
+            said.seek(0)
+            last = said.read().decode("utf-8", "replace").strip().splitlines()[-1:]
+            reason = "; ".join(last) or f"its reading process ended with {process.returncode}"
+            raise TableError(f"{Path(path).name} could not be read to its end ({reason})")
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
         process.stdout.close()
-        process.stderr.close()
+        said.close()
 
 
 def _send_rows(path: str, sheet: str | None) -> int:

@@ -214,6 +214,7 @@ class BatchPane(QWidget):
             return False
         if fmt is None:
             dialog = OpenPromptDialog(path, self, max_rows)
+            dialog.finished.connect(dialog.deleteLater)  # one a file: none kept under the pane
             if not dialog.exec():
                 return False
             (fmt, column), split, max_rows = dialog.chosen(), dialog.split(), dialog.max_rows()

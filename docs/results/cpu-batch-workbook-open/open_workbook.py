@@ -1,9 +1,9 @@
 """How long the open dialog holds the window on an Excel workbook (it shows at once and looks at the workbook on a
 thread of its own: the window's longest wait meanwhile, and when the dialog shows the file's sheets and columns),
-and how long a whole sheet takes to read (off the GUI thread, in the pane), for sheets of N rows written three ways: as Excel saves them (XlsxWriter:
-a <dimension> element and the text in a shared-strings table, which openpyxl reads whole when it opens the
-workbook), by openpyxl (a dimension, the text inline in the cells) and by openpyxl's write-only mode (no
-dimension: openpyxl then reads the whole sheet to size it).
+and how long a whole sheet takes to read (off the GUI thread, as the pane reads it), for sheets of N rows written
+three ways: as Excel saves them (XlsxWriter: a <dimension> element and the text in a shared-strings table, which
+openpyxl reads whole when it opens the workbook), by openpyxl (a dimension, the text inline in the cells) and by
+openpyxl's write-only mode (no dimension: openpyxl then reads the whole sheet to size it).
 
     pip install --target /tmp/xlsxwriter xlsxwriter   # only to write the Excel-like files
     PYTHONPATH=/tmp/xlsxwriter QT_QPA_PLATFORM=offscreen \
