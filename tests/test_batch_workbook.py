@@ -31,6 +31,16 @@ def _workbook(path):
     return path
 
 
+def _long_workbook(path, rows: int):
+    """One column of prompts, more rows than a pipe holds as JSON lines (its reading process waits to write)."""
+    book = openpyxl.Workbook()
+    book.active.append(["prompt"])
+    for number in range(rows):
+        book.active.append([f"Frage {number}"])
+    book.save(path)
+    return path
+
+
 def test_a_sheet_s_rows_are_read_by_the_column_with_the_prompts_numbered_as_excel_numbers_them(tmp_path):
     path = _workbook(tmp_path / "fragen.xlsx")
     assert (detect_container(path), detect_format(path)) == ("xlsx", "field")
@@ -228,11 +238,7 @@ def test_the_pane_s_loader_names_the_sheets_and_reads_the_rows_without_opening_t
 def test_a_sheet_read_in_part_leaves_no_reading_process_behind(tmp_path):
     import psutil
 
-    book = openpyxl.Workbook()
-    book.active.append(["prompt"])
-    for number in range(5000):
-        book.active.append([f"Frage {number}"])
-    book.save(tmp_path / "lang.xlsx")
+    _long_workbook(tmp_path / "lang.xlsx", 5000)
     loader = PromptLoader(tmp_path / "lang.xlsx", "field", "prompt", max_rows=3)
     assert [p.preview() for p in loader.read_all().prompts] == ["Frage 0", "Frage 1", "Frage 2"] and loader.limited
     assert not [p for p in psutil.Process().children() if "workbench.batch.workbook" in " ".join(p.cmdline())]
@@ -251,11 +257,7 @@ def test_a_reading_process_that_dies_is_a_problem_that_names_the_sheet_s_file(tm
 
     from workbench.batch.workbook import sheet_rows_apart
 
-    book = openpyxl.Workbook()
-    book.active.append(["prompt"])
-    for number in range(20000):
-        book.active.append([f"Frage {number}"])
-    book.save(tmp_path / "lang.xlsx")
+    _long_workbook(tmp_path / "lang.xlsx", 20000)
     rows = sheet_rows_apart(tmp_path / "lang.xlsx")
     assert next(rows)[:2] == (2, {"prompt": "Frage 0"})
     reader, = [p for p in psutil.Process().children() if "workbench.batch.workbook" in " ".join(p.cmdline())]
