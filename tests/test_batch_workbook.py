@@ -130,43 +130,46 @@ def test_the_batch_pane_shows_a_sheet_s_prompts_by_excel_s_row_numbers(qtbot, tm
     assert pane.loader.summary().startswith("2 prompts read from fragen.xlsx (its sheet Fragen)")
 
 
-def test_the_open_dialog_opens_a_workbook_once_and_again_once_it_is_saved(qtbot, tmp_path, monkeypatch):
+def test_the_open_dialog_reads_a_workbook_once_and_again_once_it_is_saved(qtbot, tmp_path, monkeypatch):
     """Opening a workbook reads all its text (Excel's shared strings): the dialog's looks opened it seven times,
-    1.07 s of a held window at 20,000 rows."""
+    1.07 s of a held window at 20,000 rows. The first rows of all its sheets are read in one process now, and
+    kept while the file is unchanged."""
     import os
 
-    loads = []
-    real = openpyxl.load_workbook
-    monkeypatch.setattr(openpyxl, "load_workbook", lambda *args, **kwargs: loads.append(1) or real(*args, **kwargs))
+    from workbench.batch import workbook
+
+    reads, real = [], workbook._apart
+    monkeypatch.setattr(workbook, "_apart", lambda *argv: reads.append(argv[0]) or real(*argv))
     path = _workbook(tmp_path / "fragen.xlsx")
     dialog = open_dialog(qtbot, str(path))
     dialog.split_choice.setCurrentText("Antworten")
     looked(qtbot, dialog)
     dialog.column.setCurrentText("answer")
     looked(qtbot, dialog)
-    assert dialog.preview.text() == "Asks: #### 48" and len(loads) == 1
+    assert dialog.preview.text() == "Asks: #### 48" and reads == ["heads"]
     before = path.stat().st_mtime_ns
     _workbook(path)  # saved again: its questions may have changed
     os.utime(path, ns=(before + 10**9, before + 10**9))  # a second later, where the file system counts whole seconds
     open_dialog(qtbot, path)
-    assert len(loads) == 2
+    assert reads == ["heads", "heads"]
 
 
-def test_the_open_dialog_shows_at_once_and_reads_the_workbook_on_a_thread_of_its_own(qtbot, tmp_path, monkeypatch):
+def test_the_open_dialog_shows_at_once_and_reads_the_workbook_off_the_gui_thread(qtbot, tmp_path, monkeypatch):
     """The dialog's first look held the window 0.69 s on a workbook of 100,000 rows: it shows before the file is
     read now, a busy bar under the first record and Open off until the file's formats and columns are known."""
     import threading
 
+    from workbench.batch import workbook
     from workbench.ui.open_prompt_dialog import OpenPromptDialog
 
-    opened, release, real = [], threading.Event(), openpyxl.load_workbook
+    opened, release, real = [], threading.Event(), workbook._apart
 
-    def held_open(*args, **kwargs):
+    def held_open(*argv):
         opened.append(threading.current_thread().name)
         assert release.wait(60), "the test never let the workbook open"
-        return real(*args, **kwargs)
+        return real(*argv)
 
-    monkeypatch.setattr(openpyxl, "load_workbook", held_open)
+    monkeypatch.setattr(workbook, "_apart", held_open)
     path = _workbook(tmp_path / "langsam.xlsx")
     dialog = OpenPromptDialog(str(path))
     qtbot.addWidget(dialog)
@@ -175,9 +178,18 @@ def test_the_open_dialog_shows_at_once_and_reads_the_workbook_on_a_thread_of_its
     assert dialog.busy.isVisible() and not dialog.open_button.isEnabled() and not dialog.format.isEnabled()
     release.set()
     looked(qtbot, dialog)
-    assert opened == ["file-looks"], "the workbook is opened off the GUI thread, once"
+    assert opened == ["file-looks"], "the workbook is read off the GUI thread, once"
     assert not dialog.busy.isVisible() and dialog.open_button.isEnabled()
     assert dialog.chosen() == ("field", "Frage") and dialog.split() == "Fragen"
+
+
+def test_a_look_past_a_sheet_s_first_rows_reads_on(tmp_path):
+    from workbench.batch.workbook import HEAD_ROWS, sheet_head
+
+    path = _long_workbook(tmp_path / "lang.xlsx", HEAD_ROWS + 5)
+    rows = list(sheet_head(path))
+    assert [number for number, _, _ in rows] == list(range(2, HEAD_ROWS + 7))
+    assert rows[-1][1] == {"prompt": f"Frage {HEAD_ROWS + 4}"}
 
 
 def test_a_format_chosen_while_another_sheet_is_read_keeps_that_sheet_s_columns(qtbot, tmp_path, monkeypatch):
@@ -255,10 +267,10 @@ def test_a_file_named_as_a_workbook_that_is_none_still_says_why_it_cannot_be_rea
 def test_a_reading_process_that_dies_is_a_problem_that_names_the_sheet_s_file(tmp_path):
     import psutil
 
-    from workbench.batch.workbook import sheet_rows_apart
+    from workbench.batch.workbook import sheet_rows
 
     _long_workbook(tmp_path / "lang.xlsx", 20000)
-    rows = sheet_rows_apart(tmp_path / "lang.xlsx")
+    rows = sheet_rows(tmp_path / "lang.xlsx")
     assert next(rows)[:2] == (2, {"prompt": "Frage 0"})
     reader, = [p for p in psutil.Process().children() if "workbench.batch.workbook" in " ".join(p.cmdline())]
     reader.kill()

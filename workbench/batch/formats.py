@@ -209,7 +209,7 @@ def open_reader(path: str | Path, fmt: str, split: str | None = None, whole: boo
         return LineReader(path)
     container = detect_container(path)
     if container in ("parquet", "arrow", "dataset", "xlsx"):
-        return TableReader(path, split, apart=whole)
+        return TableReader(path, split, whole=whole)
     return JsonArrayReader(path) if container in ("array", "object") else LineReader(path)
 
 

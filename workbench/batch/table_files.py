@@ -105,9 +105,10 @@ class TableReader:
     """A table file's (or save_to_disk folder's) rows in order, as :class:`Record` objects numbered from 1;
     a file pyarrow cannot read gives one fatal problem. ``bytes_read`` and ``size`` say how far it has got."""
 
-    def __init__(self, path: str | Path, split: str | None = None, apart: bool = False):
-        """``apart``: a workbook's sheet is read in a process of its own (a whole sheet, as the pane reads it)."""
-        self.path, self.kind, self.apart = Path(path), table_kind(path), apart
+    def __init__(self, path: str | Path, split: str | None = None, whole: bool = False):
+        """``whole``: the file is read to its end (the pane's read), else its first rows are looked at (a workbook's
+        then come from the heads of its sheets, read once)."""
+        self.path, self.kind, self.whole = Path(path), table_kind(path), whole
         try:
             names = splits(path) if self.kind in ("dataset", "xlsx") else []
         except TableError:
@@ -139,11 +140,11 @@ class TableReader:
                 return
 
     def _sheet_records(self) -> Iterator[Record | LineProblem]:
-        from workbench.batch.workbook import sheet_rows, sheet_rows_apart
+        from workbench.batch.workbook import sheet_head, sheet_rows
 
         number = 1
         try:
-            for number, record, share in (sheet_rows_apart if self.apart else sheet_rows)(self.path, self.split):
+            for number, record, share in (sheet_rows if self.whole else sheet_head)(self.path, self.split):
                 self.bytes_read = int(self.size * min(1.0, share))
                 yield Record(number, record)
         except (TableError, OSError, ValueError) as exc:

@@ -4,7 +4,8 @@ the prompts, and how many rows to read; the first record is shown as it will be 
 
 The dialog shows at once; what it offers is read on a thread of its own (``batch/file_look.py``: a workbook's first
 look took 0.7 s at 100,000 rows), a busy bar under the first record meanwhile. The looks run in turn on that one
-thread, where a workbook stays open between them, and only the last one asked for is shown.
+thread (a workbook's sheets' first rows are read once, in a process of their own, and kept), and only the last one
+asked for is shown.
 """
 from __future__ import annotations
 

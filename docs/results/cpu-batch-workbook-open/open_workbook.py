@@ -55,7 +55,7 @@ def main(sizes: list[int]) -> None:
     app = QApplication.instance() or QApplication([])
     collector = collect_garbage_on_gui_thread()  # noqa: F841 (as the app: Python's collector on the GUI thread)
     folder = Path(tempfile.mkdtemp())
-    _open(_small(folder))  # openpyxl imported once, as after a first workbook
+    _open(_small(folder))  # a first look, as after a first workbook (the files it reads warm in the cache)
     leave_startup_objects_uncollected()  # as the app does once its window shows
     for rows in sizes:
         for how in ("excel", "openpyxl", "write-only"):
