@@ -46,8 +46,7 @@ def sheet_rows(path: str | Path, sheet: str | None = None) -> Iterator[tuple[int
     a process of its own that ends with the generator (read to its end or closed). The first sheet where ``sheet``
     is not one; rows with no value are skipped, and so are a row's empty cells. TableError where the workbook
     cannot be read, with the reason."""
-    for number, record, share in _apart("rows", path, sheet or ""):
-        yield number, record, share
+    yield from map(tuple, _apart("rows", path, sheet or ""))
 
 
 def sheet_head(path: str | Path, sheet: str | None = None) -> Iterator[tuple[int, dict, float]]:
@@ -56,8 +55,7 @@ def sheet_head(path: str | Path, sheet: str | None = None) -> Iterator[tuple[int
     heads = _heads(path)
     name = sheet if sheet in heads else next(iter(heads), None)
     rows, complete = heads[name] if name is not None else ([], True)
-    for number, record, share in rows:
-        yield number, record, share
+    yield from map(tuple, rows)
     if not complete:
         last = rows[-1][0]
         yield from (row for row in sheet_rows(path, name) if row[0] > last)
@@ -107,22 +105,25 @@ def _main(argv: list[str]) -> int:
     """``rows PATH SHEET``: each record as a JSON line [row number, record, share read]; ``heads PATH``: one line
     {"heads": {sheet: [its first HEAD_ROWS records, whether that is all of them]}}; {"error": why} where the
     workbook cannot be read."""
-    out = sys.stdout
     try:
-        try:
-            if argv[0] == "heads":
-                out.write(json.dumps({"heads": _read_heads(_open(Path(argv[1])))}) + "\n")
-            else:
-                for number, record, share in _read_sheet(_open(Path(argv[1])), argv[2] or None):
-                    out.write(json.dumps([number, record, share]) + "\n")
-        except BrokenPipeError:
-            raise
-        except (TableError, OSError, ValueError) as exc:
-            out.write(json.dumps({"error": str(exc)}) + "\n")
-        out.flush()
+        for line in _lines(argv):
+            sys.stdout.write(line)
+        sys.stdout.flush()
     except BrokenPipeError:  # the reader let go (a row limit met, the file opened again)
         sys.stdout = None  # nothing more to flush at exit
     return 0
+
+
+def _lines(argv: list[str]) -> Iterator[str]:
+    try:
+        book = _open(Path(argv[1]))
+        if argv[0] == "heads":
+            yield json.dumps({"heads": _read_heads(book)}) + "\n"
+            return
+        for row in _read_sheet(book, argv[2] or None):
+            yield json.dumps(row) + "\n"
+    except (TableError, OSError, ValueError) as exc:
+        yield json.dumps({"error": str(exc)}) + "\n"
 
 
 def _read_heads(book) -> dict:
