@@ -209,21 +209,21 @@ class AppModel:
 
     def ask(self, conversation_id: str, text: str, sampling: SamplingSettings,
             system_prompt: str | None = None, waiting: bool = False,
-            images: tuple[ImageInput, ...] = ()) -> ChatRequest | None:
+            images: tuple[ImageInput, ...] = (), replacing: str = "") -> ChatRequest | None:
         """Adds the user's message, with ``images`` (checked by ``read_image``) kept in the image store,
         and a streaming reply (``waiting``: a reply that waits for the engine until :meth:`replies_sent`);
         None while a reply is still open, or when the reply failed at once (an earlier turn's image gone
         from the store: the reply says which). Raises :class:`ImageProblem` when an image cannot be kept
-        (nothing is added then)."""
+        (nothing is added then). ``replacing``: the last question's id, edited: it and its reply are replaced
+        (see ``Conversation.ask``)."""
         conversation = self.conversations[conversation_id]
         if conversation.streaming_message() is not None:
             return None
         refs = keep_images(images, self.images_dir)
         self._keep_system_prompt(conversation, system_prompt)
-        first = not conversation.messages
         request, reply = conversation.ask(text, conversation.system_prompt, sampling, _status(waiting), refs,
-                                          self._load_image)
-        if first and conversation.retitle_from(text):
+                                          self._load_image, replacing)
+        if len(conversation.messages) == 2 and conversation.retitle_from(text):  # its first question
             self.conversation_changed.emit(conversation_id)
         return self._register(conversation, request, reply)
 

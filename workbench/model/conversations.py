@@ -99,12 +99,23 @@ class Conversation:
         return tuple(sent)
 
     def ask(self, text: str, system_prompt: str, sampling: SamplingSettings, status: str = "streaming",
-            images: tuple[ImageRef, ...] = (), load: ImageLoader = image_store.load) -> Asked:
+            images: tuple[ImageRef, ...] = (), load: ImageLoader = image_store.load, replacing: str = "") -> Asked:
         """Adds the user's message (with ``images``, already in the store) and an empty reply (``status``:
         "streaming", or "waiting" for an engine that cannot take it yet); returns the request to send
-        (None when an image of the history could not be read: the reply is failed, naming it)."""
+        (None when an image of the history could not be read: the reply is failed, naming it).
+        ``replacing``: the id of the last question, which goes with its reply before the new one is asked
+        (its edit); a question that is no longer the last stays, and the new one follows."""
+        if replacing and replacing == self.last_question_id():
+            first = next(i for i, m in enumerate(self.messages) if m.message_id == replacing)
+            del self.messages[first:]
+            if first == 0 and self.title_source == "question":  # the title came from the question edited
+                self.title_source = "number"
         self.messages.append(ChatMessage("user", text, images=tuple(images)))
         return self._request_reply(system_prompt, sampling, status, load)
+
+    def last_question_id(self) -> str:
+        """The id of the last user message ("" before the first)."""
+        return next((m.message_id for m in reversed(self.messages) if m.role == "user"), "")
 
     def regenerate(self, system_prompt: str, sampling: SamplingSettings, status: str = "streaming",
                    load: ImageLoader = image_store.load) -> Asked | None:

@@ -66,13 +66,14 @@ class EngineCommands:
 
     # -------------------------------------------------------------- chat
     def ask(self, conversation_id: str, text: str, sampling: SamplingSettings,
-            system_prompt: str | None = None, images: tuple[ImageInput, ...] = ()) -> ChatRequest | None:
+            system_prompt: str | None = None, images: tuple[ImageInput, ...] = (),
+            replacing: str = "") -> ChatRequest | None:
         """The user's question, with its ``images``: sent now, or kept until the engine can take it (the
         images with it). None while the conversation's last reply is still open, or when the reply failed
-        before it could be sent (see ``AppModel.ask``)."""
+        before it could be sent (see ``AppModel.ask``; ``replacing``: the last question, edited)."""
         accepting = self.accepting()
         request = self.model.ask(conversation_id, text, sampling, system_prompt, waiting=not accepting,
-                                 images=images)
+                                 images=images, replacing=replacing)
         return self._send_or_keep(request, accepting)
 
     def regenerate(self, conversation_id: str, sampling: SamplingSettings,

@@ -1,12 +1,12 @@
-"""The chat pane: conversations, streaming Markdown replies, Stop / Regenerate, images attached to a
-question (Attach image…, dropped or pasted), and each conversation's settings in a drawer beside the
-transcript (a one-line summary of them always shown)."""
+"""The chat pane: conversations, streaming Markdown replies, Stop / Regenerate, the last question edited
+and asked again, images attached to a question (Attach image…, dropped or pasted), and each conversation's
+settings in a drawer beside the transcript (a one-line summary of them always shown)."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtGui import QKeySequence, QShortcut, QTextCursor
 from PySide6.QtWidgets import (
-    QHBoxLayout, QListWidget, QListWidgetItem, QMessageBox, QPushButton, QStackedWidget, QVBoxLayout,
+    QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMessageBox, QPushButton, QStackedWidget, QVBoxLayout,
     QWidget,
 )
 
@@ -17,7 +17,8 @@ from workbench.model.conversations import Conversation
 from workbench.model.engine_commands import EngineCommands, waiting_note
 from workbench.model.engine_status import EngineStatus
 from workbench.ui.image_attachments import (
-    ATTACH_TIP, TEXT_ONLY, AttachmentStrip, ChatInput, choose_image_files, images_refusal, sources_in, text_only,
+    ATTACH_TIP, TEXT_ONLY, AttachmentStrip, ChatInput, StoredImage, choose_image_files, images_refusal, sources_in,
+    text_only,
 )
 from workbench.ui.sampling_panel import SamplingPanel
 from workbench.ui.settings_drawer import TOGGLE_SHORTCUT, DrawerSplitter, SettingsDrawer, SummaryBar
@@ -27,6 +28,10 @@ from workbench.ui.transcript_view import (  # noqa: F401
 )
 
 LIST_PX = 120  # the conversation list's width at first (it folds away to 0 when its handle is dragged)
+EDITING = ("Editing your last question: Send asks it in place of the one above and its reply. "
+           "What you were typing comes back after.")
+
+
 def ask_to_confirm(parent: QWidget, title: str, text: str) -> bool:
     """Yes or no, the safe answer (No) the default."""
     answer = QMessageBox.question(parent, title, text, QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
@@ -45,6 +50,9 @@ class ChatPane(QWidget):
         # what was typed and attached, not sent, in each conversation while another is shown: (text, images,
         # the problem named beside them), put back when it is shown again
         self._drafts: dict[str, tuple[str, list, str]] = {}
+        # a conversation whose last question is being edited: (that question's id, the draft it put aside),
+        # the draft put back once the edit is sent or cancelled
+        self._editing: dict[str, tuple[str, tuple[str, list, str]]] = {}
         self._shown: str | None = None  # the conversation whose draft the input holds
         self.transcripts: dict[str, TranscriptView] = {}
         self.sampling = SamplingPanel(model.system_prompt)
@@ -104,6 +112,19 @@ class ChatPane(QWidget):
         self.input.setMaximumHeight(120)
         self.attachments = AttachmentStrip()
         self.input.images_given.connect(self.attachments.add_sources)
+        self.input.edit_last_asked.connect(self.edit_last_question)
+        self.input.escape_pressed.connect(self.cancel_edit)
+        self.edit_note = QLabel(EDITING, objectName="editingNote", wordWrap=True)
+        self.cancel_edit_button = QPushButton("Cancel edit", objectName="cancelEditButton")
+        self.cancel_edit_button.setToolTip("Keep the question and its reply as they are (Esc)")
+        self.cancel_edit_button.clicked.connect(self.cancel_edit)
+        self.edit_bar = QWidget(objectName="editBar")
+        edit_row = QHBoxLayout(self.edit_bar)
+        edit_row.setContentsMargins(4, 2, 0, 2)
+        edit_row.addWidget(self.edit_note, 1)
+        edit_row.addWidget(self.cancel_edit_button)
+        self.edit_bar.setStyleSheet("#editBar { background: #fff4ce; }")
+        self.edit_bar.hide()
         self.attach_button = QPushButton("Attach image…", objectName="attachImageButton")
         self.attach_button.clicked.connect(self.attach_images)
         self.setAcceptDrops(True)
@@ -129,6 +150,7 @@ class ChatPane(QWidget):
         center_layout.setContentsMargins(0, 0, 0, 0)
         center_layout.addWidget(self.summary_bar)
         center_layout.addWidget(self.stack, 1)
+        center_layout.addWidget(self.edit_bar)
         center_layout.addWidget(self.attachments)
         center_layout.addLayout(input_row)
 
@@ -196,6 +218,7 @@ class ChatPane(QWidget):
     def _on_model_conversation_added(self, conversation_id: str) -> None:
         conversation = self.model.conversations[conversation_id]
         view = TranscriptView(conversation, self._waiting_note, self.model.images_dir)
+        view.edit_asked.connect(self.edit_question)
         self.transcripts[conversation_id] = view
         self.order.append(conversation_id)
         self.stack.addWidget(view)
@@ -282,7 +305,8 @@ class ChatPane(QWidget):
             self._on_conversation_list_changed(self.conversation_list.currentRow())
         for key in removed:  # a deleted conversation's draft goes with it
             _text, images, _problem = self._drafts.pop(key, ("", [], ""))
-            for pending in images:
+            _question, (_text, put_aside, _problem) = self._editing.pop(key, ("", ("", [], "")))
+            for pending in images + put_aside:
                 pending.deleteLater()
         self._update_buttons()
 
@@ -298,6 +322,7 @@ class ChatPane(QWidget):
             self._show_settings(self.current)  # each conversation's own settings and system prompt
             self.model.select_conversation(self.order[row])
             self._update_buttons()
+            self.edit_bar.setVisible(self.order[row] in self._editing)
 
     def _show_draft_of(self, conversation_id: str) -> None:
         """The input and the pending images become ``conversation_id``'s draft; the one shown is kept for its
@@ -307,10 +332,14 @@ class ChatPane(QWidget):
         if self._shown is not None:
             self._drafts[self._shown] = (self.input.toPlainText(), *self.attachments.take())
         text, images, problem = self._drafts.pop(conversation_id, ("", [], ""))
+        self._put_in_input((text, images, problem))
+        self._shown = conversation_id
+
+    def _put_in_input(self, draft: tuple[str, list, str]) -> None:
+        text, images, problem = draft
         self.input.setPlainText(text)
         self.input.moveCursor(QTextCursor.End)
         self.attachments.put_back(images, problem)
-        self._shown = conversation_id
 
     # -------------------------------------------------------------- actions
     @Slot()
@@ -320,22 +349,67 @@ class ChatPane(QWidget):
         text, images = self.input.toPlainText().strip(), self.attachments.images()
         if not text and not images:
             return
-        refusal = images_refusal(self.model.engine, self.current, images, self.attachments.reading)
+        conversation = self.current
+        edited, put_aside = self._editing.get(conversation.conversation_id, ("", None))
+        refusal = images_refusal(self.model.engine, conversation, images, self.attachments.reading, edited)
         if refusal:
             self.attachments.show_problem(refusal)
             return
-        conversation = self.current
-        num_messages = len(conversation.messages)
+        before = conversation.messages[-1].message_id if conversation.messages else ""
         try:
             self.commands.ask(conversation.conversation_id, text, self.sampling.settings(),
-                              self.sampling.system_prompt(), images)
+                              self.sampling.system_prompt(), images, replacing=edited)
         except ImageProblem as problem:  # an image that could not be kept in the data folder
             self.attachments.show_problem(str(problem))
             return
-        if len(conversation.messages) > num_messages:  # asked (its reply may have failed at once, saying why)
+        if conversation.messages and conversation.messages[-1].message_id != before:
+            # asked (its reply may have failed at once, saying why)
             self.input.clear()
             self.attachments.clear()
+            if put_aside is not None:
+                del self._editing[conversation.conversation_id]
+                self.edit_bar.hide()
+                self._put_in_input(put_aside)
             self._update_buttons()
+
+    # -------------------------------------------------------------- editing the last question
+    @Slot()
+    def edit_last_question(self) -> None:
+        """↑ in the empty input: the conversation's last question to edit, when it has one."""
+        if self.order and self.current.last_question_id():
+            self.edit_question(self.current.last_question_id())
+
+    @Slot(str)
+    def edit_question(self, message_id: str) -> None:
+        """The last question's text and images go into the input to be edited, what was there put aside; Send
+        asks the edit in its place (its reply goes, as Regenerate's does), Cancel edit or Esc keeps both.
+        Nothing changes in the conversation until the edit is sent."""
+        conversation = self.current
+        if conversation.streaming_message() is not None or message_id != conversation.last_question_id():
+            return
+        question = conversation.message(message_id)
+        if conversation.conversation_id not in self._editing:
+            self._editing[conversation.conversation_id] = (message_id,
+                                                           (self.input.toPlainText(), *self.attachments.take()))
+        else:  # asked again while editing: the question as it was, the edit so far dropped
+            self.attachments.clear()
+        self._put_in_input((question.text, [], ""))
+        self.attachments.add_sources([StoredImage(ref, self.model.images_dir) for ref in question.images])
+        self.edit_bar.show()
+        self._update_buttons()
+        self.input.setFocus()
+
+    @Slot()
+    def cancel_edit(self) -> None:
+        """The edit dropped: the input holds again what it held before Edit."""
+        found = self._editing.pop(self.current.conversation_id, None) if self.order else None
+        if found is None:
+            return
+        self.attachments.clear()
+        self._put_in_input(found[1])
+        self.edit_bar.hide()
+        self._update_buttons()
+        self.input.setFocus()
 
     @Slot()
     def attach_images(self) -> None:
@@ -365,9 +439,10 @@ class ChatPane(QWidget):
 
     def _update_buttons(self) -> None:
         streaming = bool(self.order) and self.current.streaming_message() is not None
+        editing = bool(self.order) and self.current.conversation_id in self._editing
         self.stop_button.setEnabled(streaming)
         self.send_button.setEnabled(not streaming)
-        self.regenerate_button.setEnabled(not streaming)
+        self.regenerate_button.setEnabled(not streaming and not editing)  # it would ask the question being edited
 
     # -------------------------------------------------------------- what the model reports
     def _on_model_messages_changed(self, conversation_id: str) -> None:

@@ -18,8 +18,9 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import create_worker
 
+from workbench.engine import image_store
 from workbench.engine.image_sources import image_from_source
-from workbench.engine.images import ImageInput, ImageProblem, read_image
+from workbench.engine.images import ImageInput, ImageProblem, ImageRef, read_image
 from workbench.model.conversations import Conversation
 from workbench.model.engine_status import EngineStatus
 from workbench.ui.image_thumbs import THUMB_PX, ImageThumb, remember, scaled_thumbnail
@@ -40,8 +41,10 @@ def text_only(status: EngineStatus) -> bool:
     return status.ready and status.info is not None and status.info.vision is None
 
 
-def images_refusal(status: EngineStatus, conversation: Conversation, images: tuple, reading: bool) -> str:
-    """Why a question cannot go now with ``images`` ("" : it can); it then stays in the input, whole."""
+def images_refusal(status: EngineStatus, conversation: Conversation, images: tuple, reading: bool,
+                   replacing: str = "") -> str:
+    """Why a question cannot go now with ``images`` ("" : it can); it then stays in the input, whole.
+    ``replacing``: the question it is an edit of, whose images do not go with it."""
     if reading:
         return "An image is still being read: send once its thumbnail shows (your text stays here)."
     if not images:
@@ -50,7 +53,10 @@ def images_refusal(status: EngineStatus, conversation: Conversation, images: tup
         return (f"Not sent: {TEXT_ONLY} (Model menu or the Presets tab), then send again; "
                 "your text and images stay here.")
     vision = status.info.vision if status.ready and status.info is not None else None
-    earlier = sum(len(message.images) for message in conversation.messages)
+    kept = conversation.messages
+    if replacing:
+        kept = kept[:next((i for i, m in enumerate(kept) if m.message_id == replacing), len(kept))]
+    earlier = sum(len(message.images) for message in kept)
     if vision is not None and earlier + len(images) > vision.max_images_per_prompt:
         return (f"Not sent: with this chat's {earlier} earlier images it would send {earlier + len(images)}, and "
                 f"the engine takes at most {vision.max_images_per_prompt} a prompt. Remove some, or start a new chat.")
@@ -73,10 +79,22 @@ def source_name(source: str) -> str:
     return Path(source).name or source
 
 
-def read_one(source: str | QImage, number: int) -> ReadOutcome:
-    """Reads a path or URL (or encodes a pasted picture as PNG) and checks it; runs off the GUI thread."""
+@dataclass(frozen=True)
+class StoredImage:
+    """An image of a question already asked, from the data folder's store (``folder``; None: the data folder's),
+    attached again when the question is edited."""
+
+    ref: ImageRef
+    folder: Path | None = None
+
+
+def read_one(source: str | QImage | StoredImage, number: int) -> ReadOutcome:
+    """Reads a path or URL (or encodes a pasted picture as PNG, or loads a stored image) and checks it; runs off
+    the GUI thread."""
     try:
-        if isinstance(source, QImage):
+        if isinstance(source, StoredImage):
+            image = image_store.load(source.ref, source.folder)
+        elif isinstance(source, QImage):
             image = read_image(png_bytes(source), f"pasted image {number}.png")
         elif "://" in source or source[:5].lower() == "data:":  # a URL dropped from a browser, say
             image = image_from_source(source, Path.home(), source_name(source))
@@ -139,8 +157,16 @@ class ChatInput(QPlainTextEdit):
 
     images_given = Signal(list)  # the sources, as ``sources_in`` finds them
     send_asked = Signal()
+    edit_last_asked = Signal()  # ↑ in an empty input: the last question to edit, as in the chat apps people know
+    escape_pressed = Signal()
 
     def keyPressEvent(self, event) -> None:
+        if event.key() == Qt.Key_Up and event.modifiers() == Qt.NoModifier and not self.toPlainText():
+            self.edit_last_asked.emit()
+            event.accept()
+            return
+        if event.key() == Qt.Key_Escape:
+            self.escape_pressed.emit()
         if event.key() in (Qt.Key_Return, Qt.Key_Enter):
             held = event.modifiers() & ~Qt.KeypadModifier
             if held == Qt.NoModifier:
@@ -216,6 +242,7 @@ class AttachmentStrip(QWidget):
         self._number = 0  # pasted pictures are numbered: "pasted image 3.png"
         self.max_pixels: int | None = None
         self.reader = None  # the worker reading now (None: idle)
+        self._dropped_reader = None  # a worker whose images were cleared before it finished
         self.row = QHBoxLayout()
         self.row.setContentsMargins(0, 0, 0, 0)
         self.row.addStretch(1)
@@ -247,6 +274,9 @@ class AttachmentStrip(QWidget):
         return self.reader is not None
 
     def clear(self) -> None:
+        """No images, and none still to come: sources given and not yet read are dropped."""
+        self._queue.clear()
+        self._dropped_reader = self.reader  # what it still yields is not shown
         for pending in self._pending:
             self._drop(pending)
         self._pending.clear()
@@ -314,6 +344,8 @@ class AttachmentStrip(QWidget):
         self.reader.start()
 
     def _on_reader_yielded(self, outcome: ReadOutcome) -> None:
+        if self.reader is not None and self.reader is self._dropped_reader:
+            return
         if outcome.image is None:
             shown = self.problem.text()
             self.show_problem(f"{shown}\n{outcome.problem}" if shown else outcome.problem)
@@ -332,7 +364,7 @@ class AttachmentStrip(QWidget):
         self.show_problem(f"The images could not be read ({error}). Attach them again.")
 
     def _on_reader_finished(self) -> None:
-        self.reader = None
+        self.reader = self._dropped_reader = None
         self._read_next()
         if self.reader is None:
             self.read_done.emit()

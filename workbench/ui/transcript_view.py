@@ -6,8 +6,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QTimer, Slot
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtCore import QTimer, Signal, Slot
+from PySide6.QtWidgets import (
+    QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QToolButton, QVBoxLayout, QWidget,
+)
 
 from workbench.model.conversations import OPEN_STATUSES, ChatMessage, Conversation
 from workbench.ui.image_thumbs import thumbnails
@@ -44,6 +46,10 @@ def figures_text(turn: ChatMessage, waiting: str = "") -> str:
     return " · ".join(parts)
 
 
+EDIT_TIP = ("Edit this question and ask it again: Send replaces it and its reply (↑ in an empty input does the "
+            "same; Esc or Cancel keeps them)")
+
+
 class MessageView(QFrame):
     """One turn; only the streaming one is re-rendered as text arrives."""
 
@@ -55,13 +61,22 @@ class MessageView(QFrame):
         self.setObjectName("userMessage" if turn.role == "user" else "assistantMessage")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 4, 8, 4)
-        header = QLabel("<b>You</b>" if turn.role == "user" else "<b>Assistant</b>")
+        header = QHBoxLayout()
+        header.setContentsMargins(0, 0, 0, 0)
+        header.addWidget(QLabel("<b>You</b>" if turn.role == "user" else "<b>Assistant</b>"))
+        header.addStretch(1)
+        self.edit_button: QToolButton | None = None  # a question's: shown on the last one (TranscriptView)
+        if turn.role == "user":
+            self.edit_button = QToolButton(objectName="editQuestionButton", text="Edit", autoRaise=True)
+            self.edit_button.setToolTip(EDIT_TIP)
+            self.edit_button.hide()
+            header.addWidget(self.edit_button)
         self.body = MessageText()  # wraps a word wider than the view, where a label widened the transcript
         self.stats = QLabel()
         self.stats.setObjectName("messageStats")
         self.stats.setStyleSheet("color: #666; font-size: 11px;")
         self.stats.setWordWrap(True)
-        layout.addWidget(header)
+        layout.addLayout(header)
         self.thumbs = [thumbnails.thumb_for(ref, images_dir) for ref in turn.images]
         if self.thumbs:  # a question's images, above its text (the order they are sent in)
             row = QHBoxLayout()
@@ -96,7 +111,10 @@ FIRST_BUILT, OLDER_CHUNK = 24, 24
 
 class TranscriptView(QScrollArea):
     """A conversation's messages. It follows the end as a reply grows, unless the user has scrolled
-    up: then a "New text below" button brings them back down."""
+    up: then a "New text below" button brings them back down. The last question offers Edit (``edit_asked``)
+    while no reply is open."""
+
+    edit_asked = Signal(str)  # the id of the question whose Edit was clicked
 
     def __init__(self, conversation: Conversation, waiting_note: Callable[[], str] = str,
                  images_dir: Path | None = None):
@@ -173,11 +191,14 @@ class TranscriptView(QScrollArea):
         for message in messages:
             if message.message_id not in self.views and message.message_id not in older:
                 self._add_view(message, self.column.count() - 1)
+        self.mark_editable()
         self.scroll_to_end()  # a question just asked, or a conversation opened: its end is what matters
 
     def _add_view(self, message: ChatMessage, index: int) -> None:
         view = MessageView(message, self.waiting_note, self.images_dir)
         self.views[message.message_id] = view
+        if view.edit_button is not None:
+            view.edit_button.clicked.connect(lambda: self.edit_asked.emit(message.message_id))
         self.column.insertWidget(index, view)
 
     def _build_older(self, all_of_them: bool = False) -> None:
@@ -190,6 +211,14 @@ class TranscriptView(QScrollArea):
                 break
         if self._older:
             QTimer.singleShot(0, self, self._build_older)
+
+    def mark_editable(self) -> None:
+        """Edit shows on the last question only, and can be clicked while no reply is open."""
+        last, open_reply = self.conversation.last_question_id(), self.conversation.streaming_message() is not None
+        for message_id, view in self.views.items():
+            if view.edit_button is not None:
+                view.edit_button.setVisible(message_id == last)
+                view.edit_button.setEnabled(not open_reply)
 
     def _hidden_page(self) -> bool:
         return self.parentWidget() is not None and not self.isVisibleTo(self.window())
@@ -247,6 +276,7 @@ class TranscriptView(QScrollArea):
         if not text_only:
             self._pending.discard(message_id)
             view.render()
+            self.mark_editable()  # a reply ended (or began)
             return
         self._pending.add(message_id)
         self._schedule_draw()

@@ -5,8 +5,11 @@
 writes ``early-question-waiting.png`` (a question sent the moment the window opened, waiting for the
 engine's start and saying which phase it is in) and ``chat-follows-reply.png`` (a long reply streaming,
 the transcript following its end) and ``chat-long-word.png`` (a question holding a word far wider than the
-transcript, wrapped inside it). ``WORKBENCH_DATA_DIR`` pointing at an empty folder shows the demo
+transcript, wrapped inside it) and ``chat-edit-question.png`` (the last question being edited: its text back in
+the input, what was being typed put aside). ``WORKBENCH_DATA_DIR`` pointing at an empty folder shows the demo
 model's build as what the question waits for.
+
+    python -m workbench.bench.gui.chat_screenshots --edit DOCS_FOLDER   ``chat-edit-question.png`` alone
 """
 from __future__ import annotations
 
@@ -23,11 +26,17 @@ def main(argv: list[str]) -> int:
 
     from workbench.app import build_window, demo_engine_config
 
+    edit_only = argv[:1] == ["--edit"]
+    argv = argv[1:] if edit_only else argv
     folder = Path(argv[0] if argv else "docs")
     QApplication.instance() or QApplication([])
     window, _ = build_window(demo_engine_config(), keep=False)
     window.resize(1280, 720)
     window.show()
+    if edit_only:
+        done = edit_picture(window, folder)
+        window.close()
+        return 0 if done else 1
     chat = window.chat
     chat.input.setPlainText("What does the KV cache hold?")
     chat.send()  # the earliest moment: the engine's start was only just asked for
@@ -60,7 +69,7 @@ def main(argv: list[str]) -> int:
     save_small(window, str(folder / "chat-follows-reply.png"))
     chat.stop()
     process_events_until(lambda: long_reply.status != "streaming", 60)
-    if not long_word_picture(window, folder):
+    if not long_word_picture(window, folder) or not edit_picture(window, folder):
         window.close()
         return 1
     window.close()
@@ -89,6 +98,39 @@ def long_word_picture(window, folder: Path) -> bool:
     print(f"long word: horizontal scroll range {transcript.horizontalScrollBar().maximum()}, transcript "
           f"{transcript.widget().width()} px in a view of {transcript.viewport().width()} px")
     save_small(window, str(folder / "chat-long-word.png"))
+    return True
+
+
+def edit_picture(window, folder: Path) -> bool:
+    """``chat-edit-question.png``: a question answered, half a next one typed, then the question's Edit clicked
+    and its text mended in the input; then the edit is sent and answered in its place."""
+    chat = window.chat
+    chat.sampling.ignore_eos.setChecked(False)
+    chat.sampling.max_tokens.setValue(96)
+    chat.new_conversation()
+    chat.input.setPlainText("Waht does prefix cachign save?")
+    chat.send()
+    conversation = chat.current
+    first = conversation.messages[-1]
+    if not process_events_until(lambda: first.status == "done", 600):
+        print("the question was not answered:", first.status, first.error, window.model.engine.message)
+        return False
+    chat.input.setPlainText("And what does")
+    transcript = chat.transcripts[conversation.conversation_id]
+    question = conversation.messages[0]
+    process_events_until(lambda: question.message_id in transcript.views, 10)
+    transcript.views[question.message_id].edit_button.click()
+    chat.input.setPlainText("What does prefix caching save?")
+    process_events_until(lambda: False, 0.3)
+    print(f"editing: input {chat.input.toPlainText()!r}, bar shown {chat.edit_bar.isVisible()}, "
+          f"Regenerate {'on' if chat.regenerate_button.isEnabled() else 'off'}")
+    save_small(window, str(folder / "chat-edit-question.png"))
+    chat.send()
+    reply = conversation.messages[-1]
+    if not process_events_until(lambda: reply.status == "done", 300):
+        print("the edit was not answered:", reply.status, reply.error)
+        return False
+    print(f"after: {[m.text[:40] for m in conversation.messages]}, input {chat.input.toPlainText()!r}")
     return True
 
 
