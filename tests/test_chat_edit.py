@@ -62,6 +62,8 @@ def test_an_edit_sent_replaces_the_question_and_its_reply_and_the_draft_comes_ba
     with qtbot.waitSignal(pane.attachments.read_done, timeout=10_000):
         edit_buttons(pane)[question.message_id].click()
     assert pane.edit_bar.isVisibleTo(pane) and not pane.regenerate_button.isEnabled()
+    marked = edit_buttons(pane)[question.message_id]
+    assert marked.text() == "Editing below" and not marked.isEnabled()
     assert pane.input.toPlainText() == "What is a KV cach?" and names(pane) == ["cat.png"]
     assert [m.text for m in conversation.messages] == ["What is a KV cach?", "A cache."]  # nothing changed yet
     pane.input.setPlainText("What is a KV cache?")
@@ -91,6 +93,7 @@ def test_cancel_edit_and_esc_keep_the_question_and_put_the_draft_back(pane, qtbo
     pane.input.setPlainText("an edit dropped")
     pane.cancel_edit_button.click()
     assert pane.input.toPlainText() == "typed, not sent" and not pane.edit_bar.isVisibleTo(pane)
+    assert [(b.text(), b.isEnabled()) for b in edit_buttons(pane).values()] == [("Edit", True)]
     assert [m.text for m in pane.current.messages] == ["the question", "the reply"]
     assert pane.regenerate_button.isEnabled()
     pane.input.clear()

@@ -368,6 +368,7 @@ class ChatPane(QWidget):
             self.attachments.clear()
             if put_aside is not None:
                 del self._editing[conversation.conversation_id]
+                self.transcripts[conversation.conversation_id].mark_editable(editing="")
                 self.edit_bar.hide()
                 self._put_in_input(put_aside)
             self._update_buttons()
@@ -395,6 +396,7 @@ class ChatPane(QWidget):
             self.attachments.clear()
         self._put_in_input((question.text, [], ""))
         self.attachments.add_sources([StoredImage(ref, self.model.images_dir) for ref in question.images])
+        self.transcripts[conversation.conversation_id].mark_editable(editing=message_id)
         self.edit_bar.show()
         self._update_buttons()
         self.input.setFocus()
@@ -407,6 +409,7 @@ class ChatPane(QWidget):
             return
         self.attachments.clear()
         self._put_in_input(found[1])
+        self.transcripts[self.current.conversation_id].mark_editable(editing="")
         self.edit_bar.hide()
         self._update_buttons()
         self.input.setFocus()

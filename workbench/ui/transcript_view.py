@@ -135,6 +135,7 @@ class TranscriptView(QScrollArea):
         self.new_text_button.clicked.connect(self.scroll_to_end)
         self.new_text_button.hide()
         self.views: dict[str, MessageView] = {}  # message id -> its view
+        self.editing = ""  # the question being edited in the input, if any
         # Streaming text is drawn at the pacer's pace: a long reply's draws would otherwise fill the GUI thread.
         self.pacer = RenderPacer()
         self._pending: set[str] = set()  # messages whose new text waits for the next draw
@@ -212,13 +213,17 @@ class TranscriptView(QScrollArea):
         if self._older:
             QTimer.singleShot(0, self, self._build_older)
 
-    def mark_editable(self) -> None:
-        """Edit shows on the last question only, and can be clicked while no reply is open."""
+    def mark_editable(self, editing: str | None = None) -> None:
+        """Edit shows on the last question only, and can be clicked while no reply is open; the question being
+        edited (``editing``: its id, "" for none, None: as before) says so instead."""
+        if editing is not None:
+            self.editing = editing
         last, open_reply = self.conversation.last_question_id(), self.conversation.streaming_message() is not None
         for message_id, view in self.views.items():
             if view.edit_button is not None:
                 view.edit_button.setVisible(message_id == last)
-                view.edit_button.setEnabled(not open_reply)
+                view.edit_button.setEnabled(not open_reply and message_id != self.editing)
+                view.edit_button.setText("Editing below" if message_id == self.editing else "Edit")
 
     def _hidden_page(self) -> bool:
         return self.parentWidget() is not None and not self.isVisibleTo(self.window())
