@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import QTimer, Signal, Slot
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QToolButton, QVBoxLayout, QWidget,
 )
@@ -46,8 +47,16 @@ def figures_text(turn: ChatMessage, waiting: str = "") -> str:
     return " · ".join(parts)
 
 
+COPIED_SHOWN_MS = 1500  # how long Copy says "Copied"
 EDIT_TIP = ("Edit this question and ask it again: Send replaces it and its reply (↑ in an empty input does the "
             "same; Esc or Cancel keeps them)")
+
+
+def header_button(name: str, text: str) -> QToolButton:
+    """A flat button in a turn's header, no taller than its name's line (the turn stays as tall as before)."""
+    button = QToolButton(objectName=name, text=text, autoRaise=True)
+    button.setMaximumHeight(button.fontMetrics().height() + 2)
+    return button
 
 
 class MessageView(QFrame):
@@ -65,9 +74,13 @@ class MessageView(QFrame):
         header.setContentsMargins(0, 0, 0, 0)
         header.addWidget(QLabel("<b>You</b>" if turn.role == "user" else "<b>Assistant</b>"))
         header.addStretch(1)
+        self.copy_button = header_button("copyTurnButton", "Copy")
+        self.copy_button.setToolTip("Copy this turn's text (as Markdown) to the clipboard")
+        self.copy_button.clicked.connect(self.copy_text)
+        header.addWidget(self.copy_button)
         self.edit_button: QToolButton | None = None  # a question's: shown on the last one (TranscriptView)
         if turn.role == "user":
-            self.edit_button = QToolButton(objectName="editQuestionButton", text="Edit", autoRaise=True)
+            self.edit_button = header_button("editQuestionButton", "Edit")
             self.edit_button.setToolTip(EDIT_TIP)
             self.edit_button.hide()
             header.addWidget(self.edit_button)
@@ -89,7 +102,14 @@ class MessageView(QFrame):
             layout.addWidget(widget)
         self.render()
 
+    def copy_text(self) -> None:
+        """The turn's text as written (Markdown) to the clipboard; the button says so for a moment."""
+        QGuiApplication.clipboard().setText(self.turn.text)
+        self.copy_button.setText("Copied")
+        QTimer.singleShot(COPIED_SHOWN_MS, self.copy_button, lambda: self.copy_button.setText("Copy"))
+
     def render(self) -> None:
+        self.copy_button.setEnabled(bool(self.turn.text))
         self.render_text()
         self.stats.setText(figures_text(self.turn, self.waiting_note() if self.turn.status == "waiting" else ""))
         self.stats.setVisible(bool(self.stats.text()))

@@ -1,4 +1,6 @@
-"""Editing the last question: its text and images go back into the input, what was typed there is put aside and
+"""Copy on each turn: its text as written, to the clipboard.
+
+Editing the last question: its text and images go back into the input, what was typed there is put aside and
 comes back; Send asks the edit in place of the question and its reply, Cancel edit (or Esc) keeps both. The pane
 on a model without an engine (the commands it posts are kept), the storage on a real SQLite file, and the whole
 path through the real window and the real vLLM CPU engine."""
@@ -8,7 +10,7 @@ import pytest
 from chat_driver import type_and_send, wait_finished
 from chat_images import image_file
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QPushButton, QToolButton
+from PySide6.QtWidgets import QApplication, QPushButton, QToolButton
 from test_chat_attachments import attach, names, pane  # noqa: F401  (the pane fixture)
 from test_storage import FIGURES, answered, restarted, started
 
@@ -157,6 +159,22 @@ def test_an_edited_question_is_what_the_database_keeps(tmp_path):
     assert [m.text for m in kept.messages] == ["What is vLLM?", "A serving engine."]
     assert kept.title == "What is vLLM?"
     storage.close()
+
+
+def test_copy_puts_a_turns_markdown_on_the_clipboard_once_it_has_ended(pane, qtbot):
+    pane.input.setPlainText("Show me **bold**")
+    pane.send()
+    transcript = pane.transcripts[pane.current.conversation_id]
+    transcript.sync_now()
+    question, reply = (transcript.views[m.message_id] for m in pane.current.messages)
+    assert question.copy_button.isEnabled() and not reply.copy_button.isEnabled()  # nothing yet, it streams
+    answer(pane, "Here: **bold** and `code`")
+    assert reply.copy_button.isEnabled()
+    qtbot.mouseClick(reply.copy_button, Qt.LeftButton)
+    assert QApplication.clipboard().text() == "Here: **bold** and `code`" and reply.copy_button.text() == "Copied"
+    qtbot.waitUntil(lambda: reply.copy_button.text() == "Copy", timeout=5_000)
+    question.copy_button.click()
+    assert QApplication.clipboard().text() == "Show me **bold**"
 
 
 @pytest.mark.slow
