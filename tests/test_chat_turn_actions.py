@@ -36,6 +36,13 @@ def answer(pane, text: str) -> None:
     assert reply.status == "done"
 
 
+def asked(pane, question: str, reply: str) -> None:
+    """``question`` typed and sent in the shown conversation, and answered with ``reply``."""
+    pane.input.setPlainText(question)
+    pane.send()
+    answer(pane, reply)
+
+
 def test_edit_shows_on_the_last_question_only_while_no_reply_is_open(pane, qtbot):
     pane.input.setPlainText("first")
     pane.send()
@@ -44,9 +51,7 @@ def test_edit_shows_on_the_last_question_only_while_no_reply_is_open(pane, qtbot
     assert not buttons[first].isHidden() and not buttons[first].isEnabled()  # its reply streams
     answer(pane, "one")
     assert buttons[first].isEnabled()
-    pane.input.setPlainText("second")
-    pane.send()
-    answer(pane, "two")
+    asked(pane, "second", "two")
     buttons = edit_buttons(pane)
     second = pane.current.messages[2].message_id
     assert buttons[first].isHidden() and not buttons[second].isHidden() and buttons[second].isEnabled()
@@ -85,9 +90,7 @@ def test_an_edit_sent_replaces_the_question_and_its_reply_and_the_draft_comes_ba
 
 
 def test_cancel_edit_and_esc_keep_the_question_and_put_the_draft_back(pane, qtbot):
-    pane.input.setPlainText("the question")
-    pane.send()
-    answer(pane, "the reply")
+    asked(pane, "the question", "the reply")
     pane.input.setPlainText("typed, not sent")
     pane.input.setFocus()
     pane.edit_last_question()
@@ -109,9 +112,7 @@ def test_cancel_edit_and_esc_keep_the_question_and_put_the_draft_back(pane, qtbo
 
 
 def test_an_edit_stays_with_its_conversation_and_a_deleted_one_takes_it(pane, qtbot):
-    pane.input.setPlainText("in the first")
-    pane.send()
-    answer(pane, "reply")
+    asked(pane, "in the first", "reply")
     first = pane.current
     pane.input.setPlainText("aside")
     pane.edit_last_question()
@@ -137,13 +138,9 @@ def test_an_edit_stays_with_its_conversation_and_a_deleted_one_takes_it(pane, qt
 def test_an_edit_of_a_question_no_longer_last_is_asked_after_it(pane, qtbot):
     """The model replaces only the last question: a stale id asks the text as a new question, nothing lost."""
     conversation = pane.current
-    pane.input.setPlainText("one")
-    pane.send()
-    answer(pane, "1")
+    asked(pane, "one", "1")
     stale = conversation.messages[0].message_id
-    pane.input.setPlainText("two")
-    pane.send()
-    answer(pane, "2")
+    asked(pane, "two", "2")
     pane.commands.ask(conversation.conversation_id, "three", SamplingSettings(), replacing=stale)
     assert [m.text for m in conversation.messages[:5]] == ["one", "1", "two", "2", "three"]
 

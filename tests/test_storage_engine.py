@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -13,8 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
+from chat_images import image_file
 
 from workbench.engine.process_guard import is_running
+from workbench.storage.database import DB_NAME
 
 APP = str(Path(__file__).with_name("storage_app.py"))
 START_TIMEOUT_S = 240
@@ -57,14 +60,51 @@ class AppProcess:
             self.process.wait(10)
 
 
-def restored(model: str, data_dir: Path) -> list[dict]:
+def restored(model: str, data_dir: Path, shown: list | None = None) -> list[dict]:
+    """The conversations the app restores from ``data_dir``; ``shown`` gets what its chat's input shows."""
     app = AppProcess("show", model, data_dir)
     try:
         conversations = json.loads(app.wait_for("RESTORED", 60))
+        if shown is not None:
+            shown.append(json.loads(app.wait_for("INPUT", 60)))
         assert app.finish() == 0
         return conversations
     finally:
         app.kill()
+
+
+def stored_draft(data_dir: Path) -> str:
+    """The draft the database holds now ("" before the first is committed)."""
+    try:
+        with sqlite3.connect(f"file:{data_dir / DB_NAME}?mode=ro", uri=True) as connection:
+            found = connection.execute("SELECT draft FROM conversations WHERE draft != ''").fetchone()
+    except sqlite3.Error:  # not made yet, or made before the drafts' column
+        return ""
+    return found[0] if found else ""
+
+
+@pytest.mark.slow
+def test_a_draft_typed_and_not_sent_survives_sigkill_with_its_image(tmp_path, demo_model_path, monkeypatch):
+    """Nothing typed is lost: a question typed and an image attached, never sent, come back in the chat's input
+    after the app was killed, a second after the typing stopped."""
+    data = tmp_path / "data"
+    monkeypatch.setenv("DRAFT_TEXT", "A long question, typed\nand not sent yet")
+    monkeypatch.setenv("DRAFT_IMAGE", str(image_file(tmp_path, "cat.png")))
+    app = AppProcess("draft", demo_model_path, data)
+    try:
+        app.wait_for("TYPED", 120)
+        deadline = time.monotonic() + 60
+        while stored_draft(data) == "" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        app.process.send_signal(signal.SIGKILL)
+        app.process.wait(10)
+    finally:
+        app.kill()
+    shown: list = []
+    conversations = restored(demo_model_path, data, shown)
+    assert [(c["draft"], c["draft_images"]) for c in conversations] == \
+        [("A long question, typed\nand not sent yet", ["cat.png"])]
+    assert shown == [{"text": "A long question, typed\nand not sent yet", "problem": "", "images": ["cat.png"]}]
 
 
 @pytest.mark.slow

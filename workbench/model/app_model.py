@@ -20,7 +20,7 @@ from workbench.engine.events import (
     EngineLogOpened, EngineReady, EngineState, RequestFailed, RequestFinished, RequestsTaken, StartProgressed,
     StateChanged, TextFlushed,
 )
-from workbench.engine.images import ImageInput, ImageRef
+from workbench.engine.images import ImageInput, ImageProblem, ImageRef
 from workbench.engine.requests import Owner, RequestRegistry
 from workbench.engine.spec import EngineConfig
 from workbench.hub.download import Downloads
@@ -43,6 +43,7 @@ class AppModel:
     conversation_added = Signal(str)  # conversation id
     conversation_changed = Signal(str)  # conversation id: its title, its system prompt or its sampling
     conversation_selected = Signal(str)  # conversation id: the one the user looks at ("" : none)
+    draft_changed = Signal(str)  # conversation id: what was typed in it and not sent
     message_changed = Signal(str, str, bool)  # conversation id, message id, text only
     messages_changed = Signal(str)  # conversation id: messages added or removed
     requests_taken = Signal(tuple)  # conversation ids whose replies the engine now holds
@@ -148,6 +149,21 @@ class AppModel:
         if conversation is not None and conversation.system_prompt != system_prompt:
             conversation.system_prompt = system_prompt
             self.conversation_changed.emit(conversation_id)
+
+    def keep_draft(self, conversation_id: str, text: str, images: tuple[ImageInput, ...] = ()) -> None:
+        """What was typed and attached in a conversation and not sent, kept with it (and stored) so that a
+        restart or a crash loses none of it. Images that cannot be kept in the store stay out of the kept draft
+        (the pane still holds them)."""
+        conversation = self.conversations.get(conversation_id)
+        if conversation is None:
+            return
+        try:
+            refs = keep_images(images, self.images_dir)
+        except ImageProblem:
+            refs = ()
+        if (conversation.draft, conversation.draft_images) != (text, refs):
+            conversation.draft, conversation.draft_images = text, refs
+            self.draft_changed.emit(conversation_id)
 
     def set_sampling(self, conversation_id: str, sampling: SamplingSettings) -> None:
         """A conversation's own sampling settings, used by its next question (and kept with it), edited

@@ -78,6 +78,8 @@ class Conversation:
     system_prompt: str = ""  # its own system prompt: seeded by the app's default, then the user's
     number: int = 0  # "Chat 7": given once, never given again (deleting a chat does not free it)
     title_source: str = "number"  # "number" (Chat 7), "question" (its first question) or "user" (renamed)
+    draft: str = ""  # what was typed and not sent, kept with it (a restart, a crash)
+    draft_images: tuple[ImageRef, ...] = ()  # the images attached and not sent, in the image store
 
     def retitle_from(self, question: str) -> bool:
         """A numbered conversation takes its first question as its title; True if the title changed."""

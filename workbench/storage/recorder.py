@@ -19,7 +19,8 @@ from workbench.model.conversations import ChatMessage
 from workbench.model.engine_status import EngineStatus
 from workbench.storage.records import (
     AllConversationsDeleted, BatchRowSaved, BatchRunDeleted, BatchRunSaved, ConversationDeleted, ConversationSaved,
-    EngineRunPlanned, EngineRunReady, EngineRunStarted, EngineRunStopped, MessageSaved, MessagesKept, MessageTextSaved,
+    DraftSaved, EngineRunPlanned, EngineRunReady, EngineRunStarted, EngineRunStopped, MessageSaved, MessagesKept,
+    MessageTextSaved,
 )
 
 
@@ -44,6 +45,7 @@ class ModelRecorder:
         self._connections = [
             (model.conversation_added, self._on_model_conversation_added),
             (model.conversation_changed, self._on_model_conversation_changed),
+            (model.draft_changed, self._on_model_draft_changed),
             (model.messages_changed, self._on_model_messages_changed),
             (model.message_changed, self._on_model_message_changed),
             (model.conversation_removed, self._on_model_conversation_removed),
@@ -72,6 +74,17 @@ class ModelRecorder:
     def _on_model_conversation_added(self, conversation_id: str) -> None:
         self._saved.pop(conversation_id, None)
         self._on_model_messages_changed(conversation_id)
+        conversation = self.model.conversations.get(conversation_id)
+        if conversation is not None and (conversation.draft or conversation.draft_images):
+            self._on_model_draft_changed(conversation_id)  # a new database taking over keeps the drafts too
+
+    def _on_model_draft_changed(self, conversation_id: str) -> None:
+        conversation = self.model.conversations.get(conversation_id)
+        if conversation is None:
+            return
+        if conversation_id not in self._saved:  # its row first
+            self._on_model_messages_changed(conversation_id)
+        self.put(DraftSaved(conversation_id, conversation.draft, conversation.draft_images))
 
     def _on_model_messages_changed(self, conversation_id: str) -> None:
         conversation = self.model.conversations.get(conversation_id)

@@ -26,6 +26,15 @@ class ConversationSaved:
 
 
 @dataclass(frozen=True)
+class DraftSaved:
+    """What was typed and attached in a conversation and not sent (nothing: ``""`` and no images)."""
+
+    conversation_id: str
+    text: str
+    images: tuple[ImageRef, ...] = ()
+
+
+@dataclass(frozen=True)
 class MessageSaved:
     """A message whole: a new one, or one whose status, error or figures changed."""
 

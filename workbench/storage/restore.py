@@ -25,12 +25,14 @@ NEVER_SENT = "The app ended before the engine could take this question; Regenera
 def load_conversations(connection: sqlite3.Connection) -> list[Conversation]:
     """Every stored conversation in list order; a reply that was streaming when the app ended is stopped."""
     conversations: dict[str, Conversation] = {}
-    for conversation_id, title, sampling, system_prompt, number, title_source in connection.execute(
-            "SELECT conversation_id, title, sampling, system_prompt, number, title_source FROM conversations "
+    drafts = draft_images(connection)
+    for conversation_id, title, sampling, system_prompt, number, title_source, draft in connection.execute(
+            "SELECT conversation_id, title, sampling, system_prompt, number, title_source, draft FROM conversations "
             "ORDER BY position, created_s"):
         conversations[conversation_id] = Conversation(title, conversation_id=conversation_id,
                                                       system_prompt=system_prompt, number=number,
-                                                      title_source=title_source)
+                                                      title_source=title_source, draft=draft,
+                                                      draft_images=drafts.get(conversation_id, ()))
         if sampling is not None:
             conversations[conversation_id].sampling = sampling_from_json(sampling)
     images = message_images(connection)
@@ -47,6 +49,16 @@ def load_conversations(connection: sqlite3.Connection) -> list[Conversation]:
             role, text, status, error, figures_from_json(figures), request_id, message_id,
             sampling_from_json(sampling), system_prompt or "", images.get(message_id, ())))
     return list(conversations.values())
+
+
+def draft_images(connection: sqlite3.Connection) -> dict[str, tuple[ImageRef, ...]]:
+    """Each conversation's draft's images, in order, by conversation id."""
+    found: dict[str, list[ImageRef]] = {}
+    for conversation_id, *ref in connection.execute(
+            "SELECT conversation_id, sha256, name, mime, width, height, num_bytes FROM draft_images "
+            "ORDER BY conversation_id, position"):
+        found.setdefault(conversation_id, []).append(ImageRef(*ref))
+    return {key: tuple(refs) for key, refs in found.items()}
 
 
 def message_images(connection: sqlite3.Connection, message_ids=None) -> dict[str, tuple[ImageRef, ...]]:
@@ -137,13 +149,14 @@ def close_interrupted_engine_runs(connection: sqlite3.Connection) -> None:
 
 
 def sweep_images(connection: sqlite3.Connection, folder: Path) -> int:
-    """Removes the data folder's image copies that no stored message holds any more (their conversations
+    """Removes the data folder's image copies that no stored message or draft holds any more (their conversations
     deleted, their questions edited away); returns how many. Runs at start, where this instance alone
     writes the database (a second one finds it locked), so no image attached since is left uncommitted.
     A copy cut short by a kill (``.part-*``) goes too."""
     if not folder.is_dir():
         return 0
-    held = {sha256 for (sha256,) in connection.execute("SELECT DISTINCT sha256 FROM message_images")}
+    held = {sha256 for (sha256,) in connection.execute(
+        "SELECT sha256 FROM message_images UNION SELECT sha256 FROM draft_images")}
     removed = 0
     for path in folder.iterdir():
         name = path.name

@@ -131,8 +131,24 @@ VERSION_5 = (
         PRIMARY KEY (message_id, position))""",
 )
 
+# Version 6: each conversation's draft, what was typed and attached in it and not sent, so that neither a restart nor a
+# crash loses it; its images by reference, as a message's are (their files are held while a draft holds them).
+VERSION_6 = (
+    "ALTER TABLE conversations ADD COLUMN draft TEXT NOT NULL DEFAULT ''",
+    """CREATE TABLE draft_images (
+        conversation_id TEXT NOT NULL REFERENCES conversations ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        name TEXT NOT NULL,
+        mime TEXT NOT NULL,
+        width INTEGER NOT NULL,
+        height INTEGER NOT NULL,
+        num_bytes INTEGER NOT NULL,
+        PRIMARY KEY (conversation_id, position))""",
+)
+
 # Each entry takes the database from its index to its index + 1.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (VERSION_1, VERSION_2, VERSION_3, VERSION_4, VERSION_5)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (VERSION_1, VERSION_2, VERSION_3, VERSION_4, VERSION_5, VERSION_6)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

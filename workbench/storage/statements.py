@@ -8,7 +8,7 @@ from functools import singledispatch
 from workbench.storage.codec import to_json
 from workbench.storage.records import (
     AllConversationsDeleted, BatchRowSaved, BatchRunDeleted, BatchRunSaved, ConversationDeleted, ConversationSaved,
-    EngineRunPlanned, EngineRunReady, EngineRunStarted, EngineRunStopped, MessageSaved, MessagesKept, MessageTextSaved,
+    DraftSaved, EngineRunPlanned, EngineRunReady, EngineRunStarted, EngineRunStopped, MessageSaved, MessagesKept, MessageTextSaved,
     SeriesPointsSaved, SessionEnded, SessionStarted,
 )
 
@@ -30,6 +30,17 @@ def _(record: ConversationSaved, connection) -> None:
     connection.execute(  # the highest number ever given, kept after its conversation is deleted
         "INSERT INTO counters VALUES ('conversation_number', ?) ON CONFLICT (name) DO UPDATE SET "
         "value = max(value, excluded.value)", (record.number,))
+
+
+@write_record.register
+def _(record: DraftSaved, connection) -> None:
+    connection.execute("UPDATE conversations SET draft = ? WHERE conversation_id = ?",
+                       (record.text, record.conversation_id))
+    connection.execute("DELETE FROM draft_images WHERE conversation_id = ?", (record.conversation_id,))
+    connection.executemany(
+        "INSERT INTO draft_images VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        ((record.conversation_id, position, ref.sha256, ref.name, ref.mime, ref.width, ref.height, ref.num_bytes)
+         for position, ref in enumerate(record.images)))
 
 
 @write_record.register

@@ -3,7 +3,7 @@ and asked again, images attached to a question (Attach image…, dropped or past
 settings in a drawer beside the transcript (a one-line summary of them always shown)."""
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Slot
+from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QKeySequence, QShortcut, QTextCursor
 from PySide6.QtWidgets import (
     QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMessageBox, QPushButton, QStackedWidget, QVBoxLayout,
@@ -28,6 +28,7 @@ from workbench.ui.transcript_view import (  # noqa: F401
 )
 
 LIST_PX = 120  # the conversation list's width at first (it folds away to 0 when its handle is dragged)
+DRAFT_KEPT_AFTER_MS = 1000  # a draft is kept (stored) this long after the typing stops
 EDITING = ("Editing your last question: Send asks it in place of the one above and its reply. "
            "What you were typing comes back after.")
 
@@ -112,6 +113,10 @@ class ChatPane(QWidget):
         self.input.setMaximumHeight(120)
         self.attachments = AttachmentStrip()
         self.input.images_given.connect(self.attachments.add_sources)
+        self._draft_timer = QTimer(self, singleShot=True, interval=DRAFT_KEPT_AFTER_MS)
+        self._draft_timer.timeout.connect(self.keep_draft)
+        self.input.textChanged.connect(self._draft_timer.start)
+        self.attachments.changed.connect(self._draft_timer.start)
         self.input.edit_last_asked.connect(self.edit_last_question)
         self.input.escape_pressed.connect(self.cancel_edit)
         self.edit_note = QLabel(EDITING, objectName="editingNote", wordWrap=True)
@@ -330,10 +335,36 @@ class ChatPane(QWidget):
         if conversation_id == self._shown:
             return
         if self._shown is not None:
+            self.keep_draft()
             self._drafts[self._shown] = (self.input.toPlainText(), *self.attachments.take())
-        text, images, problem = self._drafts.pop(conversation_id, ("", [], ""))
-        self._put_in_input((text, images, problem))
+        if conversation_id in self._drafts:
+            self._put_in_input(self._drafts.pop(conversation_id))
+        else:  # first shown since the start: the draft the model kept, its images read from the store
+            kept = self.model.conversations[conversation_id]
+            self._put_in_input((kept.draft, [], ""))
+            self.attachments.add_sources([StoredImage(ref, self.model.images_dir) for ref in kept.draft_images])
         self._shown = conversation_id
+
+    @Slot()
+    def keep_draft(self) -> None:
+        """What the shown conversation's input and attachments hold, kept in the model (and so stored): a
+        restart or a crash loses none of it. While the last question is edited, the draft put aside is kept
+        with the edit. Not while images are still being read (it is tried again once they are)."""
+        if self._shown is None or self._shown not in self.model.conversations:
+            return
+        if self.attachments.reading:
+            self._draft_timer.start()
+            return
+        texts, images = [self.input.toPlainText()], list(self.attachments.images())
+        if self._shown in self._editing:
+            question_id, (aside_text, aside_images, _problem) = self._editing[self._shown]
+            question = self.model.conversations[self._shown].message(question_id)
+            if question is not None and (question.text, question.images) == (texts[0], tuple(i.ref for i in images)):
+                texts, images = [], []  # the edit not begun: the question is kept in the conversation already
+            texts.insert(0, aside_text)
+            images[:0] = [pending.image for pending in aside_images]
+        self._draft_timer.stop()
+        self.model.keep_draft(self._shown, "\n\n".join(t for t in texts if t.strip()), tuple(images))
 
     def _put_in_input(self, draft: tuple[str, list, str]) -> None:
         text, images, problem = draft
@@ -371,6 +402,7 @@ class ChatPane(QWidget):
                 self.transcripts[conversation.conversation_id].mark_editable(editing="")
                 self.edit_bar.hide()
                 self._put_in_input(put_aside)
+            self.keep_draft()  # the question sent is no draft any more
             self._update_buttons()
 
     # -------------------------------------------------------------- editing the last question

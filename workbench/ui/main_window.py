@@ -296,6 +296,7 @@ class MainWindow(QMainWindow):
         if self.remember_layout:
             save_layout(self)
         self.status.show_stopping()
+        self.chat.keep_draft()  # what was typed in the last second is kept with the rest
         self.heatmap_timer.stop()
         if self.series_keeper is not None:
             self.series_keeper.stop()
