@@ -43,6 +43,14 @@ def asked(pane, question: str, reply: str) -> None:
     answer(pane, reply)
 
 
+def test_regenerate_is_off_until_there_is_a_question_to_ask_again(pane, qtbot):
+    assert not pane.regenerate_button.isEnabled()
+    asked(pane, "a question", "a reply")
+    assert pane.regenerate_button.isEnabled()
+    pane.new_conversation()
+    assert not pane.regenerate_button.isEnabled()
+
+
 def test_edit_shows_on_the_last_question_only_while_no_reply_is_open(pane, qtbot):
     pane.input.setPlainText("first")
     pane.send()

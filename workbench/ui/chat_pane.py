@@ -477,7 +477,9 @@ class ChatPane(QWidget):
         editing = bool(self.order) and self.current.conversation_id in self._editing
         self.stop_button.setEnabled(streaming)
         self.send_button.setEnabled(not streaming)
-        self.regenerate_button.setEnabled(not streaming and not editing)  # it would ask the question being edited
+        asked = bool(self.order) and bool(self.current.last_question_id())
+        # nothing to ask again before a first question; while editing, it would ask the question being edited
+        self.regenerate_button.setEnabled(asked and not streaming and not editing)
 
     # -------------------------------------------------------------- what the model reports
     def _on_model_messages_changed(self, conversation_id: str) -> None:

@@ -10,6 +10,10 @@ the input, what was being typed put aside). ``WORKBENCH_DATA_DIR`` pointing at a
 model's build as what the question waits for.
 
     python -m workbench.bench.gui.chat_screenshots --edit DOCS_FOLDER   ``chat-edit-question.png`` alone
+    python -m workbench.bench.gui.chat_screenshots --draft DOCS_FOLDER  ``chat-draft-restored.png``: a question typed
+                                                                        and an image attached, the window closed, and
+                                                                        both back in the next window's input (set
+                                                                        ``WORKBENCH_DATA_DIR`` to an empty folder)
 """
 from __future__ import annotations
 
@@ -27,6 +31,9 @@ def main(argv: list[str]) -> int:
     from workbench.app import build_window, demo_engine_config
 
     edit_only = argv[:1] == ["--edit"]
+    if argv[:1] == ["--draft"]:
+        QApplication.instance() or QApplication([])
+        return 0 if draft_picture(Path(argv[1] if len(argv) > 1 else "docs")) else 1
     argv = argv[1:] if edit_only else argv
     folder = Path(argv[0] if argv else "docs")
     QApplication.instance() or QApplication([])
@@ -132,6 +139,36 @@ def edit_picture(window, folder: Path) -> bool:
         return False
     print(f"after: {[m.text[:40] for m in conversation.messages]}, input {chat.input.toPlainText()!r}")
     return True
+
+
+def draft_picture(folder: Path) -> bool:
+    """``chat-draft-restored.png``: a question typed and an image attached in one window, never sent; the window
+    closed; the next window on the same data folder shows both in its input."""
+    import tempfile
+
+    from workbench.app import build_window, demo_engine_config
+    from workbench.bench.gui.image_shots import draw
+    from workbench.bench.gui.screenshot import close_window
+
+    picture = draw(Path(tempfile.mkdtemp()) / "harbour.png", (320, 240), (120, 170, 230), (30, 80, 150),
+                   (250, 220, 80))
+    first, _ = build_window(demo_engine_config(), start_engine=False)
+    first.resize(1280, 720)
+    first.show()
+    first.chat.input.setPlainText("Compare this harbour's light with the one I sent yesterday, and say which\n")
+    first.chat.attachments.add_sources([str(picture)])
+    process_events_until(lambda: first.chat.attachments.images(), 30)
+    close_window(first)
+    second, _ = build_window(demo_engine_config(), start_engine=False)
+    second.resize(1280, 720)
+    second.show()
+    chat = second.chat
+    process_events_until(lambda: chat.attachments.images() or chat.attachments.problem.text(), 30)
+    process_events_until(lambda: False, 0.3)
+    print(f"restored: input {chat.input.toPlainText()!r}, images {[i.ref.name for i in chat.attachments.images()]}")
+    save_small(second, str(folder / "chat-draft-restored.png"))
+    close_window(second)
+    return bool(chat.attachments.images())
 
 
 if __name__ == "__main__":
