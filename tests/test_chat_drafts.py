@@ -81,3 +81,17 @@ def test_a_draft_is_stored_and_its_images_outlive_the_start_sweep(tmp_path):
     assert sweep_images(connection, tmp_path / "images") == 0
     assert image_store.path_of(kept.draft_images[0], tmp_path / "images").is_file()
     connection.close()
+
+
+def test_an_image_still_being_read_when_another_conversation_is_shown_stays_with_its_own(pane, qtbot, tmp_path):
+    """Images are read off the GUI thread: one attached just before another conversation is shown goes into the
+    draft of the conversation it was attached in, never into the one shown now (it would be sent there)."""
+    first = pane.current
+    pane.attachments.add_sources([str(image_file(tmp_path, "cat.png"))])
+    pane.new_conversation()  # before the image is read
+    with qtbot.waitSignal(pane.attachments.read_done, timeout=10_000):
+        pass
+    assert names(pane) == [] and pane.current.draft_images == ()
+    assert [ref.name for ref in first.draft_images] == ["cat.png"]  # kept with its own draft
+    pane.conversation_list.setCurrentRow(0)
+    assert pane.current is first and names(pane) == ["cat.png"]

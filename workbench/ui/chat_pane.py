@@ -117,6 +117,7 @@ class ChatPane(QWidget):
         self._draft_timer.timeout.connect(self.keep_draft)
         self.input.textChanged.connect(self._draft_timer.start)
         self.attachments.changed.connect(self._draft_timer.start)
+        self.attachments.read_elsewhere.connect(self._on_image_read_elsewhere)
         self.input.edit_last_asked.connect(self.edit_last_question)
         self.input.escape_pressed.connect(self.cancel_edit)
         self.edit_note = QLabel(EDITING, objectName="editingNote", wordWrap=True)
@@ -335,8 +336,10 @@ class ChatPane(QWidget):
         if conversation_id == self._shown:
             return
         if self._shown is not None:
-            self.keep_draft()
+            if not self.attachments.reading:  # else kept as its images come (_on_image_read_elsewhere)
+                self._keep(self._shown, self.input.toPlainText(), self.attachments.images())
             self._drafts[self._shown] = (self.input.toPlainText(), *self.attachments.take())
+        self.attachments.owner = conversation_id
         if conversation_id in self._drafts:
             self._put_in_input(self._drafts.pop(conversation_id))
         else:  # first shown since the start: the draft the model kept, its images read from the store
@@ -350,21 +353,44 @@ class ChatPane(QWidget):
         """What the shown conversation's input and attachments hold, kept in the model (and so stored): a
         restart or a crash loses none of it. While the last question is edited, the draft put aside is kept
         with the edit. Not while images are still being read (it is tried again once they are)."""
-        if self._shown is None or self._shown not in self.model.conversations:
+        if self._shown is None:
             return
         if self.attachments.reading:
             self._draft_timer.start()
             return
-        texts, images = [self.input.toPlainText()], list(self.attachments.images())
-        if self._shown in self._editing:
-            question_id, (aside_text, aside_images, _problem) = self._editing[self._shown]
-            question = self.model.conversations[self._shown].message(question_id)
-            if question is not None and (question.text, question.images) == (texts[0], tuple(i.ref for i in images)):
+        self._draft_timer.stop()
+        self._keep(self._shown, self.input.toPlainText(), self.attachments.images())
+
+    def _keep(self, conversation_id: str, text: str, images: tuple) -> None:
+        """``conversation_id``'s draft, its input's ``text`` and ``images``, kept in the model (with the draft an
+        edit put aside)."""
+        if conversation_id not in self.model.conversations:
+            return
+        texts, images = [text], list(images)
+        if conversation_id in self._editing:
+            question_id, (aside_text, aside_images, _problem) = self._editing[conversation_id]
+            question = self.model.conversations[conversation_id].message(question_id)
+            if question is not None and (question.text, question.images) == (text, tuple(i.ref for i in images)):
                 texts, images = [], []  # the edit not begun: the question is kept in the conversation already
             texts.insert(0, aside_text)
             images[:0] = [pending.image for pending in aside_images]
-        self._draft_timer.stop()
-        self.model.keep_draft(self._shown, "\n\n".join(t for t in texts if t.strip()), tuple(images))
+        self.model.keep_draft(conversation_id, "\n\n".join(t for t in texts if t.strip()), tuple(images))
+
+    def _on_image_read_elsewhere(self, conversation_id: str, pending, problem: str) -> None:
+        """An image read after its conversation's draft was put away (another conversation shown): into that
+        draft, never the one shown."""
+        if conversation_id not in self._drafts:  # the conversation is gone
+            if pending is not None:
+                pending.deleteLater()
+            return
+        text, images, shown_problem = self._drafts[conversation_id]
+        if pending is not None:
+            pending.hide()
+            images.append(pending)
+        if problem:
+            shown_problem = f"{shown_problem}\n{problem}" if shown_problem else problem
+        self._drafts[conversation_id] = (text, images, shown_problem)
+        self._keep(conversation_id, text, tuple(p.image for p in images))
 
     def _put_in_input(self, draft: tuple[str, list, str]) -> None:
         text, images, problem = draft

@@ -234,11 +234,15 @@ class AttachmentStrip(QWidget):
 
     changed = Signal()  # images added or removed
     read_done = Signal()  # every source given so far is read
+    # an image read for an owner no longer shown: (that owner, its PendingImage or None, the problem found or "")
+    read_elsewhere = Signal(str, object, str)
 
     def __init__(self):
         super().__init__()
         self._pending: list[PendingImage] = []
-        self._queue: list[list] = []  # sources waiting for the reader, in the order given
+        self._queue: list[tuple[str, list]] = []  # (owner, sources) waiting for the reader, in the order given
+        self.owner = ""  # whose images the strip shows now (a conversation's id): what is read goes to its owner
+        self._reader_owner = ""  # whom the reader reads for
         self._number = 0  # pasted pictures are numbered: "pasted image 3.png"
         self.max_pixels: int | None = None
         self.reader = None  # the worker reading now (None: idle)
@@ -275,8 +279,9 @@ class AttachmentStrip(QWidget):
 
     def clear(self) -> None:
         """No images, and none still to come: sources given and not yet read are dropped."""
-        self._queue.clear()
-        self._dropped_reader = self.reader  # what it still yields is not shown
+        self._queue = [(owner, sources) for owner, sources in self._queue if owner != self.owner]
+        if self._reader_owner == self.owner:
+            self._dropped_reader = self.reader  # what it still yields is not shown
         for pending in self._pending:
             self._drop(pending)
         self._pending.clear()
@@ -329,13 +334,13 @@ class AttachmentStrip(QWidget):
         """Reads and checks paths, URLs or pictures on a worker thread; each shows once read."""
         if sources:
             self.show_problem("")
-            self._queue.append(list(sources))
+            self._queue.append((self.owner, list(sources)))
             self._read_next()
 
     def _read_next(self) -> None:
         if self.reader is not None or not self._queue:
             return
-        sources = self._queue.pop(0)
+        self._reader_owner, sources = self._queue.pop(0)
         self.reader = create_worker(read_sources, sources, self._number + 1, _start_thread=False,
                                     _connect={"errored": self._on_reader_errored})
         self._number += sum(isinstance(source, QImage) for source in sources)
@@ -345,6 +350,12 @@ class AttachmentStrip(QWidget):
 
     def _on_reader_yielded(self, outcome: ReadOutcome) -> None:
         if self.reader is not None and self.reader is self._dropped_reader:
+            return
+        if self._reader_owner != self.owner:  # attached before another owner's images were shown: its own
+            pending = None if outcome.image is None else PendingImage(outcome.image, outcome.thumbnail, self.remove)
+            if pending is not None:
+                remember(outcome.image.ref, outcome.thumbnail)
+            self.read_elsewhere.emit(self._reader_owner, pending, outcome.problem)
             return
         if outcome.image is None:
             shown = self.problem.text()
