@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QKeySequence, QShortcut, QTextCursor
 from PySide6.QtWidgets import (
-    QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMessageBox, QPushButton, QStackedWidget, QVBoxLayout,
+    QHBoxLayout, QListWidget, QListWidgetItem, QMessageBox, QPushButton, QStackedWidget, QVBoxLayout,
     QWidget,
 )
 
@@ -16,6 +16,7 @@ from workbench.model.app_model import AppModel
 from workbench.model.conversations import Conversation
 from workbench.model.engine_commands import EngineCommands, waiting_note
 from workbench.model.engine_status import EngineStatus
+from workbench.ui.edit_bar import EditBar
 from workbench.ui.image_attachments import (
     ATTACH_TIP, TEXT_ONLY, AttachmentStrip, ChatInput, StoredImage, choose_image_files, images_refusal, sources_in,
     text_only,
@@ -29,8 +30,6 @@ from workbench.ui.transcript_view import (  # noqa: F401
 
 LIST_PX = 120  # the conversation list's width at first (it folds away to 0 when its handle is dragged)
 DRAFT_KEPT_AFTER_MS = 1000  # a draft is kept (stored) this long after the typing stops
-EDITING = ("Editing your last question: Send asks it in place of the one above and its reply. "
-           "What you were typing comes back after.")
 
 
 def ask_to_confirm(parent: QWidget, title: str, text: str) -> bool:
@@ -120,17 +119,9 @@ class ChatPane(QWidget):
         self.attachments.read_elsewhere.connect(self._on_image_read_elsewhere)
         self.input.edit_last_asked.connect(self.edit_last_question)
         self.input.escape_pressed.connect(self.cancel_edit)
-        self.edit_note = QLabel(EDITING, objectName="editingNote", wordWrap=True)
-        self.cancel_edit_button = QPushButton("Cancel edit", objectName="cancelEditButton")
-        self.cancel_edit_button.setToolTip("Keep the question and its reply as they are (Esc)")
+        self.edit_bar = EditBar()
+        self.cancel_edit_button = self.edit_bar.cancel_button
         self.cancel_edit_button.clicked.connect(self.cancel_edit)
-        self.edit_bar = QWidget(objectName="editBar")
-        edit_row = QHBoxLayout(self.edit_bar)
-        edit_row.setContentsMargins(4, 2, 0, 2)
-        edit_row.addWidget(self.edit_note, 1)
-        edit_row.addWidget(self.cancel_edit_button)
-        self.edit_bar.setStyleSheet("#editBar { background: #fff4ce; }")
-        self.edit_bar.hide()
         self.attach_button = QPushButton("Attach image…", objectName="attachImageButton")
         self.attach_button.clicked.connect(self.attach_images)
         self.setAcceptDrops(True)
