@@ -53,12 +53,9 @@ def load_conversations(connection: sqlite3.Connection) -> list[Conversation]:
 
 def draft_images(connection: sqlite3.Connection) -> dict[str, tuple[ImageRef, ...]]:
     """Each conversation's draft's images, in order, by conversation id."""
-    found: dict[str, list[ImageRef]] = {}
-    for conversation_id, *ref in connection.execute(
-            "SELECT conversation_id, sha256, name, mime, width, height, num_bytes FROM draft_images "
-            "ORDER BY conversation_id, position"):
-        found.setdefault(conversation_id, []).append(ImageRef(*ref))
-    return {key: tuple(refs) for key, refs in found.items()}
+    return _refs_by_key(connection.execute(
+        "SELECT conversation_id, sha256, name, mime, width, height, num_bytes FROM draft_images "
+        "ORDER BY conversation_id, position"))
 
 
 def message_images(connection: sqlite3.Connection, message_ids=None) -> dict[str, tuple[ImageRef, ...]]:
@@ -68,10 +65,15 @@ def message_images(connection: sqlite3.Connection, message_ids=None) -> dict[str
     if message_ids is not None:
         args = tuple(message_ids)
         query += f" WHERE message_id IN ({','.join('?' * len(args))})"
+    return _refs_by_key(connection.execute(query + " ORDER BY message_id, position", args))
+
+
+def _refs_by_key(rows) -> dict[str, tuple[ImageRef, ...]]:
+    """Rows of (key, the ImageRef's fields), in order: each key's refs."""
     found: dict[str, list[ImageRef]] = {}
-    for message_id, *ref in connection.execute(query + " ORDER BY message_id, position", args):
-        found.setdefault(message_id, []).append(ImageRef(*ref))
-    return {message_id: tuple(refs) for message_id, refs in found.items()}
+    for key, *ref in rows:
+        found.setdefault(key, []).append(ImageRef(*ref))
+    return {key: tuple(refs) for key, refs in found.items()}
 
 
 def highest_chat_number(connection: sqlite3.Connection) -> int:
